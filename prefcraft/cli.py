@@ -1,0 +1,117 @@
+"""The `prefcraft` command line: parses flags into settings and calls a command. No logic of its own."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from prefcraft.errors import PrefcraftError
+
+ROLE_FLAGS = ("model", "api_base", "structured_output", "max_tokens", "temperature", "timeout_s")
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prefcraft", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="start a model server and keep it up")
+    _add_settings_flags(serve)
+
+    evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders with the default judge")
+    _add_settings_flags(evaluate)
+    _add_data_flags(evaluate)
+
+    demo = commands.add_parser("demo", help="the main job on the embedded model and the bundled sample users")
+    _add_settings_flags(demo)
+    _add_data_flags(demo)
+    return parser
+
+
+def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("settings (override the config file and PREFCRAFT_* environment variables)")
+    group.add_argument("--config", type=Path, help="TOML settings file")
+    for role in ("task", "prompt", "judge"):
+        group.add_argument(f"--{role}-model", help=f"litellm model string of the {role} model")
+        group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
+        group.add_argument(f"--{role}-structured-output", choices=["llamacpp", "json_schema", "none"])
+        group.add_argument(f"--{role}-max-tokens", type=int)
+        group.add_argument(f"--{role}-temperature", type=float)
+        group.add_argument(f"--{role}-timeout-s", type=float)
+    group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
+                       help="never start a server; every model needs an api_base or a hosted provider")
+    group.add_argument("--backend", choices=["llamacpp", "vllm"], help="server to start (default llamacpp)")
+    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id (vllm)")
+    group.add_argument("--served-model-name", help="name the server serves the model under")
+    group.add_argument("--port", type=int, help="server port (default: a free one)")
+    group.add_argument("--tensor-parallel-size", type=int, help="vllm --tensor-parallel-size")
+    group.add_argument("--max-model-len", type=int, help="vllm --max-model-len")
+    group.add_argument("--threads", dest="num_threads", type=int, help="parallel LM calls")
+    group.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
+    group.add_argument("--experiment", help="MLflow experiment name")
+    group.add_argument("--cache-dir", type=Path, help="DSPy cache directory")
+
+
+def _add_data_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", help="PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
+                        "(default: the bundled synthetic sample users)")
+    parser.add_argument("--users", nargs="+", help="user ids to include (default: all)")
+    parser.add_argument("--split", default="test", choices=["train", "val", "test"])
+    parser.add_argument("--output-dir", type=Path, default=Path("runs/latest"), help="where result files go")
+
+
+def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    flags = vars(args)
+    overrides: dict[str, Any] = {}
+    for role in ("task", "prompt", "judge"):
+        values = {name: flags.get(f"{role}_{name}") for name in ROLE_FLAGS}
+        if any(value is not None for value in values.values()):
+            overrides[role] = {name: value for name, value in values.items() if value is not None}
+    server = {"backend": flags.get("backend"), "model": flags.get("server_model"), "port": flags.get("port"),
+              "served_model_name": flags.get("served_model_name"),
+              "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len")}
+    if any(value is not None for value in server.values()):
+        overrides["server"] = {name: value for name, value in server.items() if value is not None}
+    for name in ("serve", "num_threads", "tracking_uri", "experiment", "cache_dir"):
+        if flags.get(name) is not None:
+            overrides[name] = flags[name]
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = make_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    for noisy in ("LiteLLM", "httpx", "alembic", "mlflow"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    from prefcraft.settings import load_settings
+
+    try:
+        settings = load_settings(args.config, settings_overrides(args))
+        if args.command == "serve":
+            from prefcraft.commands.serve import serve
+
+            serve(settings, print)
+        else:
+            from prefcraft.commands.evaluate import evaluate_default_judge
+            from prefcraft.data import SAMPLE_USERS
+            from prefcraft.report import format_report
+
+            outcome = evaluate_default_judge(
+                settings, args.data or SAMPLE_USERS, users=args.users, split=args.split, output_dir=args.output_dir
+            )
+            print(format_report("default judge", outcome.report, outcome.usage))
+    except PrefcraftError as error:
+        print(f"prefcraft: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("prefcraft: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Building DSPy LMs from settings, so that one model string reaches llama.cpp, vLLM and hosted APIs alike."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import dspy
+
+from prefcraft.adapter import SchemaAdapter
+from prefcraft.backends.process import list_models
+from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.settings import ModelSettings, Settings
+
+# litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+def build_lm(model: ModelSettings) -> dspy.LM:
+    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours."""
+    kwargs: dict[str, object] = {
+        "temperature": model.temperature,
+        "max_tokens": model.max_tokens,
+        "timeout": model.timeout_s,
+        "num_retries": model.num_retries,
+    }
+    if model.api_base:
+        kwargs["api_base"] = model.api_base
+        kwargs["api_key"] = "EMPTY"
+    if model.api_key_env:
+        if model.api_key_env not in os.environ:
+            raise ConfigError(f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set")
+        kwargs["api_key"] = os.environ[model.api_key_env]
+    # DSPy's native engine sends `max_completion_tokens` for openai/ models, which llama.cpp ignores (runaway
+    # generations); its litellm engine sends `max_tokens`. hosted_vllm/ sends `max_tokens` natively.
+    engine = "litellm" if model.model.startswith("openai/") and model.api_base else "auto"
+    return dspy.LM(model.model, engine=engine, **kwargs)
+
+
+def build_adapter(model: ModelSettings) -> SchemaAdapter:
+    return SchemaAdapter(dialect=model.structured_output)
+
+
+def check_reachable(model: ModelSettings) -> None:
+    """Fail fast, naming the endpoint, when a self-hosted model's server does not answer."""
+    if not model.api_base:
+        return
+    try:
+        served = list_models(model.api_base, timeout_s=min(model.timeout_s, 10.0))
+    except (OSError, ValueError) as error:
+        raise ServerUnreachableError(model.api_base, f"{type(error).__name__}: {error}") from None
+    served_name = model.model.split("/", 1)[1] if "/" in model.model else model.model
+    if served and served_name not in served:
+        raise ConfigError(
+            f"{model.api_base} serves {', '.join(served)}, not {served_name}",
+            f"use the model string {model.model.split('/', 1)[0]}/{served[0]}",
+        )
+
+
+def configure_cache(settings: Settings) -> Path:
+    """Point DSPy's disk cache at a directory per set of endpoints.
+
+    DSPy's cache key ignores `api_base`, so the same model name on another server would return the first server's
+    answers; keying the directory on every (model, endpoint) in use keeps them apart.
+    """
+    endpoints = sorted({(m.model, m.api_base or "") for m in map(settings.model_for, ("task", "prompt", "judge"))})
+    digest = hashlib.sha256(repr(endpoints).encode()).hexdigest()[:12]
+    directory = settings.cache_dir / digest
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))
+    return directory

@@ -1,0 +1,35 @@
+"""Bringing models up for a command: start the server if one is needed, point the cache, fail fast if unreachable."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+
+import dspy
+
+from prefcraft.backends import managed_server
+from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.settings import Role, Settings
+
+logger = logging.getLogger(__name__)
+
+
+@contextmanager
+def model_session(settings: Settings) -> Iterator[Settings]:
+    """Yields settings in which every model has a reachable endpoint; stops any server it started on exit."""
+    with ExitStack() as stack:
+        if settings.roles_needing_server():
+            server = stack.enter_context(managed_server(settings.server))
+            settings = settings.with_api_base(server.base_url)
+        for role in ("task", "prompt", "judge"):
+            check_reachable(settings.model_for(role))
+        cache_dir = configure_cache(settings)
+        logger.info("DSPy cache: %s", cache_dir)
+        yield settings
+
+
+def lm_context(settings: Settings, role: Role = "task") -> dspy.context:
+    """A dspy.context that runs programs on the model of `role` with its structured-output adapter."""
+    model = settings.model_for(role)
+    return dspy.context(lm=build_lm(model), adapter=build_adapter(model))

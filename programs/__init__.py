@@ -1,0 +1,1 @@
+"""Programs: dspy.Module compositions over signatures. Plain inputs in, a dspy.Prediction out; no I/O."""

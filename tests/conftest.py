@@ -1,0 +1,44 @@
+"""Shared fixtures: isolated DSPy settings and cache per test, and one real embedded model server per session."""
+
+from __future__ import annotations
+
+import copy
+import os
+import tempfile
+from collections.abc import Iterator
+
+# Before dspy is imported anywhere: keep the suite's cache out of the user's home and litellm offline.
+os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="prefcraft-test-cache-"))
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import dspy
+import pytest
+from dspy.dsp.utils.settings import DEFAULT_CONFIG
+
+from prefcraft.backends import ManagedServer, managed_server
+from prefcraft.settings import ModelSettings, ServerSettings
+
+
+@pytest.fixture(autouse=True)
+def reset_dspy_settings() -> Iterator[None]:
+    original_cache = dspy.cache
+    dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=None)
+    try:
+        yield
+    finally:
+        dspy.configure(**copy.deepcopy(DEFAULT_CONFIG))
+        dspy.cache = original_cache
+
+
+@pytest.fixture(scope="session")
+def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ManagedServer]:
+    """The real llama.cpp server with the bundled SmolLM2-135M-Instruct, started once for the whole session."""
+    settings = ServerSettings(log_dir=tmp_path_factory.mktemp("server-logs"), n_threads=2)
+    with managed_server(settings) as server:
+        yield server
+
+
+@pytest.fixture
+def embedded_model(embedded_server: ManagedServer) -> ModelSettings:
+    """Model settings pointing at the embedded server (temperature 0, bounded tokens)."""
+    return ModelSettings(api_base=embedded_server.base_url, max_tokens=256, timeout_s=60)
