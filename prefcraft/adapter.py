@@ -11,7 +11,7 @@ The format goes through `extra_body`, because DSPy's native engine rebuilds `res
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import dspy
 import pydantic
@@ -54,7 +54,11 @@ class SchemaAdapter(dspy.JSONAdapter):
 
 def output_schema(signature: type[dspy.Signature], max_string_chars: int, max_list_items: int) -> dict[str, Any]:
     """A closed JSON schema of the signature's output fields, with every string, list and small integer bounded."""
-    fields = {name: (field.annotation, ...) for name, field in signature.output_fields.items()}
+    # Constraints written as `Annotated[int, Field(ge=1, le=5)]` live in the field's metadata, not its annotation.
+    fields = {
+        name: (Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation, ...)
+        for name, field in signature.output_fields.items()
+    }
     model = pydantic.create_model("Outputs", __config__=pydantic.ConfigDict(extra="forbid"), **fields)
     schema = _inline_refs(model.model_json_schema(), model.model_json_schema().get("$defs", {}))
     schema.pop("$defs", None)

@@ -21,14 +21,30 @@ def make_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser("serve", help="start a model server and keep it up")
     _add_settings_flags(serve)
 
-    evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders with the default judge")
+    fit = commands.add_parser("fit", help="fit SynthesizeMe personal judges, one compiled JSON per user")
+    _add_settings_flags(fit)
+    _add_data_flags(fit)
+    _add_fit_flags(fit)
+
+    evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders and report accuracy")
     _add_settings_flags(evaluate)
     _add_data_flags(evaluate)
+    evaluate.add_argument("--methods", nargs="+", default=["default"], help="default, persona, synthesizeme")
+    evaluate.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="fitted users' JSON files")
 
-    demo = commands.add_parser("demo", help="the main job on the embedded model and the bundled sample users")
+    demo = commands.add_parser("demo", help="the main job: the default judge on the bundled sample users' test pairs")
     _add_settings_flags(demo)
     _add_data_flags(demo)
     return parser
+
+
+def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--persona-prompt", type=Path,
+                        help="compiled persona prompt JSON (default: the one shipped for the embedded model)")
+    parser.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="where fitted users go")
+    parser.add_argument("--subsets", type=int, default=10, help="n: candidate trace subsets for the persona")
+    parser.add_argument("--demo-candidates", type=int, default=10, help="m: candidate demo sets")
+    parser.add_argument("--max-demos", type=int, default=4)
 
 
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -91,19 +107,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         settings = load_settings(args.config, settings_overrides(args))
-        if args.command == "serve":
-            from prefcraft.commands.serve import serve
-
-            serve(settings, print)
-        else:
-            from prefcraft.commands.evaluate import evaluate_default_judge
-            from prefcraft.data import SAMPLE_USERS
-            from prefcraft.report import format_report
-
-            outcome = evaluate_default_judge(
-                settings, args.data or SAMPLE_USERS, users=args.users, split=args.split, output_dir=args.output_dir
-            )
-            print(format_report("default judge", outcome.report, outcome.usage))
+        run_command(args, settings)
     except PrefcraftError as error:
         print(f"prefcraft: error: {error}", file=sys.stderr)
         return 2
@@ -111,6 +115,38 @@ def main(argv: list[str] | None = None) -> int:
         print("prefcraft: interrupted", file=sys.stderr)
         return 130
     return 0
+
+
+def run_command(args: argparse.Namespace, settings: Any) -> None:
+    if args.command == "serve":
+        from prefcraft.commands.serve import serve
+
+        serve(settings, print)
+        return
+    from prefcraft.commands.evaluate import evaluate_methods
+    from prefcraft.data import SAMPLE_USERS
+    from prefcraft.report import format_fit_summary, format_report
+
+    data = args.data or SAMPLE_USERS
+    fitted: dict[str, Path] = {}
+    methods = ["default"] if args.command == "demo" else getattr(args, "methods", [])
+    if args.command == "fit":
+        from optimizers.synthesizeme import SynthesizeMeConfig
+        from prefcraft.commands.fit import default_persona_prompt, fit_users
+
+        config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
+                                    max_demos=args.max_demos, num_threads=settings.num_threads, seed=settings.seed)
+        summary = fit_users(settings, data, args.fitted_dir, users=args.users, config=config,
+                            persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model))
+        print(format_fit_summary(summary))
+        fitted = summary.judges
+    elif args.command == "evaluate":
+        fitted = {path.stem: path for path in sorted(args.fitted_dir.glob("*.json"))}
+    if methods:
+        outcomes = evaluate_methods(settings, data, methods=methods, users=args.users, split=args.split,
+                                    fitted=fitted, output_dir=args.output_dir)
+        for method, outcome in outcomes.items():
+            print(format_report(method, outcome.report, outcome.usage))
 
 
 if __name__ == "__main__":

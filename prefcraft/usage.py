@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import dspy
+from dspy.utils.usage_tracker import UsageTracker
 
 
 @dataclass
@@ -37,13 +38,30 @@ class UsageMeter:
     usage: LMUsage = field(default_factory=LMUsage)
 
 
+class SharedUsageTracker(UsageTracker):
+    """A usage tracker that DSPy's thread pools share instead of copying.
+
+    DSPy's ParallelExecutor deep-copies the tracker into each worker (to attribute usage per prediction), so calls made
+    by Evaluate or Module.batch never reach the tracker of the caller. Sharing it makes the caller's totals complete.
+    """
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SharedUsageTracker:
+        return self
+
+
 @contextmanager
 def metered() -> Iterator[UsageMeter]:
+    """Counts the server requests (cache hits excluded) and tokens of every LM call made inside the block."""
     meter = UsageMeter()
-    with dspy.track_usage() as tracker:
+    tracker = SharedUsageTracker()
+    parent = dspy.settings.usage_tracker
+    with dspy.context(usage_tracker=tracker):
         try:
             yield meter
         finally:
+            if parent is not None:
+                for model, entries in tracker.usage_data.items():
+                    parent.usage_data[model].extend(entries)
             entries = [entry for per_model in tracker.usage_data.values() for entry in per_model]
             meter.usage = LMUsage(
                 calls=len(entries),

@@ -1,16 +1,42 @@
-"""The default LLM-as-judge: chain of thought over a conversation and two completions, no user context."""
+"""The pairwise preference judge: chain of thought over a conversation and two completions.
+
+Without user context it is SynthesizeMe's default LLM-as-judge. With user context (a persona, memory insights or
+demographics) that context becomes part of its instructions, as in the paper; demos are set by an optimizer.
+"""
 
 import dspy
 
 from signatures.judge import JudgePreference
 
+USER_CONTEXT_TEMPLATE = """{instructions}
 
-class DefaultJudge(dspy.Module):
-    """Predicts which of two completions a user prefers. The non-personalized baseline of SynthesizeMe."""
+You are a personalized reward model for one user. {heading}:
+===
+{context}
+===
+Given the conversation and the two completions, decide which completion this user is more likely to prefer, keeping
+what you know about them in mind."""
 
-    def __init__(self):
+
+class PreferenceJudge(dspy.Module):
+    """Predicts which of two completions a user prefers ('First' or 'Second')."""
+
+    def __init__(self, user_context: str = "", heading: str = "The user has the following persona"):
         super().__init__()
         self.judge = dspy.ChainOfThought(JudgePreference)
+        if user_context:
+            instructions = USER_CONTEXT_TEMPLATE.format(
+                instructions=JudgePreference.instructions, heading=heading, context=user_context.strip()
+            )
+            self.judge.predict.signature = JudgePreference.with_instructions(instructions)
+
+    @property
+    def demos(self) -> list[dspy.Example]:
+        return self.judge.predict.demos
+
+    @demos.setter
+    def demos(self, demos: list[dspy.Example]) -> None:
+        self.judge.predict.demos = list(demos)
 
     def forward(self, conversation: str, first_completion: str, second_completion: str) -> dspy.Prediction:
         return self.judge(

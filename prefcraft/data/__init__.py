@@ -1,6 +1,5 @@
 """Data shipped with prefcraft."""
 
-from importlib.resources import files
 from pathlib import Path
 
-SAMPLE_USERS = Path(str(files("prefcraft") / "data" / "sample_users" / "sample_users.jsonl"))
+SAMPLE_USERS = Path(__file__).parent / "sample_users" / "sample_users.jsonl"

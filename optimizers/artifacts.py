@@ -1,0 +1,67 @@
+"""Compiled programs as JSON: DSPy's own state (`Module.save`) plus a `prefcraft` metadata block.
+
+Files are written atomically (temporary file, then rename), so a crash never leaves a half-written program, and
+loading checks the program name before touching the program (DSPy's `load_state` also trial-runs on a copy).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from prefcraft.errors import CompiledProgramError
+
+METADATA_KEY = "prefcraft"
+
+
+def save_compiled(program: dspy.Module, path: Path, *, program_name: str, **metadata: Any) -> Path:
+    """Save `program` to `path` with metadata (model, data digest, score, optimizer settings, ...)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+        state_path = Path(scratch) / "state.json"
+        program.save(str(state_path))
+        state = json.loads(state_path.read_text(encoding="utf-8"))
+        state[METADATA_KEY] = {
+            "program": program_name,
+            "dspy_version": version("dspy"),
+            "prefcraft_version": version("prefcraft"),
+            "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            **metadata,
+        }
+        state_path.write_text(json.dumps(state, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        os.replace(state_path, path)
+    return path
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CompiledProgramError(f"compiled program {path} does not exist") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise CompiledProgramError(f"compiled program {path} is not valid JSON ({error})") from None
+    if not isinstance(state, dict) or METADATA_KEY not in state:
+        raise CompiledProgramError(f"{path} has no '{METADATA_KEY}' metadata block", "was it saved by prefcraft?")
+    return state[METADATA_KEY]
+
+
+def load_compiled(program: dspy.Module, path: Path, *, program_name: str) -> dict[str, Any]:
+    """Load state saved by `save_compiled` into `program`; returns the metadata."""
+    metadata = read_metadata(path)
+    if metadata.get("program") != program_name:
+        raise CompiledProgramError(
+            f"{path} holds a compiled '{metadata.get('program')}', not a '{program_name}'",
+            "point at a file compiled for this program",
+        )
+    try:
+        program.load(str(path))
+    except (KeyError, ValueError, TypeError) as error:
+        raise CompiledProgramError(f"{path} does not match the {program_name} program ({error})") from None
+    return metadata

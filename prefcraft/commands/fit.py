@@ -1,0 +1,116 @@
+"""`prefcraft fit`: SynthesizeMe per user, one compiled JSON per user, resumable, one MLflow child run per user."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+import compiled
+from optimizers.artifacts import load_compiled, read_metadata, save_compiled
+from optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
+from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+from prefcraft.runtime import lm_context, model_session
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
+from programs.persona import PersonaSynthesizer
+
+logger = logging.getLogger(__name__)
+
+PERSONA_SYNTHESIZER = "persona_synthesizer"
+COMPILED_DIR = Path(compiled.__file__).parent
+
+
+@dataclass
+class FitSummary:
+    fitted: dict[str, Path] = field(default_factory=dict)
+    resumed: dict[str, Path] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def judges(self) -> dict[str, Path]:
+        return {**self.resumed, **self.fitted}
+
+
+def default_persona_prompt(model: str) -> Path | None:
+    """The shipped compiled persona prompt for `model`, if prefcraft ships one (see compiled/index.json)."""
+    index = COMPILED_DIR / "index.json"
+    if not index.is_file():
+        return None
+    for entry in json.loads(index.read_text(encoding="utf-8")).get(PERSONA_SYNTHESIZER, []):
+        if entry["model"] == model:
+            return COMPILED_DIR / entry["path"]
+    logger.warning("no compiled persona prompt ships for %s; using the uncompiled one", model)
+    return None
+
+
+def load_persona_synthesizer(path: Path | None) -> tuple[PersonaSynthesizer, str]:
+    """The compiled persona prompt at `path`, or the uncompiled synthesizer when `path` is None."""
+    synthesizer = PersonaSynthesizer()
+    if path is None:
+        return synthesizer, "uncompiled"
+    load_compiled(synthesizer, path, program_name=PERSONA_SYNTHESIZER)
+    return synthesizer, str(path)
+
+
+def fit_users(
+    settings: Settings, data: str | Path, output_dir: Path, *, users: Sequence[str] | None = None,
+    persona_prompt: Path | None = None, config: SynthesizeMeConfig | None = None,
+) -> FitSummary:
+    config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
+    selected = select_users(group_by_user(load_pairs(data)), users)
+    digest = data_digest(data)
+    summary = FitSummary()
+    synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
+    with model_session(settings) as session:
+        start_tracking(session)
+        params = {"program": PERSONAL_JUDGE, "data": str(data), "data_digest": digest, "users": len(selected),
+                  "persona_prompt": prompt_source, **asdict(config), **model_params(session)}
+        with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
+            fitter = SynthesizeMe(synthesizer, config)
+            for user_id, user in tqdm(selected.items(), desc="fitting users", unit="user"):
+                path = output_dir / f"{user_id}.json"
+                if _already_fitted(path, digest, session.task.model):
+                    summary.resumed[user_id] = path
+                    continue
+                try:
+                    with tracked_run(user_id, {"user_id": user_id}, nested=True):
+                        judge, record = fitter.fit(user)
+                        save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id,
+                                      model=session.task.model, data_digest=digest, persona_prompt=prompt_source,
+                                      persona=record.persona, score={"val_accuracy": record.val_accuracy},
+                                      optimizer=asdict(config), record=asdict(record))
+                        log_metrics(_record_metrics(record))
+                    summary.fitted[user_id] = path
+                except ServerError:
+                    raise
+                except PrefcraftError as error:
+                    logger.warning("skipping user %s: %s", user_id, error)
+                    summary.skipped[user_id] = str(error)
+            log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
+                         "users_skipped": len(summary.skipped)})
+    return summary
+
+
+def _already_fitted(path: Path, digest: str, model: str) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        metadata = read_metadata(path)
+    except PrefcraftError:
+        return False
+    return metadata.get("data_digest") == digest and metadata.get("model") == model
+
+
+def _record_metrics(record: FitRecord) -> dict[str, float]:
+    metrics = {"val_accuracy": record.val_accuracy, "verified_traces": float(record.verified_traces),
+               "demos": float(record.demos), **record.total_usage.as_metrics()}
+    for step, usage in record.usage.items():
+        metrics.update(usage.as_metrics(f"{step}_"))
+    return metrics

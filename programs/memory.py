@@ -1,0 +1,16 @@
+"""The Memory baseline: one to five insights per past interaction, appended in order, as the judge's user context."""
+
+import dspy
+
+from signatures.memory import ExtractInsights
+
+
+class MemoryBuilder(dspy.Module):
+    def __init__(self):
+        super().__init__()
+        self.extract = dspy.Predict(ExtractInsights)
+
+    def forward(self, interactions: list[dict[str, str]]) -> dspy.Prediction:
+        """`interactions`: dicts with conversation, preferred_completion, other_completion, oldest first."""
+        insights = [insight for interaction in interactions for insight in self.extract(**interaction).insights]
+        return dspy.Prediction(insights=insights, memory="\n".join(f"- {insight}" for insight in insights))
