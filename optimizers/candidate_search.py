@@ -50,13 +50,15 @@ def search_candidates(
     *,
     stop_at: float | None,
     num_threads: int,
+    prune: bool = True,
 ) -> SearchResult:
+    """Score `candidates` on `examples`; `prune=False` scores every candidate on every example (for comparison)."""
     if not candidates:
         raise ValueError("search_candidates needs at least one candidate")
     result = SearchResult(best_index=0)
     best_correct = -1.0
     for index, program in enumerate(candidates):
-        score = _score(index, program, examples, metric, num_threads, must_beat=best_correct)
+        score = _score(index, program, examples, metric, num_threads, must_beat=best_correct if prune else -1.0)
         result.scores.append(score)
         if score.complete and score.correct > best_correct:
             best_correct, result.best_index = score.correct, index

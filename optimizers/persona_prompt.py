@@ -16,7 +16,6 @@ from prefcraft.metrics.pairwise import preference_correct
 from programs.judge import PreferenceJudge
 from programs.persona import PersonaSynthesizer
 
-
 MINIBATCH_SIZE = 35  # MIPROv2's default; smaller valsets are evaluated whole
 
 

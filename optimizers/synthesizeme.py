@@ -33,6 +33,7 @@ class SynthesizeMeConfig:
     Split: `val_fraction` of a user's context pairs (the latest ones) become validation pairs when the data has none.
     Search: `num_persona_subsets` (n) candidate trace subsets in step 1, `num_demo_candidates` (m) demo sets in
     step 3, each of at most `max_demos` demos; a search stops at the first candidate reaching `stop_at_accuracy`.
+    `prune_candidates` abandons a candidate once it cannot beat the best so far (same winner, fewer calls).
     Runtime: `num_threads` parallel calls; `seed` fixes the order of bootstrapping and sampling.
     """
 
@@ -41,6 +42,7 @@ class SynthesizeMeConfig:
     num_demo_candidates: int = 10
     max_demos: int = 4
     stop_at_accuracy: float | None = 0.8
+    prune_candidates: bool = True
     num_threads: int = 4
     seed: int = 0
 
@@ -58,6 +60,8 @@ class FitRecord:
     demo_accuracies: list[float | None] = field(default_factory=list)
     val_accuracy: float = 0.0
     demos: int = 0
+    evidence_demos: list[dict[str, object]] = field(default_factory=list)
+    """The step-1 subset: the best demos for the judge without a persona (the paper's "Just Demos")."""
     usage: dict[str, LMUsage] = field(default_factory=dict)
 
     @property
@@ -124,7 +128,7 @@ class SynthesizeMe:
             user_id=user.user_id, train_pairs=len(prepared.train), val_pairs=len(prepared.val_examples) // 2,
             verified_traces=len(prepared.traces), persona=persona, subset_accuracies=prepared.subset_accuracies,
             demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
-            usage=usage,
+            evidence_demos=[dict(demo) for demo in prepared.evidence], usage=usage,
         )  # fmt: skip
         return judge, record
 
@@ -176,6 +180,7 @@ class SynthesizeMe:
         return search_candidates(
             judges, val_examples, preference_correct,
             stop_at=self.config.stop_at_accuracy, num_threads=self.config.num_threads,
+            prune=self.config.prune_candidates,
         )  # fmt: skip
 
 

@@ -26,10 +26,23 @@ def make_parser() -> argparse.ArgumentParser:
     _add_data_flags(fit)
     _add_fit_flags(fit)
 
+    compile_persona = commands.add_parser("compile-persona", help="MIPROv2 over the persona prompt, once")
+    _add_settings_flags(compile_persona)
+    compile_persona.add_argument("--data", help="PersonalRewardBench file or dataset name (default: sample users)")
+    compile_persona.add_argument("--train-users", nargs="+", required=True)
+    compile_persona.add_argument("--val-users", nargs="+", required=True)
+    compile_persona.add_argument("--output", type=Path, required=True, help="compiled JSON to write")
+    compile_persona.add_argument("--candidates", type=int, default=20, help="MIPROv2 num_candidates (paper: 20)")
+    compile_persona.add_argument("--trials", type=int, default=30, help="MIPROv2 num_trials (paper: 30)")
+    compile_persona.add_argument("--max-bootstrapped-demos", type=int, default=10)
+    compile_persona.add_argument("--max-labeled-demos", type=int, default=6)
+    _add_search_flags(compile_persona)
+
     evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders and report accuracy")
     _add_settings_flags(evaluate)
     _add_data_flags(evaluate)
-    evaluate.add_argument("--methods", nargs="+", default=["default"], help="default, persona, synthesizeme")
+    evaluate.add_argument("--methods", nargs="+", default=["default"],
+                          help="default, memory, demos, persona, synthesizeme")
     evaluate.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="fitted users' JSON files")
 
     demo = commands.add_parser("demo", help="the main job: the default judge on the bundled sample users' test pairs")
@@ -40,8 +53,12 @@ def make_parser() -> argparse.ArgumentParser:
 
 def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--persona-prompt", type=Path,
-                        help="compiled persona prompt JSON (default: the one shipped for the embedded model)")
+                        help="compiled persona prompt JSON (default: the one shipped for the task model)")
     parser.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="where fitted users go")
+    _add_search_flags(parser)
+
+
+def _add_search_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsets", type=int, default=10, help="n: candidate trace subsets for the persona")
     parser.add_argument("--demo-candidates", type=int, default=10, help="m: candidate demo sets")
     parser.add_argument("--max-demos", type=int, default=4)
@@ -117,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def search_config(args: argparse.Namespace, settings: Any) -> Any:
+    from optimizers.synthesizeme import SynthesizeMeConfig
+
+    return SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
+                              max_demos=args.max_demos, num_threads=settings.num_threads, seed=settings.seed)
+
+
 def run_command(args: argparse.Namespace, settings: Any) -> None:
     if args.command == "serve":
         from prefcraft.commands.serve import serve
@@ -128,15 +152,24 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
     from prefcraft.report import format_fit_summary, format_report
 
     data = args.data or SAMPLE_USERS
+    if args.command == "compile-persona":
+        from optimizers.persona_prompt import PersonaPromptConfig
+        from prefcraft.commands.compile_persona import compile_persona
+
+        prompt_config = PersonaPromptConfig(
+            num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,
+            max_labeled_demos=args.max_labeled_demos, num_threads=settings.num_threads,
+        )
+        path = compile_persona(settings, data, args.output, train_users=args.train_users, val_users=args.val_users,
+                               fit_config=search_config(args, settings), prompt_config=prompt_config)
+        print(f"compiled persona prompt written to {path}")
+        return
     fitted: dict[str, Path] = {}
     methods = ["default"] if args.command == "demo" else getattr(args, "methods", [])
     if args.command == "fit":
-        from optimizers.synthesizeme import SynthesizeMeConfig
         from prefcraft.commands.fit import default_persona_prompt, fit_users
 
-        config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
-                                    max_demos=args.max_demos, num_threads=settings.num_threads, seed=settings.seed)
-        summary = fit_users(settings, data, args.fitted_dir, users=args.users, config=config,
+        summary = fit_users(settings, data, args.fitted_dir, users=args.users, config=search_config(args, settings),
                             persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model))
         print(format_fit_summary(summary))
         fitted = summary.judges

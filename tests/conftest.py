@@ -16,6 +16,7 @@ import pytest
 from dspy.dsp.utils.settings import DEFAULT_CONFIG
 
 from prefcraft.backends import ManagedServer, managed_server
+from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs
 from prefcraft.settings import ModelSettings, ServerSettings
 
 
@@ -42,3 +43,37 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Manage
 def embedded_model(embedded_server: ManagedServer) -> ModelSettings:
     """Model settings pointing at the embedded server (temperature 0, bounded tokens)."""
     return ModelSettings(api_base=embedded_server.base_url, max_tokens=256, timeout_s=60)
+
+
+# Small, learnable users: with short_wins the user prefers the short answer, otherwise the long one.
+TOPICS = ["boil an egg", "save money", "sleep better", "learn Spanish", "water a cactus", "start running",
+          "write a polite email", "cook rice"]
+
+
+def _pair(index: int, split: str, short_wins: bool = True, user_id: str = "u1") -> PreferencePair:
+    topic = TOPICS[index % len(TOPICS)]
+    short = f"To {topic}: keep it simple and start today."
+    long = (f"To {topic}, first learn the basics, then practise a little every day, track what works, and adjust "
+            "your routine every week until it becomes a habit you no longer think about.")
+    chosen, rejected = (short, long) if short_wins else (long, short)
+    return PreferencePair.model_validate({
+        "user_id": user_id, "split": split, "conversation_id": f"{user_id}-{index}",
+        "context": [{"role": "user", "content": f"How do I {topic}?"}],
+        "chosen": {"role": "model", "content": chosen}, "rejected": {"role": "model", "content": rejected},
+    })
+
+
+def _user_with(train: int, val: int, short_wins: bool = True, user_id: str = "u1") -> UserPairs:
+    return UserPairs(user_id, train=[_pair(i, "train", short_wins, user_id) for i in range(train)],
+                     val=[_pair(train + i, "val", short_wins, user_id) for i in range(val)],
+                     test=[_pair(train + val + i, "test", short_wins, user_id) for i in range(2)])
+
+
+@pytest.fixture
+def pair():
+    return _pair
+
+
+@pytest.fixture
+def user_with():
+    return _user_with

@@ -1,7 +1,8 @@
 """`prefcraft evaluate`: judge a split's pairs in both orders with one or more judges; pooled and per-user accuracy.
 
-Methods (SynthesizeMe's Table 3 rows): `default` (no user context), `persona` (the fitted persona, no demos) and
-`synthesizeme` (the fitted persona + searched demos, loaded from the user's compiled JSON).
+Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `memory` (one to five insights per context
+pair, appended in order); from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the
+persona, no demos) and `synthesizeme` (persona + searched demos).
 """
 
 from __future__ import annotations
@@ -12,24 +13,27 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import dspy
 from tqdm import tqdm
 
 from optimizers.artifacts import load_compiled
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage
+from prefcraft.usage import LMUsage, metered
 from programs.judge import PreferenceJudge
+from programs.memory import MemoryBuilder
 
 logger = logging.getLogger(__name__)
 
 PERSONAL_JUDGE = "personal_judge"
-METHODS = ("default", "persona", "synthesizeme")
-NEEDS_FIT = {"persona", "synthesizeme"}
+METHODS = ("default", "memory", "demos", "persona", "synthesizeme")
+NEEDS_FIT = {"demos", "persona", "synthesizeme"}
+MEMORY_HEADING = "What is known about this user from their past interactions"
 
 
 @dataclass
@@ -54,13 +58,28 @@ def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]
     return judge, metadata
 
 
-def judge_for(method: str, fitted: Path | None) -> PreferenceJudge:
+def judge_for(method: str, user: UserPairs, fitted: Path | None) -> PreferenceJudge:
     if method == "default":
         return PreferenceJudge()
+    if method == "memory":
+        return PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
     if fitted is None:
         raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft fit` first")
     judge, metadata = load_personal_judge(fitted)
-    return judge if method == "synthesizeme" else PreferenceJudge(str(metadata["persona"]))
+    if method == "persona":
+        return PreferenceJudge(str(metadata["persona"]))
+    if method == "demos":
+        judge = PreferenceJudge()
+        judge.demos = [dspy.Example(**demo) for demo in metadata["record"]["evidence_demos"]]
+    return judge
+
+
+def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
+    return [
+        {"conversation": format_conversation(pair.context), "preferred_completion": pair.chosen.content,
+         "other_completion": pair.rejected.content}
+        for pair in user.context_pairs
+    ]
 
 
 def evaluate_methods(
@@ -85,7 +104,8 @@ def evaluate_methods(
         with tracked_run("evaluate", params), lm_context(session, "task"):
             for method in methods:
                 outcomes[method] = _evaluate_method(
-                    method, selected, split, lambda user_id, m=method: judge_for(m, fitted.get(user_id)), session
+                    method, selected, split, lambda user, m=method: judge_for(m, user, fitted.get(user.user_id)),
+                    session,
                 )
                 log_metrics({**outcomes[method].report.as_metrics(f"{method}_"),
                              **outcomes[method].usage.as_metrics(f"{method}_")})
@@ -97,18 +117,20 @@ def evaluate_methods(
 
 
 def _evaluate_method(
-    method: str, users: dict[str, UserPairs], split: str, judge_of: Callable[[str], PreferenceJudge],
+    method: str, users: dict[str, UserPairs], split: str, judge_of: Callable[[UserPairs], PreferenceJudge],
     session: Settings,
 ) -> MethodOutcome:
     judgments: list[Judgment] = []
     usage = LMUsage()
-    for user_id, user in tqdm(users.items(), desc=f"evaluating {method}", unit="user"):
+    for user in tqdm(users.values(), desc=f"evaluating {method}", unit="user"):
+        with metered() as meter:
+            judge = judge_of(user)
         user_judgments, user_usage = judge_pairs(
-            judge_of(user_id), getattr(user, split), model=session.task, num_threads=session.num_threads,
+            judge, getattr(user, split), model=session.task, num_threads=session.num_threads,
             progress=False,
         )
         judgments += user_judgments
-        usage += user_usage
+        usage += meter.usage + user_usage
     return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments)
 
 

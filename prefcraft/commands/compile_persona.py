@@ -1,0 +1,87 @@
+"""`prefcraft compile-persona`: MIPROv2 over the persona synthesizer's prompt, once, over training users.
+
+Saved under compiled/persona_synthesizer/ (and listed in compiled/index.json) it becomes the default persona prompt
+of every `prefcraft fit` on the same task model.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from tqdm import tqdm
+
+from optimizers.artifacts import save_compiled
+from optimizers.persona_prompt import PersonaPromptConfig, compile_persona_prompt
+from optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.commands.evaluate import select_users
+from prefcraft.commands.fit import COMPILED_DIR, PERSONA_SYNTHESIZER
+from prefcraft.errors import ConfigError, PrefcraftError, ServerError
+from prefcraft.lm import build_lm
+from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
+from prefcraft.runtime import lm_context, model_session
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.usage import metered
+from programs.persona import PersonaSynthesizer
+
+logger = logging.getLogger(__name__)
+
+
+def compile_persona(
+    settings: Settings, data: str | Path, output: Path, *, train_users: Sequence[str], val_users: Sequence[str],
+    fit_config: SynthesizeMeConfig, prompt_config: PersonaPromptConfig,
+) -> Path:
+    if set(train_users) & set(val_users):
+        raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
+    users = group_by_user(load_pairs(data))
+    train, val = select_users(users, train_users), select_users(users, val_users)
+    with model_session(settings) as session:
+        start_tracking(session)
+        params = {"program": PERSONA_SYNTHESIZER, "data": str(data), "data_digest": data_digest(data),
+                  "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
+                  **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
+        with tracked_run("compile-persona", params), lm_context(session, "task"), metered() as meter:
+            fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
+            train_evidence, val_evidence = _prepare(fitter, train), _prepare(fitter, val)
+            compiled = compile_persona_prompt(
+                train_evidence, val_evidence, prompt_config,
+                prompt_model=build_lm(session.model_for("prompt")), task_model=build_lm(session.task),
+            )  # fmt: skip
+            save_compiled(
+                compiled, output, program_name=PERSONA_SYNTHESIZER, model=session.task.model,
+                prompt_model=session.model_for("prompt").model, data_digest=data_digest(data),
+                train_users=list(train), val_users=list(val), score={"val_judge_accuracy": compiled.score / 100},
+                optimizer={"name": "MIPROv2", **prompt_config.as_params()}, trials=len(compiled.trial_logs),
+            )  # fmt: skip
+        log_metrics({"val_judge_accuracy": compiled.score / 100, **meter.usage.as_metrics()})
+    if output.resolve().is_relative_to(COMPILED_DIR.resolve()):
+        _register(output, session.task.model)
+    return output
+
+
+def _prepare(fitter: SynthesizeMe, users: dict[str, UserPairs]) -> list[PersonaEvidence]:
+    prepared = []
+    for user_id, user in tqdm(users.items(), desc="preparing persona evidence", unit="user"):
+        try:
+            prepared.append(fitter.prepare(user))
+        except ServerError:
+            raise
+        except PrefcraftError as error:
+            logger.warning("leaving user %s out of the compile: %s", user_id, error)
+    if not prepared:
+        raise ConfigError("no usable users to compile the persona prompt on")
+    return prepared
+
+
+def _register(output: Path, model: str) -> None:
+    """List `output` in compiled/index.json as the persona prompt for `model`."""
+    index_path = COMPILED_DIR / "index.json"
+    index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
+    relative = str(output.resolve().relative_to(COMPILED_DIR.resolve()))
+    entries = [entry for entry in index.get(PERSONA_SYNTHESIZER, []) if entry["model"] != model]
+    index[PERSONA_SYNTHESIZER] = [*entries, {"model": model, "path": relative}]
+    index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")

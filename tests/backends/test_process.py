@@ -1,0 +1,208 @@
+"""ManagedServer against a fake `vllm` executable (tests/fixtures/fake_vllm.py), plus the commands it is given."""
+
+import json
+import shutil
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prefcraft.backends import ManagedServer, free_port, list_models, managed_server
+from prefcraft.backends import process as process_module
+from prefcraft.backends.llamacpp import bundled_model_path, llamacpp_command
+from prefcraft.backends.vllm import vllm_command
+from prefcraft.errors import ConfigError, ServerStartError
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ServerSettings
+
+FAKE_VLLM = Path(__file__).parents[1] / "fixtures" / "fake_vllm.py"
+
+
+@pytest.fixture
+def record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where the fake server writes its argv and pids."""
+    path = tmp_path / "fake-vllm.json"
+    monkeypatch.setenv("FAKE_VLLM_RECORD", str(path))
+    return path
+
+
+@pytest.fixture
+def vllm_settings(tmp_path: Path, record: Path) -> ServerSettings:
+    executable = tmp_path / "bin" / "vllm"
+    executable.parent.mkdir()
+    shutil.copy(FAKE_VLLM, executable)
+    executable.chmod(0o755)
+    return ServerSettings(
+        backend="vllm",
+        model="Qwen/Qwen2.5-0.5B-Instruct",
+        executable=str(executable),
+        log_dir=tmp_path / "logs",
+        startup_timeout_s=60,
+    )
+
+
+def read_record(path: Path, within_s: float = 30.0) -> dict[str, Any]:
+    deadline = time.monotonic() + within_s
+    while not path.exists():
+        assert time.monotonic() < deadline, "the fake server never started"
+        time.sleep(0.05)
+    return json.loads(path.read_text())
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting to be reaped counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def gone(pid: int, within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+# The commands
+
+
+def test_llamacpp_command_serves_the_bundled_weights():
+    command = llamacpp_command(ServerSettings(), 8123)
+    assert command == [
+        sys.executable, "-m", "llama_cpp.server",
+        "--model", str(bundled_model_path()),
+        "--model_alias", EMBEDDED_MODEL_NAME,
+        "--host", "127.0.0.1",
+        "--port", "8123",
+        "--n_ctx", "4096",
+    ]  # fmt: skip
+    assert bundled_model_path().is_file()
+    assert bundled_model_path().suffix == ".gguf"
+
+
+def test_llamacpp_command_options(tmp_path):
+    weights = tmp_path / "model.gguf"
+    weights.write_bytes(b"GGUF")
+    settings = ServerSettings(model=str(weights), n_ctx=2048, n_threads=3, extra_args=["--verbose", "False"])
+    command = llamacpp_command(settings, 8124)
+    assert command[command.index("--model") + 1] == str(weights)
+    assert command[command.index("--n_ctx") + 1] == "2048"
+    assert command[command.index("--n_threads") + 1] == "3"
+    assert command[-2:] == ["--verbose", "False"]
+
+
+def test_llamacpp_model_must_be_a_file(tmp_path):
+    missing = tmp_path / "missing.gguf"
+    with pytest.raises(ConfigError, match="not a file") as caught:
+        llamacpp_command(ServerSettings(model=str(missing)), 8125)
+    assert str(missing) in str(caught.value)
+
+
+def test_managed_server_for_settings(tmp_path):
+    settings = ServerSettings(backend="vllm", model="Qwen/Qwen2.5-0.5B-Instruct", port=8126, log_dir=tmp_path)
+    server = managed_server(settings)
+    assert server.command == vllm_command(settings, 8126)
+    assert server.base_url == "http://127.0.0.1:8126/v1"
+    assert server.log_path == tmp_path / "vllm-8126.log"
+    assert not server.running
+
+
+def test_free_port_can_be_bound():
+    port = free_port()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+# The process
+
+
+def test_server_starts_becomes_ready_and_leaves_nothing_behind(vllm_settings, record):
+    server = managed_server(vllm_settings)
+    with server as running:
+        assert running is server
+        assert server.running
+        assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
+        assert list_models(server.base_url, timeout_s=5) == [EMBEDDED_MODEL_NAME]
+        started = read_record(record)
+        assert started["argv"] == vllm_command(vllm_settings, server.port)
+        assert alive(started["pid"]) and alive(started["child_pid"])
+
+    assert not server.running
+    assert not alive(started["pid"])
+    assert gone(started["child_pid"]), "the server's worker process was orphaned"
+    assert "serving SmolLM2-135M-Instruct" in server.log_path.read_text()
+    with pytest.raises(OSError):
+        list_models(server.base_url, timeout_s=2)
+
+
+def test_server_that_exits_reports_its_log(vllm_settings, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_MODE", "exit")
+    server = managed_server(vllm_settings)
+    started = time.monotonic()
+    with pytest.raises(ServerStartError) as caught:
+        server.start()
+    assert time.monotonic() - started < 30  # well before the 60 s startup deadline
+    assert "exited with code 3" in caught.value.message
+    assert "fake vllm: CUDA out of memory" in caught.value.message
+    assert str(server.log_path) in caught.value.hint
+    assert not server.running
+
+
+def test_server_that_never_becomes_ready_is_killed_at_the_deadline(vllm_settings, record, monkeypatch):
+    monkeypatch.setenv("FAKE_VLLM_MODE", "hang")
+    server = managed_server(vllm_settings.model_copy(update={"startup_timeout_s": 3.0}))
+    started = time.monotonic()
+    with pytest.raises(ServerStartError, match="not ready within 3 s") as caught:
+        server.start()
+    assert time.monotonic() - started < 15
+    assert "startup_timeout_s" in caught.value.hint
+    hung = read_record(record, within_s=0)
+    assert not alive(hung["pid"])
+    assert gone(hung["child_pid"])
+    assert not server.running
+
+
+def test_interrupt_inside_the_block_stops_the_server(vllm_settings, record):
+    with pytest.raises(KeyboardInterrupt), managed_server(vllm_settings):
+        started = read_record(record)
+        raise KeyboardInterrupt
+    assert not alive(started["pid"])
+    assert gone(started["child_pid"])
+
+
+def test_interrupt_while_waiting_for_readiness_stops_the_server(vllm_settings, record, monkeypatch):
+    def interrupted_once_started(base_url: str, timeout_s: float) -> list[str]:
+        if record.exists():
+            raise KeyboardInterrupt
+        raise ConnectionRefusedError
+
+    monkeypatch.setattr(process_module, "list_models", interrupted_once_started)
+    server = managed_server(vllm_settings)
+    with pytest.raises(KeyboardInterrupt):
+        server.start()
+    started = read_record(record, within_s=0)
+    assert not alive(started["pid"])
+    assert gone(started["child_pid"])
+    assert not server.running
+
+
+def test_stop_before_start_and_twice_is_harmless(vllm_settings):
+    server = managed_server(vllm_settings)
+    server.stop()
+    server.start()
+    server.stop()
+    server.stop()
+    assert not server.running
+
+
+def test_log_tail_of_a_missing_log_is_empty(tmp_path):
+    server = ManagedServer(
+        ["true"], host="127.0.0.1", port=1, served_model_name="m", log_path=tmp_path / "x.log", startup_timeout_s=1
+    )
+    assert server.log_tail() == ""

@@ -1,0 +1,75 @@
+"""The command line end to end on the real embedded server: fit (resumable, bad users skipped), evaluate, tracking."""
+
+import json
+
+import mlflow
+import pytest
+
+from prefcraft.backends import free_port
+from prefcraft.cli import main
+
+
+def write_rows(path, users):
+    rows = [pair.model_dump() for user in users for pair in user.train + user.val + user.test]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def common_flags(tmp_path, api_base):
+    return ["--no-serve", "--task-api-base", api_base, "--task-max-tokens", "256", "--threads", "2",
+            "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")]
+
+
+def test_unreachable_server_is_one_clear_error(tmp_path, capsys):
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    code = main(["evaluate", *common_flags(tmp_path, dead)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert f"model server at {dead} is unreachable" in error
+    assert "Traceback" not in error
+
+
+def test_a_malformed_data_file_names_file_row_and_field(tmp_path, capsys):
+    data = tmp_path / "bad.jsonl"
+    row = {"user_id": "u", "split": "train", "context": [], "chosen": {"role": "m", "content": "a"},
+           "rejected": {"role": "m", "content": "b"}}
+    data.write_text(json.dumps(row) + "\n")
+    code = main(["evaluate", "--data", str(data), *common_flags(tmp_path, "http://127.0.0.1:1/v1")])
+    assert code == 2
+    assert f"{data}, row 0, field 'context'" in capsys.readouterr().err
+
+
+@pytest.mark.server
+def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, capsys):
+    good = [user_with(3, 2, short_wins=True, user_id="short_fan"),
+            user_with(3, 2, short_wins=False, user_id="long_fan")]
+    tiny = user_with(1, 0, user_id="too_few")
+    data = write_rows(tmp_path / "pairs.jsonl", [*good, tiny])
+    flags = [*common_flags(tmp_path, embedded_server.base_url), "--data", str(data)]
+    fitted = tmp_path / "fitted"
+
+    assert main(["fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2", "--demo-candidates", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "fitted 2 user(s), resumed 0, skipped 1" in out and "too_few" in out
+    assert sorted(path.name for path in fitted.iterdir()) == ["long_fan.json", "short_fan.json"]
+
+    assert main(["fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2", "--demo-candidates", "2"]) == 0
+    assert "fitted 0 user(s), resumed 2, skipped 1" in capsys.readouterr().out
+
+    methods = ["default", "memory", "demos", "persona", "synthesizeme"]
+    assert main(["evaluate", *flags, "--fitted-dir", str(fitted), "--methods", *methods,
+                 "--output-dir", str(tmp_path / "results")]) == 0
+    out = capsys.readouterr().out
+    for method in methods:
+        assert f"{method}: accuracy over both orders" in out
+        assert len((tmp_path / "results" / f"judgments-{method}.jsonl").read_text().splitlines()) == 8
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")
+    by_name = {run.info.run_name: run for run in runs}
+    assert {"fit-synthesizeme", "evaluate", "short_fan", "long_fan"} <= set(by_name)
+    assert all(run.info.status == "FINISHED" for run in runs)
+    evaluate_run = by_name["evaluate"]
+    assert 0.0 <= evaluate_run.data.metrics["synthesizeme_accuracy"] <= 1.0
+    assert evaluate_run.data.metrics["default_lm_calls"] >= 0
+    assert "api_key" not in json.dumps(evaluate_run.data.params)

@@ -1,0 +1,250 @@
+import json
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pytest
+
+from prefcraft.errors import DataError
+from prefcraft.loaders.personal_reward_bench import (
+    JUDGE_INPUTS,
+    PreferencePair,
+    format_conversation,
+    group_by_user,
+    judge_examples,
+    load_pairs,
+    pair_id,
+)
+
+
+def row(user_id: Any, split: str, question: str, **extra: Any) -> dict[str, Any]:
+    """One row as in MichaelR207/prism_personalized_0125, including columns the loader ignores."""
+    return {
+        "user_id": user_id,
+        "split": split,
+        "conversation_id": f"c-{question}",
+        "turns": 1,
+        "type": "unguided",
+        "flip": False,
+        "context": [{"role": "user", "content": question}],
+        "chosen": {"role": "model", "content": f"good answer to {question}"},
+        "rejected": {"role": "model", "content": f"bad answer to {question}"},
+        "chosen_model": "gpt-4",
+        "rejected_model": "llama-2-7b",
+        "chosen_score": 90,
+        **extra,
+    }
+
+
+ROWS = [
+    row("user1", "train", "q1"),
+    row("user2", "train", "q2"),
+    row("user1", "val", "q3"),
+    row("user1", "train", "q4"),
+    row("user2", "test", "q5"),
+    row("user1", "test", "q6"),
+]
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(item) + "\n" for item in rows))
+    return path
+
+
+def write_json(path: Path, rows: list[Any]) -> Path:
+    path.write_text(json.dumps(rows))
+    return path
+
+
+def write_parquet(path: Path, rows: list[dict[str, Any]]) -> Path:
+    datasets.Dataset.from_list(rows).to_parquet(str(path))
+    return path
+
+
+WRITERS = {".jsonl": write_jsonl, ".json": write_json, ".parquet": write_parquet}
+
+
+@pytest.mark.parametrize("suffix", list(WRITERS))
+def test_loads_every_format(tmp_path, suffix):
+    pairs = load_pairs(WRITERS[suffix](tmp_path / f"pairs{suffix}", ROWS))
+    assert [pair.conversation_id for pair in pairs] == ["c-q1", "c-q2", "c-q3", "c-q4", "c-q5", "c-q6"]
+    first = pairs[0]
+    assert first.user_id == "user1"
+    assert first.split == "train"
+    assert [(message.role, message.content) for message in first.context] == [("user", "q1")]
+    assert (first.chosen.role, first.chosen.content) == ("model", "good answer to q1")
+    assert first.rejected.content == "bad answer to q1"
+    assert (first.turns, first.type, first.flip) == (1, "unguided", False)
+    assert not hasattr(first, "chosen_model")
+
+
+@pytest.mark.parametrize("suffix", list(WRITERS))
+def test_integer_user_ids_become_text(tmp_path, suffix):
+    rows = [row(1234, "train", "q1", conversation_id=77)]
+    [pair] = load_pairs(WRITERS[suffix](tmp_path / f"pairs{suffix}", rows))
+    assert pair.user_id == "1234"
+    assert pair.conversation_id == "77"
+
+
+def test_multi_turn_context_keeps_its_order(tmp_path):
+    context = [
+        {"role": "user", "content": "hi"},
+        {"role": "model", "content": "hello"},
+        {"role": "user", "content": "tell me a joke"},
+    ]
+    [pair] = load_pairs(write_jsonl(tmp_path / "pairs.jsonl", [row("u", "train", "q", context=context, turns=2)]))
+    assert format_conversation(pair.context) == "[user]: hi\n[model]: hello\n[user]: tell me a joke"
+
+
+def test_optional_columns_may_be_absent(tmp_path):
+    minimal = {key: row("u", "train", "q")[key] for key in ("user_id", "split", "context", "chosen", "rejected")}
+    [pair] = load_pairs(write_jsonl(tmp_path / "pairs.jsonl", [minimal]))
+    assert pair.conversation_id is None and pair.flip is None
+
+
+def test_group_by_user_keeps_file_order_and_splits(tmp_path):
+    users = group_by_user(load_pairs(write_jsonl(tmp_path / "pairs.jsonl", ROWS)))
+    assert list(users) == ["user1", "user2"]
+    user1 = users["user1"]
+    assert [pair.conversation_id for pair in user1.train] == ["c-q1", "c-q4"]
+    assert [pair.conversation_id for pair in user1.val] == ["c-q3"]
+    assert [pair.conversation_id for pair in user1.test] == ["c-q6"]
+    assert [pair.conversation_id for pair in user1.context_pairs] == ["c-q1", "c-q4", "c-q3"]
+    assert [pair.conversation_id for pair in users["user2"].train] == ["c-q2"]
+    assert users["user2"].val == []
+
+
+# Invalid data
+
+
+def test_missing_column_names_file_row_and_column(tmp_path):
+    broken = row("user1", "train", "q3")
+    del broken["rejected"]
+    path = write_jsonl(tmp_path / "pairs.jsonl", [row("user1", "train", "q1"), row("user1", "train", "q2"), broken])
+    with pytest.raises(DataError) as caught:
+        load_pairs(path)
+    error = caught.value
+    assert (error.path, error.row, error.field) == (str(path), 2, "rejected")
+    assert f"{path}, row 2, field 'rejected': missing column" in str(error)
+    assert "user_id, split, context, chosen, rejected" in error.hint
+
+
+@pytest.mark.parametrize("suffix", list(WRITERS))
+def test_empty_context_names_the_field(tmp_path, suffix):
+    path = WRITERS[suffix](
+        tmp_path / f"pairs{suffix}", [row("user1", "train", "q1"), row("u", "train", "q", context=[])]
+    )
+    with pytest.raises(DataError) as caught:
+        load_pairs(path)
+    assert (caught.value.row, caught.value.field) == (1, "context")
+    assert "the conversation has no messages" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"chosen": {"role": "model"}}, "chosen.content"),
+        ({"split": "dev"}, "split"),
+        ({"context": [{"content": "no role"}]}, "context.0.role"),
+        ({"user_id": None}, "user_id"),
+    ],
+)
+def test_invalid_values_name_the_field(tmp_path, change, field):
+    path = write_jsonl(tmp_path / "pairs.jsonl", [{**row("u", "train", "q"), **change}])
+    with pytest.raises(DataError) as caught:
+        load_pairs(path)
+    assert (caught.value.row, caught.value.field) == (0, field)
+
+
+def test_malformed_json_line_names_the_row(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(row("u", "train", "q1")) + "\n" + '{"user_id": "u", "split": \n')
+    with pytest.raises(DataError, match="not valid JSON") as caught:
+        load_pairs(path)
+    assert (caught.value.path, caught.value.row) == (str(path), 1)
+
+
+def test_malformed_json_file(tmp_path):
+    path = tmp_path / "pairs.json"
+    path.write_text('[{"user_id": ')
+    with pytest.raises(DataError, match="not valid JSON") as caught:
+        load_pairs(path)
+    assert caught.value.path == str(path)
+
+
+def test_json_file_must_hold_a_list_of_objects(tmp_path):
+    with pytest.raises(DataError, match="expected a JSON list"):
+        load_pairs(write_json(tmp_path / "object.json", row("u", "train", "q")))
+    with pytest.raises(DataError, match="expected an object, got str") as caught:
+        load_pairs(write_json(tmp_path / "strings.json", [row("u", "train", "q"), "oops"]))
+    assert caught.value.row == 1
+
+
+@pytest.mark.parametrize("suffix", list(WRITERS))
+def test_missing_file(tmp_path, suffix):
+    missing = tmp_path / f"missing{suffix}"
+    with pytest.raises(DataError, match="file not found") as caught:
+        load_pairs(missing)
+    assert caught.value.path == str(missing)
+
+
+# The hub
+
+
+def test_hub_dataset_while_offline_explains_what_to_do(monkeypatch):
+    def offline(*args: Any, **kwargs: Any) -> None:
+        raise ConnectionError("Couldn't reach 'MichaelR207/prism_personalized_0125' on the Hub")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DataError) as caught:
+        load_pairs("MichaelR207/prism_personalized_0125")
+    error = caught.value
+    assert error.path == "MichaelR207/prism_personalized_0125"
+    assert "ConnectionError" in error.problem
+    assert "local .jsonl/.json/.parquet file" in error.hint
+
+
+def test_hub_dataset_rows_are_validated_like_files(monkeypatch):
+    requested = {}
+
+    def load_dataset(name: str, split: str | None = None) -> Any:
+        requested.update(name=name, split=split)
+        return datasets.DatasetDict(
+            {"train": datasets.Dataset.from_list(ROWS[:2]), "test": datasets.Dataset.from_list(ROWS[4:])}
+        )
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    pairs = load_pairs("MichaelR207/prism_personalized_0125")
+    assert requested == {"name": "MichaelR207/prism_personalized_0125", "split": None}
+    assert [pair.conversation_id for pair in pairs] == ["c-q1", "c-q2", "c-q5", "c-q6"]
+
+    monkeypatch.setattr(datasets, "load_dataset", lambda name, split=None: datasets.Dataset.from_list(ROWS[:1]))
+    assert len(load_pairs("MichaelR207/prism_personalized_0125", hub_split="train")) == 1
+
+
+# Judge examples
+
+
+def test_judge_examples_show_the_pair_in_both_orders():
+    pair = PreferencePair.model_validate(row("user1", "train", "q1"))
+    chosen_first, chosen_second = judge_examples(pair)
+    assert set(chosen_first.inputs().keys()) == set(JUDGE_INPUTS)
+    assert chosen_first.conversation == "[user]: q1"
+    assert (chosen_first.first_completion, chosen_first.second_completion) == ("good answer to q1", "bad answer to q1")
+    assert (chosen_first.preference, chosen_first.order) == ("First", "chosen_first")
+    assert (chosen_second.first_completion, chosen_second.second_completion) == (
+        "bad answer to q1",
+        "good answer to q1",
+    )
+    assert (chosen_second.preference, chosen_second.order) == ("Second", "chosen_second")
+    assert chosen_first.user_id == chosen_second.user_id == "user1"
+    assert chosen_first.pair_id == chosen_second.pair_id == "c-q1"
+
+
+def test_pair_id_without_a_conversation_id_is_a_stable_digest():
+    pair = PreferencePair.model_validate(row("u", "train", "q", conversation_id=None))
+    same = PreferencePair.model_validate(row("u", "train", "q", conversation_id=None))
+    other = PreferencePair.model_validate(row("u", "train", "other", conversation_id=None))
+    assert pair_id(pair) == pair_id(same)
+    assert pair_id(pair) != pair_id(other)
+    assert len(pair_id(pair)) == 16

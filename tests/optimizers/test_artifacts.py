@@ -1,0 +1,63 @@
+import json
+
+import dspy
+import pytest
+
+from optimizers.artifacts import load_compiled, read_metadata, save_compiled
+from prefcraft.errors import CompiledProgramError
+from programs.judge import PreferenceJudge
+from programs.persona import PersonaSynthesizer
+
+DEMO = dspy.Example(
+    conversation="[user]: hi", first_completion="Hello!", second_completion="Greetings.", reasoning="short wins",
+    preference="First",
+).with_inputs("conversation", "first_completion", "second_completion")
+
+
+def fitted_judge() -> PreferenceJudge:
+    judge = PreferenceJudge("Prefers short, casual answers.")
+    judge.demos = [DEMO]
+    return judge
+
+
+def test_round_trip_restores_persona_instructions_demos_and_metadata(tmp_path):
+    path = save_compiled(fitted_judge(), tmp_path / "u1.json", program_name="personal_judge", model="m", score=0.75)
+    loaded = PreferenceJudge()
+    metadata = load_compiled(loaded, path, program_name="personal_judge")
+    assert "Prefers short, casual answers." in loaded.judge.predict.signature.instructions
+    assert loaded.demos[0]["reasoning"] == "short wins"
+    assert metadata["model"] == "m" and metadata["score"] == 0.75 and metadata["dspy_version"].startswith("3.4")
+    original = fitted_judge()
+    assert loaded.judge.predict.signature.instructions == original.judge.predict.signature.instructions
+    assert [dict(demo) for demo in loaded.demos] == [dict(demo) for demo in original.demos]
+
+
+def test_wrong_program_is_refused_before_anything_is_loaded(tmp_path):
+    path = save_compiled(fitted_judge(), tmp_path / "u1.json", program_name="personal_judge")
+    synthesizer = PersonaSynthesizer()
+    before = synthesizer.dump_state()
+    with pytest.raises(CompiledProgramError, match="not a 'persona_synthesizer'"):
+        load_compiled(synthesizer, path, program_name="persona_synthesizer")
+    assert synthesizer.dump_state() == before
+
+
+def test_missing_corrupt_and_foreign_files_give_clear_errors(tmp_path):
+    with pytest.raises(CompiledProgramError, match="does not exist"):
+        read_metadata(tmp_path / "absent.json")
+    corrupt = tmp_path / "corrupt.json"
+    corrupt.write_text("{not json")
+    with pytest.raises(CompiledProgramError, match="not valid JSON"):
+        read_metadata(corrupt)
+    foreign = tmp_path / "foreign.json"
+    PreferenceJudge().save(str(foreign))
+    with pytest.raises(CompiledProgramError, match="metadata"):
+        read_metadata(foreign)
+
+
+def test_a_failed_save_leaves_the_previous_file_intact(tmp_path):
+    path = save_compiled(fitted_judge(), tmp_path / "u1.json", program_name="personal_judge", score=1)
+    with pytest.raises(TypeError):
+        save_compiled(fitted_judge(), path, program_name="personal_judge", score=object.__new__(type("Bad", (), {
+            "__str__": lambda self: (_ for _ in ()).throw(TypeError("cannot serialize"))})))
+    assert json.loads(path.read_text())["prefcraft"]["score"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["u1.json"]

@@ -1,0 +1,44 @@
+"""MIPROv2 over the persona prompt: a real compile, tiny budget, on the embedded model."""
+
+import dspy
+import pytest
+
+from optimizers.artifacts import load_compiled, save_compiled
+from optimizers.persona_prompt import PersonaMetric, PersonaPromptConfig, compile_persona_prompt, persona_examples
+from optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
+from prefcraft.lm import build_adapter, build_lm
+from programs.persona import PersonaSynthesizer
+
+
+def test_examples_carry_only_the_past_judgments_as_input(pair, user_with):
+    from optimizers.synthesizeme import PersonaEvidence
+
+    evidence = PersonaEvidence("u1", [], [], [], [], [], None, {})
+    (example,) = persona_examples([evidence])
+    assert set(example.inputs().keys()) == {"past_judgments"}
+    assert example.user_id == "u1"
+
+
+@pytest.mark.server
+def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedded_model, user_with, tmp_path):
+    fit_config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, num_threads=2)
+    users = [user_with(3, 2, short_wins=i % 2 == 0, user_id=f"u{i}") for i in range(3)]
+    config = PersonaPromptConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
+                                 num_threads=2)
+    lm = build_lm(embedded_model)
+    with dspy.context(lm=lm, adapter=build_adapter(embedded_model)):
+        evidence = [SynthesizeMe(PersonaSynthesizer(), fit_config).prepare(user) for user in users]
+        compiled = compile_persona_prompt(evidence[:2], evidence[2:], config, prompt_model=lm, task_model=lm)
+        assert isinstance(compiled, PersonaSynthesizer)
+        assert 0.0 <= compiled.score <= 100.0
+        assert len(compiled.trial_logs) >= 1
+        metric = PersonaMetric(evidence, threshold=0.5)
+        score = metric(persona_examples(evidence[2:])[0], compiled(past_judgments=evidence[2].past_judgments))
+        assert 0.0 <= score <= 1.0
+
+        path = save_compiled(compiled, tmp_path / "persona.json", program_name="persona_synthesizer",
+                             score=compiled.score)
+        reloaded = PersonaSynthesizer()
+        load_compiled(reloaded, path, program_name="persona_synthesizer")
+        assert reloaded.synthesize.signature.instructions == compiled.synthesize.signature.instructions
+        assert len(reloaded.synthesize.demos) == len(compiled.synthesize.demos)

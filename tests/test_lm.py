@@ -1,0 +1,220 @@
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import dspy
+import pytest
+
+from prefcraft.adapter import SchemaAdapter
+from prefcraft.backends import free_port
+from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.lm import build_lm, check_reachable, configure_cache
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings
+from signatures.judge import JudgePreference
+
+COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "created": 0,
+    "model": EMBEDDED_MODEL_NAME,
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+}
+
+
+@pytest.fixture
+def recording_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """An OpenAI-compatible endpoint that answers every chat request with "hello" and keeps the request bodies."""
+    bodies: list[dict[str, Any]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            payload = json.dumps(COMPLETION).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/v1", bodies
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """An endpoint that accepts connections and never answers."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(16)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+def dead_endpoint() -> str:
+    return f"http://127.0.0.1:{free_port()}/v1"
+
+
+# build_lm
+
+
+def test_openai_models_on_a_server_use_the_litellm_engine():
+    lm = build_lm(ModelSettings(model=f"openai/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"))
+    assert lm.engine == "litellm"
+    assert lm.kwargs["api_base"] == "http://127.0.0.1:8000/v1"
+    assert lm.kwargs["api_key"] == "EMPTY"
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        ModelSettings(model="openai/gpt-4o-mini"),
+        ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"),
+        ModelSettings(),
+    ],
+)
+def test_other_models_use_the_default_engine(model):
+    assert build_lm(model).engine == "auto"
+
+
+def test_sampling_settings_are_passed_on():
+    lm = build_lm(ModelSettings(temperature=0.7, max_tokens=99, timeout_s=12, num_retries=3))
+    assert lm.kwargs["temperature"] == 0.7
+    assert lm.kwargs["max_tokens"] == 99
+    assert lm.kwargs["timeout"] == 12
+    assert lm.num_retries == 3
+    assert "api_base" not in lm.kwargs
+
+
+@pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
+def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
+    api_base, bodies = recording_server
+    lm = build_lm(
+        ModelSettings(model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base=api_base, temperature=0.3, max_tokens=77)
+    )
+
+    assert lm("Say hello.") == ["hello"]
+
+    [body] = bodies
+    assert body["model"] == EMBEDDED_MODEL_NAME
+    assert body["temperature"] == 0.3
+    assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
+    assert "max_completion_tokens" not in body
+
+
+def test_api_key_is_read_from_the_named_variable(monkeypatch):
+    monkeypatch.setenv("PREFCRAFT_TEST_API_KEY", "sk-test-123")
+    lm = build_lm(ModelSettings(model="openai/gpt-4o-mini", api_key_env="PREFCRAFT_TEST_API_KEY"))
+    assert lm.kwargs["api_key"] == "sk-test-123"
+
+
+def test_unset_api_key_variable_is_a_config_error(monkeypatch):
+    monkeypatch.delenv("PREFCRAFT_TEST_API_KEY", raising=False)
+    with pytest.raises(ConfigError, match="PREFCRAFT_TEST_API_KEY"):
+        build_lm(ModelSettings(model="openai/gpt-4o-mini", api_key_env="PREFCRAFT_TEST_API_KEY"))
+
+
+# check_reachable
+
+
+def test_models_without_an_endpoint_are_not_checked():
+    check_reachable(ModelSettings(model="openai/gpt-4o-mini"))
+
+
+def test_dead_endpoint_fails_fast_naming_it():
+    endpoint = dead_endpoint()
+    started = time.monotonic()
+    with pytest.raises(ServerUnreachableError) as caught:
+        check_reachable(ModelSettings(api_base=endpoint, timeout_s=30))
+    assert time.monotonic() - started < 5
+    assert caught.value.endpoint == endpoint
+    assert endpoint in str(caught.value)
+    assert caught.value.retryable
+
+
+def test_silent_endpoint_times_out_naming_it(silent_endpoint):
+    started = time.monotonic()
+    with pytest.raises(ServerUnreachableError) as caught:
+        check_reachable(ModelSettings(api_base=silent_endpoint, timeout_s=1))
+    assert time.monotonic() - started < 5
+    assert caught.value.endpoint == silent_endpoint
+
+
+@pytest.mark.server
+def test_embedded_server_is_reachable(embedded_model):
+    check_reachable(embedded_model)
+
+
+@pytest.mark.server
+def test_wrong_model_name_is_a_config_error(embedded_model):
+    wrong = embedded_model.model_copy(update={"model": "hosted_vllm/Qwen2.5-7B-Instruct"})
+    with pytest.raises(ConfigError) as caught:
+        check_reachable(wrong)
+    assert "Qwen2.5-7B-Instruct" in caught.value.message
+    assert EMBEDDED_MODEL_NAME in caught.value.message
+    assert caught.value.hint == f"use the model string hosted_vllm/{EMBEDDED_MODEL_NAME}"
+
+
+# A real DSPy call that cannot be answered raises instead of hanging
+
+
+def judge_once(model: ModelSettings) -> None:
+    with dspy.context(lm=build_lm(model), adapter=SchemaAdapter(dialect=model.structured_output)):
+        dspy.Predict(JudgePreference)(conversation="[user]: hi", first_completion="Hello!", second_completion="Hi.")
+
+
+@pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
+def test_call_to_a_dead_endpoint_raises_an_lm_error(provider):
+    model = ModelSettings(
+        model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base=dead_endpoint(), num_retries=0, timeout_s=10
+    )
+    started = time.monotonic()
+    with pytest.raises(dspy.LMError):
+        judge_once(model)
+    assert time.monotonic() - started < model.timeout_s
+
+
+@pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
+def test_call_to_a_silent_endpoint_raises_after_the_timeout(silent_endpoint, provider):
+    model = ModelSettings(
+        model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base=silent_endpoint, num_retries=0, timeout_s=2
+    )
+    started = time.monotonic()
+    with pytest.raises(dspy.LMTimeoutError):
+        judge_once(model)
+    assert time.monotonic() - started < 4 * model.timeout_s
+
+
+# configure_cache
+
+
+def test_cache_directory_is_per_endpoint(tmp_path):
+    def settings(api_base: str | None) -> Settings:
+        return Settings(task=ModelSettings(api_base=api_base), cache_dir=tmp_path)
+
+    first = configure_cache(settings("http://127.0.0.1:8000/v1"))
+    assert dspy.cache.disk_cache_dir == str(first)
+    assert first.parent == tmp_path
+    second = configure_cache(settings("http://127.0.0.1:9000/v1"))
+    assert dspy.cache.disk_cache_dir == str(second)
+    assert first != second
+    assert configure_cache(settings("http://127.0.0.1:8000/v1")) == first
+    assert configure_cache(settings(None)) not in (first, second)
+
+
+def test_cache_directory_depends_on_every_role(tmp_path):
+    task_only = Settings(cache_dir=tmp_path)
+    with_judge = Settings(cache_dir=tmp_path, judge=ModelSettings(api_base="http://127.0.0.1:9000/v1"))
+    assert configure_cache(task_only) != configure_cache(with_judge)

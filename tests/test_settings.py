@@ -1,0 +1,149 @@
+import os
+from pathlib import Path
+
+import pytest
+
+from prefcraft.errors import ConfigError
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, load_settings
+
+
+def write_config(directory: Path, text: str) -> Path:
+    path = directory / "prefcraft.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_run_every_role_on_the_embedded_server():
+    settings = load_settings(environ={})
+    assert settings == Settings()
+    assert settings.task.model == f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
+    assert settings.task.api_base is None
+    assert settings.task.structured_output == "llamacpp"
+    assert settings.task.temperature == 0.0
+    assert settings.prompt is None and settings.judge is None
+    assert settings.serve is True
+    assert settings.server.backend == "llamacpp"
+    assert settings.server.served_model_name == EMBEDDED_MODEL_NAME
+    assert settings.server.host == "127.0.0.1"
+
+
+def test_environment_is_not_read_when_an_explicit_one_is_given(monkeypatch):
+    for name in [name for name in os.environ if name.startswith("PREFCRAFT_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("PREFCRAFT_SEED", "7")
+    assert load_settings(environ={}).seed == 0
+    assert load_settings().seed == 7
+
+
+def test_file_then_environment_then_overrides(tmp_path):
+    config = write_config(
+        tmp_path,
+        """
+        seed = 1
+        num_threads = 2
+        [task]
+        model = "hosted_vllm/from-file"
+        temperature = 0.5
+        max_tokens = 100
+        """,
+    )
+    environ = {
+        "PREFCRAFT_SEED": "2",
+        "PREFCRAFT_TASK__MODEL": "hosted_vllm/from-env",
+        "PREFCRAFT_TASK__MAX_TOKENS": "200",
+    }
+    overrides = {"task": {"max_tokens": 300}}
+
+    settings = load_settings(config, overrides=overrides, environ=environ)
+
+    assert settings.num_threads == 2  # only in the file
+    assert settings.seed == 2  # environment beats file
+    assert settings.task.model == "hosted_vllm/from-env"
+    assert settings.task.temperature == 0.5  # the file's other task keys survive the nested merge
+    assert settings.task.max_tokens == 300  # overrides beat both
+
+
+def test_nested_environment_keys_are_case_insensitive_and_coerced():
+    environ = {
+        "PREFCRAFT_TASK__MODEL": "hosted_vllm/Qwen/Qwen2.5-7B-Instruct",
+        "PREFCRAFT_TASK__API_BASE": "http://127.0.0.1:8000/v1",
+        "PREFCRAFT_JUDGE__MODEL": "openai/gpt-4o-mini",
+        "PREFCRAFT_SERVE": "false",
+        "PREFCRAFT_NUM_THREADS": "8",
+        "OTHER_TASK__MODEL": "ignored",
+    }
+    settings = load_settings(environ=environ)
+    assert settings.task.model == "hosted_vllm/Qwen/Qwen2.5-7B-Instruct"
+    assert settings.task.api_base == "http://127.0.0.1:8000/v1"
+    assert settings.judge is not None and settings.judge.model == "openai/gpt-4o-mini"
+    assert settings.serve is False
+    assert settings.num_threads == 8
+
+
+def test_model_for_falls_back_to_the_task_model():
+    judge = ModelSettings(model="openai/gpt-4o-mini")
+    settings = Settings(judge=judge)
+    assert settings.model_for("task") is settings.task
+    assert settings.model_for("prompt") is settings.task
+    assert settings.model_for("judge") is judge
+
+
+def test_roles_needing_server():
+    assert Settings().roles_needing_server() == ["task", "prompt", "judge"]
+    assert Settings(serve=False).roles_needing_server() == []
+    hosted_task = ModelSettings(api_base="http://127.0.0.1:8000/v1")
+    assert Settings(task=hosted_task).roles_needing_server() == []  # prompt and judge inherit the task's endpoint
+    assert Settings(task=hosted_task, judge=ModelSettings()).roles_needing_server() == ["judge"]
+
+
+def test_with_api_base_points_only_unserved_models_at_the_server():
+    hosted = ModelSettings(model="openai/gpt-4o-mini", api_base="https://api.example.com/v1")
+    settings = Settings(judge=hosted)
+
+    served = settings.with_api_base("http://127.0.0.1:9000/v1")
+
+    assert served.task.api_base == "http://127.0.0.1:9000/v1"
+    assert served.model_for("prompt").api_base == "http://127.0.0.1:9000/v1"
+    assert served.judge == hosted
+    assert served.roles_needing_server() == []
+    assert settings.task.api_base is None  # the original is left alone
+
+
+@pytest.mark.parametrize(
+    ("environ", "field"),
+    [
+        ({"PREFCRAFT_TASK__TEMPERATURE": "-1"}, "task.temperature"),
+        ({"PREFCRAFT_TASK__MAX_TOKENS": "many"}, "task.max_tokens"),
+        ({"PREFCRAFT_TASK__STRUCTURED_OUTPUT": "grammar"}, "task.structured_output"),
+        ({"PREFCRAFT_SERVER__BACKEND": "tgi"}, "server.backend"),
+        ({"PREFCRAFT_TASK__MODLE": "typo"}, "task.modle"),
+        ({"PREFCRAFT_NUM_THREADS": "0"}, "num_threads"),
+    ],
+)
+def test_invalid_values_name_the_field(environ, field):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(environ=environ)
+    assert f"{field}:" in caught.value.message
+    assert "PREFCRAFT_" in caught.value.hint
+
+
+def test_invalid_value_in_a_file_names_the_file(tmp_path):
+    config = write_config(tmp_path, "[judge]\nmax_tokens = 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_settings(config, environ={})
+    assert "judge.max_tokens" in str(caught.value)
+    assert str(config) in caught.value.hint
+
+
+def test_missing_config_file(tmp_path):
+    missing = tmp_path / "nope.toml"
+    with pytest.raises(ConfigError, match="does not exist") as caught:
+        load_settings(missing, environ={})
+    assert str(missing) in str(caught.value)
+
+
+def test_config_file_that_is_not_toml(tmp_path):
+    config = write_config(tmp_path, "[task\nmodel = \n")
+    with pytest.raises(ConfigError, match="not valid TOML") as caught:
+        load_settings(config, environ={})
+    assert str(config) in str(caught.value)
