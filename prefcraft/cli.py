@@ -116,6 +116,8 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
+    import dspy
+
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("LiteLLM", "httpx", "alembic", "mlflow"):
@@ -127,6 +129,11 @@ def main(argv: list[str] | None = None) -> int:
         run_command(args, settings)
     except PrefcraftError as error:
         print(f"prefcraft: error: {error}", file=sys.stderr)
+        return 2
+    except dspy.LMError as error:
+        print(f"prefcraft: error: a model call failed ({type(error).__name__}): {error}\n"
+              "  hint: check the server (its log is under .prefcraft/logs/ when prefcraft started it), or raise "
+              "--task-timeout-s", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("prefcraft: interrupted", file=sys.stderr)

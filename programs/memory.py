@@ -4,6 +4,8 @@ import dspy
 
 from signatures.memory import ExtractInsights
 
+MAX_INSIGHTS_PER_INTERACTION = 5
+
 
 class MemoryBuilder(dspy.Module):
     def __init__(self):
@@ -12,5 +14,9 @@ class MemoryBuilder(dspy.Module):
 
     def forward(self, interactions: list[dict[str, str]]) -> dspy.Prediction:
         """`interactions`: dicts with conversation, preferred_completion, other_completion, oldest first."""
-        insights = [insight for interaction in interactions for insight in self.extract(**interaction).insights]
+        insights = [insight for interaction in interactions for insight in self._insights(interaction)]
         return dspy.Prediction(insights=insights, memory="\n".join(f"- {insight}" for insight in insights))
+
+    def _insights(self, interaction: dict[str, str]) -> list[str]:
+        lines = (line.strip().lstrip("-*• ").strip() for line in self.extract(**interaction).insights.splitlines())
+        return [line for line in lines if line][:MAX_INSIGHTS_PER_INTERACTION]

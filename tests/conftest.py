@@ -41,8 +41,8 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Manage
 
 @pytest.fixture
 def embedded_model(embedded_server: ManagedServer) -> ModelSettings:
-    """Model settings pointing at the embedded server (temperature 0, bounded tokens)."""
-    return ModelSettings(api_base=embedded_server.base_url, max_tokens=256, timeout_s=60)
+    """Model settings pointing at the embedded server (temperature 0, bounded tokens, a timeout that only catches hangs)."""
+    return ModelSettings(api_base=embedded_server.base_url, max_tokens=256, timeout_s=300)
 
 
 # Small, learnable users: with short_wins the user prefers the short answer, otherwise the long one.

@@ -16,8 +16,9 @@ def write_rows(path, users):
 
 
 def common_flags(tmp_path, api_base):
-    return ["--no-serve", "--task-api-base", api_base, "--task-max-tokens", "256", "--threads", "2",
-            "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")]
+    return ["--no-serve", "--task-api-base", api_base, "--task-max-tokens", "256", "--task-timeout-s", "300",
+            "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+            "--cache-dir", str(tmp_path / "cache")]
 
 
 def test_unreachable_server_is_one_clear_error(tmp_path, capsys):

@@ -40,5 +40,5 @@ def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedd
                              score=compiled.score)
         reloaded = PersonaSynthesizer()
         load_compiled(reloaded, path, program_name="persona_synthesizer")
-        assert reloaded.synthesize.signature.instructions == compiled.synthesize.signature.instructions
-        assert len(reloaded.synthesize.demos) == len(compiled.synthesize.demos)
+        assert reloaded.synthesize.predict.signature.instructions == compiled.synthesize.predict.signature.instructions
+        assert len(reloaded.synthesize.predict.demos) == len(compiled.synthesize.predict.demos)
