@@ -41,7 +41,7 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Manage
 
 @pytest.fixture
 def embedded_model(embedded_server: ManagedServer) -> ModelSettings:
-    """Model settings pointing at the embedded server (temperature 0, bounded tokens, a timeout that only catches hangs)."""
+    """Settings for the embedded server: temperature 0, bounded tokens, a timeout that only catches hangs."""
     return ModelSettings(api_base=embedded_server.base_url, max_tokens=256, timeout_s=300)
 
 
