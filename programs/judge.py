@@ -28,7 +28,7 @@ class PreferenceJudge(dspy.Module):
             instructions = USER_CONTEXT_TEMPLATE.format(
                 instructions=JudgePreference.instructions, heading=heading, context=user_context.strip()
             )
-            self.judge.predict.signature = JudgePreference.with_instructions(instructions)
+            self.judge.predict.signature = self.judge.predict.signature.with_instructions(instructions)
 
     @property
     def demos(self) -> list[dspy.Example]:
