@@ -8,9 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from prefcraft.data import DEMO_USERS, SAMPLE_USERS
 from prefcraft.errors import PrefcraftError
 
 ROLE_FLAGS = ("model", "api_base", "structured_output", "max_tokens", "temperature", "timeout_s")
+DEMO_METHODS = ["default", "synthesizeme"]
+DEMO_SEARCH_SIZE = 4  # n and m for the demo (the paper's 10 fits the 15-minute budget of the main job only at 4)
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -42,12 +45,17 @@ def make_parser() -> argparse.ArgumentParser:
     _add_settings_flags(evaluate)
     _add_data_flags(evaluate)
     evaluate.add_argument("--methods", nargs="+", default=["default"],
-                          help="default, memory, demos, persona, synthesizeme")
+                          help="default, demographics, memory, demos, persona, synthesizeme")
     evaluate.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="fitted users' JSON files")
+    evaluate.add_argument("--demographics", metavar="FILE_OR_DATASET",
+                          help="user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
+                          "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy")
 
-    demo = commands.add_parser("demo", help="the main job: the default judge on the bundled sample users' test pairs")
+    demo = commands.add_parser("demo", help="the main job: fit sample users, compare with the default judge")
     _add_settings_flags(demo)
     _add_data_flags(demo)
+    _add_fit_flags(demo)
+    demo.set_defaults(subsets=DEMO_SEARCH_SIZE, demo_candidates=DEMO_SEARCH_SIZE)
     return parser
 
 
@@ -155,10 +163,12 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
         serve(settings, print)
         return
     from prefcraft.commands.evaluate import evaluate_methods
-    from prefcraft.data import SAMPLE_USERS
-    from prefcraft.report import format_fit_summary, format_report
+    from prefcraft.report import format_comparison, format_fit_summary, format_report
 
     data = args.data or SAMPLE_USERS
+    users = args.users
+    if args.command == "demo" and not args.data and not users:
+        users = DEMO_USERS
     if args.command == "compile-persona":
         from optimizers.persona_prompt import PersonaPromptConfig
         from prefcraft.commands.compile_persona import compile_persona
@@ -172,21 +182,28 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
         print(f"compiled persona prompt written to {path}")
         return
     fitted: dict[str, Path] = {}
-    methods = ["default"] if args.command == "demo" else getattr(args, "methods", [])
-    if args.command == "fit":
+    profiles: dict[str, str] | None = None
+    methods = DEMO_METHODS if args.command == "demo" else getattr(args, "methods", [])
+    if args.command in ("fit", "demo"):
         from prefcraft.commands.fit import default_persona_prompt, fit_users
 
-        summary = fit_users(settings, data, args.fitted_dir, users=args.users, config=search_config(args, settings),
+        summary = fit_users(settings, data, args.fitted_dir, users=users, config=search_config(args, settings),
                             persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model))
         print(format_fit_summary(summary))
         fitted = summary.judges
     elif args.command == "evaluate":
         fitted = {path.stem: path for path in sorted(args.fitted_dir.glob("*.json"))}
+        if args.demographics:
+            from prefcraft.loaders.user_profiles import load_profiles
+
+            profiles = load_profiles(args.demographics)
     if methods:
-        outcomes = evaluate_methods(settings, data, methods=methods, users=args.users, split=args.split,
-                                    fitted=fitted, output_dir=args.output_dir)
+        outcomes = evaluate_methods(settings, data, methods=methods, users=users, split=args.split,
+                                    fitted=fitted, profiles=profiles, output_dir=args.output_dir)
         for method, outcome in outcomes.items():
             print(format_report(method, outcome.report, outcome.usage))
+        if len(outcomes) > 1:
+            print(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
 
 
 if __name__ == "__main__":

@@ -29,3 +29,18 @@ def format_fit_summary(summary: FitSummary) -> str:
     lines = [f"fitted {len(summary.fitted)} user(s), resumed {len(summary.resumed)}, skipped {len(summary.skipped)}"]
     lines += [f"  skipped {user_id}: {reason}" for user_id, reason in summary.skipped.items()]
     return "\n".join(lines)
+
+
+def format_comparison(reports: dict[str, PairwiseReport]) -> str:
+    """One row per method (Table 3's columns), then per-user accuracy with one column per method."""
+    lines = [f"{'method':<14} {'accuracy, both orders [95% CI]':<33} {'chosen first':>12} {'chosen second':>14} "
+             f"{'consistency':>12}"]
+    for method, report in reports.items():
+        lines.append(f"{method:<14} {report.accuracy!s:<33} {100 * report.chosen_first.mean:11.1f}% "
+                     f"{100 * report.chosen_second.mean:13.1f}% {100 * report.consistency:11.1f}%")
+    users = sorted({user for report in reports.values() for user in report.per_user})
+    lines.append("per user        " + "".join(f"{method:>14}" for method in reports))
+    for user in users:
+        cells = [report.per_user.get(user) for report in reports.values()]
+        lines.append(f"  {user:<14}" + "".join(f"{100 * c.mean:13.1f}%" if c else f"{'-':>14}" for c in cells))
+    return "\n".join(lines)

@@ -1,8 +1,9 @@
 """`prefcraft evaluate`: judge a split's pairs in both orders with one or more judges; pooled and per-user accuracy.
 
-Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `memory` (one to five insights per context
-pair, appended in order); from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the
-persona, no demos) and `synthesizeme` (persona + searched demos).
+Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (the user's PRISM survey
+profile; users without one are left out of it); `memory` (one to five insights per context pair, appended in order);
+from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the persona, no demos) and
+`synthesizeme` (persona + searched demos).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from optimizers.artifacts import load_compiled
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
+from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
@@ -31,9 +33,11 @@ from programs.memory import MemoryBuilder
 logger = logging.getLogger(__name__)
 
 PERSONAL_JUDGE = "personal_judge"
-METHODS = ("default", "memory", "demos", "persona", "synthesizeme")
+METHODS = ("default", "demographics", "memory", "demos", "persona", "synthesizeme")
 NEEDS_FIT = {"demos", "persona", "synthesizeme"}
 MEMORY_HEADING = "What is known about this user from their past interactions"
+DEMOGRAPHICS_HEADING = "The user's demographic profile"
+DEMOGRAPHICS_HINT = f"pass --demographics with the PRISM survey ({PRISM_SURVEY}, config survey) or a local copy of it"
 
 
 @dataclass
@@ -58,9 +62,13 @@ def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]
     return judge, metadata
 
 
-def judge_for(method: str, user: UserPairs, fitted: Path | None) -> PreferenceJudge:
+def judge_for(method: str, user: UserPairs, fitted: Path | None, profile: str | None = None) -> PreferenceJudge:
     if method == "default":
         return PreferenceJudge()
+    if method == "demographics":
+        if not profile:
+            raise ConfigError(f"user {user.user_id} has no demographic profile", DEMOGRAPHICS_HINT)
+        return PreferenceJudge(profile, heading=DEMOGRAPHICS_HEADING)
     if method == "memory":
         return PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
     if fitted is None:
@@ -84,7 +92,8 @@ def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
 
 def evaluate_methods(
     settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
-    split: str = "test", fitted: dict[str, Path] | None = None, output_dir: Path | None = None,
+    split: str = "test", fitted: dict[str, Path] | None = None, profiles: dict[str, str] | None = None,
+    output_dir: Path | None = None,
 ) -> dict[str, MethodOutcome]:
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
@@ -96,6 +105,15 @@ def evaluate_methods(
         if missing:
             logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
         selected = {user_id: user for user_id, user in selected.items() if user_id in fitted}
+    profiles = profiles or {}
+    with_profile = {user_id: user for user_id, user in selected.items() if user_id in profiles}
+    if "demographics" in methods:
+        if not with_profile:
+            raise ConfigError(f"no demographic profile for any of the {len(selected)} selected user(s)",
+                              f"{DEMOGRAPHICS_HINT}; its user ids must match the data's")
+        missing = sorted(set(selected) - set(with_profile))
+        if missing:
+            logger.warning("no demographic profile for %d user(s), left out of demographics: %s", len(missing), missing)
     outcomes: dict[str, MethodOutcome] = {}
     with model_session(settings) as session:
         start_tracking(session)
@@ -104,7 +122,8 @@ def evaluate_methods(
         with tracked_run("evaluate", params), lm_context(session, "task"):
             for method in methods:
                 outcomes[method] = _evaluate_method(
-                    method, selected, split, lambda user, m=method: judge_for(m, user, fitted.get(user.user_id)),
+                    method, with_profile if method == "demographics" else selected, split,
+                    lambda user, m=method: judge_for(m, user, fitted.get(user.user_id), profiles.get(user.user_id)),
                     session,
                 )
                 log_metrics({**outcomes[method].report.as_metrics(f"{method}_"),

@@ -78,14 +78,20 @@ def load_pairs(source: str | Path, *, hub_split: str | None = None) -> list[Pref
 
     Raises DataError naming the file, row and field of the first invalid row.
     """
+    rows = read_rows(source, hub_split=hub_split)
+    return [_parse_row(row, str(source), index) for index, row in enumerate(rows)]
+
+
+def read_rows(
+    source: str | Path, *, hub_config: str | None = None, hub_split: str | None = None
+) -> Iterable[dict[str, Any]]:
+    """The raw rows of a .json/.jsonl/.parquet file, or of a Hugging Face dataset (optionally one config and split)."""
     path = Path(source)
     if path.suffix in {".json", ".jsonl", ".parquet"}:
         if not path.is_file():
             raise DataError(path, None, None, "file not found")
-        rows: Iterable[dict[str, Any]] = _read_local(path)
-    else:
-        rows = _read_hub(str(source), hub_split)
-    return [_parse_row(row, str(source), index) for index, row in enumerate(rows)]
+        return _read_local(path)
+    return _read_hub(str(source), hub_config, hub_split)
 
 
 def group_by_user(pairs: Iterable[PreferencePair]) -> dict[str, UserPairs]:
@@ -134,11 +140,11 @@ def _read_local(path: Path) -> Iterator[dict[str, Any]]:
                 raise DataError(path, number, None, f"not valid JSON ({error})") from None
 
 
-def _read_hub(name: str, split: str | None) -> Iterator[dict[str, Any]]:
+def _read_hub(name: str, config: str | None, split: str | None) -> Iterator[dict[str, Any]]:
     from datasets import load_dataset
 
     try:
-        loaded = load_dataset(name, split=split)
+        loaded = load_dataset(name, split=split) if config is None else load_dataset(name, config, split=split)
     except Exception as error:  # datasets raises many types for "not reachable / not found"
         raise DataError(
             name, None, None, f"could not load the dataset from the Hugging Face hub ({type(error).__name__}: {error})",

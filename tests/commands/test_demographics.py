@@ -1,0 +1,71 @@
+"""The demographics method without a model server: its judge, its users, and its errors before any model call."""
+
+import json
+import logging
+from contextlib import nullcontext
+
+import pytest
+
+from prefcraft.commands import evaluate
+from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
+from prefcraft.errors import ConfigError
+from prefcraft.loaders.personal_reward_bench import pair_id
+from prefcraft.metrics.pairwise import Judgment
+from prefcraft.settings import Settings
+from prefcraft.usage import LMUsage
+
+PROFILE = "Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom"
+
+
+@pytest.fixture
+def data(tmp_path, user_with):
+    users = [user_with(2, 1, user_id="u1"), user_with(2, 1, user_id="u2")]
+    rows = [pair.model_dump() for user in users for pair in user.train + user.val + user.test]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No server, no MLflow, no model calls: every judged pair counts as right; each judge's instructions are kept."""
+    instructions: dict[str, list[str]] = {}
+
+    def judge_pairs(judge, pairs, **options):
+        instructions.setdefault(pairs[0].user_id, []).append(judge.judge.predict.signature.instructions)
+        return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
+
+    monkeypatch.setattr(evaluate, "model_session", nullcontext)
+    monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())
+    monkeypatch.setattr(evaluate, "tracked_run", lambda *args, **kwargs: nullcontext())
+    for name in ("start_tracking", "log_metrics", "log_json"):
+        monkeypatch.setattr(evaluate, name, lambda *args: None)
+    monkeypatch.setattr(evaluate, "judge_pairs", judge_pairs)
+    return instructions
+
+
+def test_the_judge_is_told_the_users_profile(user_with):
+    instructions = judge_for("demographics", user_with(1, 0), None, PROFILE).judge.predict.signature.instructions
+    assert f"{DEMOGRAPHICS_HEADING}:\n===\n{PROFILE}\n===" in instructions
+
+
+@pytest.mark.parametrize("profiles", [None, {}, {"someone_else": PROFILE}])
+def test_demographics_without_profiles_fails_before_any_model_call(monkeypatch, data, profiles):
+    def no_models(settings):
+        raise AssertionError("a model session was started")
+
+    monkeypatch.setattr(evaluate, "model_session", no_models)
+    with pytest.raises(ConfigError, match="no demographic profile") as caught:
+        evaluate_methods(Settings(), data, methods=["default", "demographics"], profiles=profiles)
+    assert "--demographics" in caught.value.hint
+
+
+def test_users_without_a_profile_are_left_out_of_demographics_only(offline, data, caplog):
+    with caplog.at_level(logging.WARNING):
+        outcomes = evaluate_methods(Settings(), data, methods=["default", "demographics"], profiles={"u1": PROFILE})
+    assert list(outcomes["default"].report.per_user) == ["u1", "u2"]
+    assert list(outcomes["demographics"].report.per_user) == ["u1"]
+    [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
+    assert "no demographic profile for 1 user(s), left out of demographics: ['u2']" in warning
+    default_judge, demographics_judge = offline["u1"]
+    assert PROFILE not in default_judge and PROFILE in demographics_judge

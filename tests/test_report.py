@@ -1,0 +1,22 @@
+from prefcraft.metrics.pairwise import Judgment, pairwise_report
+from prefcraft.report import format_comparison
+
+
+def judgments(user: str, picks: list[tuple[str, str]]) -> list[Judgment]:
+    return [
+        judgment
+        for index, (first, second) in enumerate(picks)
+        for judgment in (Judgment(user, f"p{index}", "chosen_first", first, first == "First"),
+                         Judgment(user, f"p{index}", "chosen_second", second, second == "Second"))
+    ]
+
+
+def test_comparison_has_a_row_per_method_and_a_column_per_method_per_user():
+    biased = pairwise_report(judgments("u1", [("First", "First")]) + judgments("u2", [("First", "First")]))
+    personal = pairwise_report(judgments("u1", [("First", "Second")]))
+    lines = format_comparison({"default": biased, "synthesizeme": personal}).splitlines()
+    assert lines[1].startswith("default") and " 50.0%" in lines[1]
+    assert lines[2].startswith("synthesizeme") and "100.0%" in lines[2]
+    assert lines[3].split() == ["per", "user", "default", "synthesizeme"]
+    assert lines[4].split() == ["u1", "50.0%", "100.0%"]
+    assert lines[5].split() == ["u2", "50.0%", "-"]
