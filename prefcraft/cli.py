@@ -166,9 +166,6 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
     from prefcraft.report import format_comparison, format_fit_summary, format_report
 
     data = args.data or SAMPLE_USERS
-    users = args.users
-    if args.command == "demo" and not args.data and not users:
-        users = DEMO_USERS
     if args.command == "compile-persona":
         from optimizers.persona_prompt import PersonaPromptConfig
         from prefcraft.commands.compile_persona import compile_persona
@@ -181,6 +178,9 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
                                fit_config=search_config(args, settings), prompt_config=prompt_config)
         print(f"compiled persona prompt written to {path}")
         return
+    users = args.users
+    if args.command == "demo" and not args.data and not users:
+        users = DEMO_USERS
     fitted: dict[str, Path] = {}
     profiles: dict[str, str] | None = None
     methods = DEMO_METHODS if args.command == "demo" else getattr(args, "methods", [])

@@ -40,6 +40,12 @@ def test_a_malformed_data_file_names_file_row_and_field(tmp_path, capsys):
     assert f"{data}, row 0, field 'context'" in capsys.readouterr().err
 
 
+def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_path, capsys):
+    flags = ["--train-users", "sample_user_01", "--val-users", "sample_user_01", "--output", str(tmp_path / "p.json")]
+    assert main(["compile-persona", *flags, *common_flags(tmp_path, "http://127.0.0.1:1/v1")]) == 2
+    assert "training and validation users overlap" in capsys.readouterr().err
+
+
 @pytest.mark.server
 def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, capsys):
     good = [user_with(3, 2, short_wins=True, user_id="short_fan"),
