@@ -22,5 +22,8 @@ test: $(STAMP)
 bench-structured: $(STAMP)
 	$(BIN)/python benchmarks/structured_outputs.py
 
+bench-fit: $(STAMP)
+	$(BIN)/python benchmarks/fit_cost.py
+
 clean:
 	rm -rf $(VENV) .prefcraft runs mlflow.db mlruns

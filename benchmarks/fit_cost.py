@@ -6,7 +6,7 @@ Measures (each mode in a fresh, empty DSPy cache, so only repeats within one run
   validation judgment (`exhaustive`, the reference code's way, which also re-bootstraps in step 3: counted apart);
 - wall time to judge a fixed set of pairs in both orders with 1, 2, 4 and 8 threads.
 
-Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10]
+Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--thread-users 2]
 """
 
 from __future__ import annotations
@@ -94,13 +94,15 @@ def main() -> None:
     parser.add_argument("--demo-candidates", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2, help="threads for the fits")
     parser.add_argument("--thread-counts", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/fit_cost.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("LiteLLM", "httpx", "dspy"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
-    users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())[: args.users]
+    all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
+    users = all_users[: args.users]
     with managed_server(ServerSettings(log_dir=Path(tempfile.mkdtemp()))) as server:
         model = ModelSettings(api_base=server.base_url, max_tokens=256)
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
@@ -110,7 +112,7 @@ def main() -> None:
                     num_threads=args.threads, prune_candidates=mode == "pruned"))
                 for mode in ("pruned", "exhaustive")
             }
-            test_pairs = [pair for user in users for pair in user.test]
+            test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
     print_tables(fits, threads)
     args.output.parent.mkdir(parents=True, exist_ok=True)
