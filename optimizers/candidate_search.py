@@ -1,20 +1,30 @@
 """Pick the best of several candidate programs on a small validation set, spending as few LM calls as possible.
 
-Candidates are scored in order, in parallel batches. A candidate is abandoned as soon as it can no longer beat the
-best one so far (its remaining examples could not lift it above the leader, and ties keep the earlier candidate), and
-the search stops at the first candidate that reaches `stop_at`. Both rules return the same winner as scoring every
-candidate on every example would, except that `stop_at` may stop at a good-enough candidate before a better one,
-as SynthesizeMe's reference code does.
+`halving` (successive halving, as in Hyperband): every candidate is scored on the first rung of examples, the best
+third (ties keep the earlier candidate) go on to a rung twice as long, and so on until the survivors have seen every
+example; the winner is the most accurate fully scored survivor. A candidate whose score so far already guarantees
+`stop_at` ends the search: it alone is scored to the end. Candidates that a short rung eliminates are never scored
+in full, so the winner can differ from the exhaustive one; the fit-cost benchmark measures by how much.
+
+`exhaustive` (SynthesizeMe's reference code): every candidate on every example; the first candidate in order reaching
+`stop_at` wins, else the most accurate.
+
+Each rung runs all its (candidate, example) calls in one thread pool, so a small validation set still keeps
+`num_threads` calls in flight.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import dspy
 
 Metric = Callable[[dspy.Example, dspy.Prediction], float]
+SearchStrategy = Literal["halving", "exhaustive"]
+KEEP_FRACTION = 1 / 3
 
 
 @dataclass
@@ -32,6 +42,9 @@ class CandidateScore:
     def accuracy(self) -> float:
         return self.correct / self.total if self.total else 0.0
 
+    def guarantees(self, stop_at: float | None) -> bool:
+        return stop_at is not None and self.total > 0 and self.correct / self.total >= stop_at
+
 
 @dataclass
 class SearchResult:
@@ -40,7 +53,11 @@ class SearchResult:
 
     @property
     def best(self) -> CandidateScore:
-        return next(score for score in self.scores if score.index == self.best_index)
+        return self.scores[self.best_index]
+
+    @property
+    def judged(self) -> int:
+        return sum(score.judged for score in self.scores)
 
 
 def search_candidates(
@@ -50,39 +67,47 @@ def search_candidates(
     *,
     stop_at: float | None,
     num_threads: int,
-    prune: bool = True,
+    strategy: SearchStrategy = "halving",
+    first_rung: int = 1,
 ) -> SearchResult:
-    """Score `candidates` on `examples`; `prune=False` scores every candidate on every example (for comparison)."""
+    """Score `candidates` on `examples`; the first halving rung is `first_rung` examples long."""
     if not candidates:
         raise ValueError("search_candidates needs at least one candidate")
-    result = SearchResult(best_index=0)
-    best_correct = -1.0
-    for index, program in enumerate(candidates):
-        score = _score(index, program, examples, metric, num_threads, must_beat=best_correct if prune else -1.0)
-        result.scores.append(score)
-        if score.complete and score.correct > best_correct:
-            best_correct, result.best_index = score.correct, index
-        if stop_at is not None and examples and best_correct / len(examples) >= stop_at:
-            break
-    return result
+    scores = [CandidateScore(index=i, correct=0.0, judged=0, total=len(examples)) for i in range(len(candidates))]
+    if strategy == "exhaustive":
+        _score_rung(candidates, scores, examples, 0, len(examples), metric, num_threads)
+        reaching = [score for score in scores if score.guarantees(stop_at)]
+        return SearchResult(best_index=(reaching or [_most_accurate(scores)])[0].index, scores=scores)
+
+    alive = list(scores)
+    start, rung = 0, max(first_rung, 1)
+    while start < len(examples):
+        end = min(start + rung, len(examples))
+        _score_rung(candidates, alive, examples, start, end, metric, num_threads)
+        start, rung = end, 2 * rung
+        reaching = [score for score in alive if score.guarantees(stop_at)]
+        if reaching:
+            alive = reaching[:1]
+        elif start < len(examples):
+            ranked = sorted(alive, key=lambda score: (-score.correct, score.index))
+            alive = sorted(ranked[: max(1, math.ceil(len(alive) * KEEP_FRACTION))], key=lambda score: score.index)
+    return SearchResult(best_index=_most_accurate(alive).index, scores=scores)
 
 
-def _score(
-    index: int,
-    program: dspy.Module, examples: Sequence[dspy.Example], metric: Metric, num_threads: int, must_beat: float
-) -> CandidateScore:
-    score = CandidateScore(index=index, correct=0.0, judged=0, total=len(examples))
-    batch_size = max(2 * num_threads, 1)
-    for start in range(0, len(examples), batch_size):
-        batch = examples[start : start + batch_size]
-        predictions = program.batch(
-            list(batch), num_threads=num_threads, max_errors=len(batch) + 1, disable_progress_bar=True
-        )
-        score.correct += sum(
-            float(metric(example, prediction)) for example, prediction in zip(batch, predictions, strict=True)
-            if prediction is not None
-        )
-        score.judged += len(batch)
-        if score.correct + (score.total - score.judged) <= must_beat:
-            break
-    return score
+def _most_accurate(scores: Sequence[CandidateScore]) -> CandidateScore:
+    return min(scores, key=lambda score: (-score.correct, score.index))
+
+
+def _score_rung(
+    candidates: Sequence[dspy.Module], scores: Sequence[CandidateScore], examples: Sequence[dspy.Example],
+    start: int, end: int, metric: Metric, num_threads: int,
+) -> None:
+    """Score each of `scores`' candidates on examples[start:end], all calls in one pool; a failed call scores 0."""
+    jobs = [(score, examples[i]) for score in scores for i in range(start, end)]
+    parallel = dspy.Parallel(num_threads=num_threads, max_errors=len(jobs) + 1, disable_progress_bar=True)
+    predictions = parallel([(candidates[score.index], example) for score, example in jobs])
+    for (score, example), prediction in zip(jobs, predictions, strict=True):
+        if prediction is not None:
+            score.correct += float(metric(example, prediction))
+    for score in scores:
+        score.judged += end - start

@@ -6,8 +6,8 @@ is the evidence for the persona.
 Step 2: the persona synthesizer (its prompt compiled once with MIPROv2) turns that evidence into a persona.
 Step 3: with the persona in the judge's instructions, candidate demo sets drawn from the step-1 traces (no second
 bootstrap) are scored on the validation pairs; the best one completes the personal judge.
-Every candidate search abandons a candidate once it cannot win and stops at `stop_at_accuracy`; identical calls
-are answered by DSPy's cache.
+Both searches race the candidates by successive halving (see `candidate_search`) and stop at
+`stop_at_accuracy`; identical calls are answered by DSPy's cache.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import dspy
 
-from optimizers.candidate_search import SearchResult, search_candidates
+from optimizers.candidate_search import SearchResult, SearchStrategy, search_candidates
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs, judge_examples
 from prefcraft.metrics.pairwise import preference_correct
@@ -33,7 +33,9 @@ class SynthesizeMeConfig:
     Split: `val_fraction` of a user's context pairs (the latest ones) become validation pairs when the data has none.
     Search: `num_persona_subsets` (n) candidate trace subsets in step 1, `num_demo_candidates` (m) demo sets in
     step 3, each of at most `max_demos` demos; a search stops at the first candidate reaching `stop_at_accuracy`.
-    `prune_candidates` abandons a candidate once it cannot beat the best so far (same winner, fewer calls).
+    `search`: `halving` races the candidates one validation pair at a time, then on rungs twice as long, keeping
+    the best third each time; `exhaustive` scores every candidate on every validation judgment, as the reference
+    code does.
     Runtime: `num_threads` parallel calls; `seed` fixes the order of bootstrapping and sampling.
     """
 
@@ -42,7 +44,7 @@ class SynthesizeMeConfig:
     num_demo_candidates: int = 10
     max_demos: int = 4
     stop_at_accuracy: float | None = 0.8
-    prune_candidates: bool = True
+    search: SearchStrategy = "halving"
     num_threads: int = 4
     seed: int = 0
 
@@ -180,7 +182,7 @@ class SynthesizeMe:
         return search_candidates(
             judges, val_examples, preference_correct,
             stop_at=self.config.stop_at_accuracy, num_threads=self.config.num_threads,
-            prune=self.config.prune_candidates,
+            strategy=self.config.search, first_rung=2,  # one validation pair, both orders
         )  # fmt: skip
 
 

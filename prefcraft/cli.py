@@ -70,6 +70,8 @@ def _add_search_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--subsets", type=int, default=10, help="n: candidate trace subsets for the persona")
     parser.add_argument("--demo-candidates", type=int, default=10, help="m: candidate demo sets")
     parser.add_argument("--max-demos", type=int, default=4)
+    parser.add_argument("--search", choices=["halving", "exhaustive"], default="halving",
+                        help="how candidates are scored: successive halving (fewer calls) or all on every pair")
 
 
 def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -153,7 +155,8 @@ def search_config(args: argparse.Namespace, settings: Any) -> Any:
     from optimizers.synthesizeme import SynthesizeMeConfig
 
     return SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
-                              max_demos=args.max_demos, num_threads=settings.num_threads, seed=settings.seed)
+                              max_demos=args.max_demos, search=args.search, num_threads=settings.num_threads,
+                              seed=settings.seed)
 
 
 def run_command(args: argparse.Namespace, settings: Any) -> None:

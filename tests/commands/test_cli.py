@@ -1,12 +1,13 @@
 """The command line end to end on the real embedded server: fit (resumable, bad users skipped), evaluate, tracking."""
 
 import json
+from types import SimpleNamespace
 
 import mlflow
 import pytest
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
+from prefcraft.cli import main, make_parser, search_config
 
 
 def write_rows(path, users):
@@ -46,6 +47,12 @@ def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_pat
     assert "training and validation users overlap" in capsys.readouterr().err
 
 
+def test_search_flag_chooses_how_candidates_are_scored():
+    settings = SimpleNamespace(num_threads=2, seed=0)
+    assert search_config(make_parser().parse_args(["fit"]), settings).search == "halving"
+    assert search_config(make_parser().parse_args(["fit", "--search", "exhaustive"]), settings).search == "exhaustive"
+
+
 @pytest.mark.server
 def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, capsys):
     good = [user_with(3, 2, short_wins=True, user_id="short_fan"),
@@ -78,6 +85,7 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
     statuses = {(run.info.run_name, run.info.status) for run in runs}
     assert ("too_few", "FAILED") in statuses  # the skipped user's child run, in both fit commands
     assert all(status == "FINISHED" for name, status in statuses if name != "too_few")
+    assert by_name["fit-synthesizeme"].data.params["search"] == "halving"
     evaluate_run = by_name["evaluate"]
     assert 0.0 <= evaluate_run.data.metrics["synthesizeme_accuracy"] <= 1.0
     assert evaluate_run.data.metrics["default_lm_calls"] >= 0
