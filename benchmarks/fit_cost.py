@@ -1,12 +1,16 @@
 """What a SynthesizeMe fit costs per user, by step, and how judging scales with threads, on the embedded server.
 
 Measures (each mode in a fresh, empty DSPy cache, so only repeats within one run are free):
-- per user and step: LM requests, prompt and completion tokens, wall time, validation accuracy, for prefcraft's fit
-  (`pruned`: candidates abandoned once they cannot win) and for the same search scoring every candidate on every
-  validation judgment (`exhaustive`, the reference code's way, which also re-bootstraps in step 3: counted apart);
+- per user and step, with the shipped persona prompt for the embedded model: LM requests, prompt and completion
+  tokens, wall time, validation accuracy of the fitted judge and its accuracy on the user's test judgments (both
+  orders; not counted as fit calls), for each search strategy: `halving` (prefcraft's default) and `exhaustive`
+  (every candidate on every validation judgment, as the reference code scores them);
+- the reference's call budget for the same user, two ways: the issue's estimate, (n + m) x validation judgments +
+  bootstrap, and a count from SALT-NLP/SynthesizeMe's code, (n + 2) + (m + 3) candidates x validation judgments + two
+  bootstraps + the persona call;
 - wall time to judge a fixed set of pairs in both orders with 1, 2, 4 and 8 threads.
 
-Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--thread-users 2]
+Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--thread-counts 1 2 4 8]
 """
 
 from __future__ import annotations
@@ -21,15 +25,15 @@ from pathlib import Path
 
 import dspy
 
-from optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
+from optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.backends import managed_server
+from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.data import SAMPLE_USERS
 from prefcraft.evaluation import judge_pairs
 from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
 from prefcraft.settings import ModelSettings, ServerSettings
 from programs.judge import PreferenceJudge
-from programs.persona import PersonaSynthesizer
 
 logger = logging.getLogger("fit_cost")
 
@@ -38,20 +42,29 @@ def fresh_cache() -> None:
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=tempfile.mkdtemp())
 
 
-def measure_fits(users: list, config: SynthesizeMeConfig) -> list[dict]:
+def reference_budgets(record: FitRecord, config: SynthesizeMeConfig) -> dict[str, int]:
+    n, m, val, train = config.num_persona_subsets, config.num_demo_candidates, 2 * record.val_pairs, record.train_pairs
+    return {"issue_estimate": (n + m) * val + train, "reference_code": (n + 2 + m + 3) * val + 2 * train + 1}
+
+
+def measure_fits(users: list, config: SynthesizeMeConfig, model: ModelSettings) -> list[dict]:
     fresh_cache()
     rows = []
     for user in users:
         started = time.perf_counter()
-        _, record = SynthesizeMe(PersonaSynthesizer(), config).fit(user)
+        synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
+        judge, record = SynthesizeMe(synthesizer, config).fit(user)
+        wall_s = round(time.perf_counter() - started, 1)
+        judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
         rows.append({
-            "user": user.user_id, "wall_s": round(time.perf_counter() - started, 1),
-            "val_accuracy": record.val_accuracy, "calls": record.total_usage.calls,
-            "prompt_tokens": record.total_usage.prompt_tokens,
+            "user": user.user_id, "wall_s": wall_s, "val_accuracy": record.val_accuracy,
+            "test_accuracy": sum(j.correct for j in judgments) / len(judgments) if judgments else None,
+            "calls": record.total_usage.calls, "prompt_tokens": record.total_usage.prompt_tokens,
             "completion_tokens": record.total_usage.completion_tokens,
             "by_step": {step: asdict(usage) for step, usage in record.usage.items()},
+            **reference_budgets(record, config),
         })
-        logger.info("%s %s", "pruned" if config.prune_candidates else "exhaustive", rows[-1])
+        logger.info("%s %s", config.search, rows[-1])
     return rows
 
 
@@ -68,23 +81,32 @@ def measure_threads(pairs: list, model: ModelSettings, thread_counts: list[int])
 
 
 def print_tables(fits: dict[str, list[dict]], threads: list[dict]) -> None:
-    print("| mode | user | LM calls | bootstrap | persona evidence | persona | demo search | prompt tok | "
-          "completion tok | wall s | val acc |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| search | user | LM calls | bootstrap | persona evidence | persona | demo search | prompt tok | "
+          "completion tok | wall s | val acc | test acc | issue estimate | reference code |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, rows in fits.items():
         for row in rows:
             steps = row["by_step"]
             print(f"| {mode} | {row['user']} | {row['calls']} | {steps['bootstrap']['calls']} | "
                   f"{steps['persona_evidence']['calls']} | {steps['persona']['calls']} | "
                   f"{steps['demo_search']['calls']} | {row['prompt_tokens']} | {row['completion_tokens']} | "
-                  f"{row['wall_s']} | {row['val_accuracy']:.2f} |")
+                  f"{row['wall_s']} | {row['val_accuracy']:.3f} | {_rate(row['test_accuracy'])} | "
+                  f"{row['issue_estimate']} | {row['reference_code']} |")
     for mode, rows in fits.items():
         n = len(rows)
-        print(f"{mode}: mean per user {sum(r['calls'] for r in rows) / n:.1f} calls, "
-              f"{sum(r['wall_s'] for r in rows) / n:.1f} s, val acc {sum(r['val_accuracy'] for r in rows) / n:.3f}")
+        tested = [r["test_accuracy"] for r in rows if r["test_accuracy"] is not None]
+        print(f"{mode}: mean per user {sum(r['calls'] for r in rows) / n:.1f} calls "
+              f"({sum(r['calls'] for r in rows) / sum(r['issue_estimate'] for r in rows):.0%} of the issue's estimate, "
+              f"{sum(r['calls'] for r in rows) / sum(r['reference_code'] for r in rows):.0%} of the reference code's), "
+              f"{sum(r['wall_s'] for r in rows) / n:.1f} s, val acc {sum(r['val_accuracy'] for r in rows) / n:.3f}, "
+              f"test acc {_rate(sum(tested) / len(tested) if tested else None)}")
     print("\n| threads | judgments | LM calls | wall s |\n|---|---|---|---|")
     for row in threads:
         print(f"| {row['threads']} | {row['judgments']} | {row['calls']} | {row['wall_s']} |")
+
+
+def _rate(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
 
 
 def main() -> None:
@@ -93,8 +115,11 @@ def main() -> None:
     parser.add_argument("--subsets", type=int, default=10)
     parser.add_argument("--demo-candidates", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2, help="threads for the fits")
-    parser.add_argument("--thread-counts", type=int, nargs="+", default=[1, 2, 4, 8])
+    parser.add_argument("--searches", nargs="+", default=["halving", "exhaustive"], choices=["halving", "exhaustive"])
+    parser.add_argument("--thread-counts", type=int, nargs="*", default=[1, 2, 4, 8], help="none: skip")
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
+    parser.add_argument("--prompt-cache-mib", type=int, default=0,
+                        help="turn on llama-cpp-python's prompt cache with this capacity (default: off)")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/fit_cost.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
@@ -103,20 +128,23 @@ def main() -> None:
 
     all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
     users = all_users[: args.users]
-    with managed_server(ServerSettings(log_dir=Path(tempfile.mkdtemp()))) as server:
+    cache_args = ["--cache", "true", "--cache_size", str(args.prompt_cache_mib << 20)] if args.prompt_cache_mib else []
+    server_settings = ServerSettings(log_dir=Path(tempfile.mkdtemp()), extra_args=cache_args)
+    with managed_server(server_settings) as server:
         model = ModelSettings(api_base=server.base_url, max_tokens=256)
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
             fits = {
-                mode: measure_fits(users, SynthesizeMeConfig(
+                search: measure_fits(users, SynthesizeMeConfig(
                     num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
-                    num_threads=args.threads, prune_candidates=mode == "pruned"))
-                for mode in ("pruned", "exhaustive")
+                    num_threads=args.threads, search=search), model)
+                for search in args.searches
             }
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
     print_tables(fits, threads)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"fits": fits, "threads": threads}, indent=2) + "\n", encoding="utf-8")
+    result = {"prompt_cache_mib": args.prompt_cache_mib, "fits": fits, "threads": threads}
+    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
