@@ -32,6 +32,7 @@ from prefcraft.data import SAMPLE_USERS
 from prefcraft.evaluation import judge_pairs
 from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+from prefcraft.metrics.pairwise import pairwise_report
 from prefcraft.settings import ModelSettings, ServerSettings
 from programs.judge import PreferenceJudge
 
@@ -49,16 +50,16 @@ def reference_budgets(record: FitRecord, config: SynthesizeMeConfig) -> dict[str
 
 def measure_fits(users: list, config: SynthesizeMeConfig, model: ModelSettings) -> list[dict]:
     fresh_cache()
+    synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
     rows = []
     for user in users:
         started = time.perf_counter()
-        synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
         judge, record = SynthesizeMe(synthesizer, config).fit(user)
         wall_s = round(time.perf_counter() - started, 1)
         judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
         rows.append({
             "user": user.user_id, "wall_s": wall_s, "val_accuracy": record.val_accuracy,
-            "test_accuracy": sum(j.correct for j in judgments) / len(judgments) if judgments else None,
+            "test_accuracy": pairwise_report(judgments).accuracy.mean if judgments else None,
             "calls": record.total_usage.calls, "prompt_tokens": record.total_usage.prompt_tokens,
             "completion_tokens": record.total_usage.completion_tokens,
             "by_step": {step: asdict(usage) for step, usage in record.usage.items()},

@@ -43,7 +43,8 @@ class CandidateScore:
         return self.correct / self.total if self.total else 0.0
 
     def guarantees(self, stop_at: float | None) -> bool:
-        return stop_at is not None and self.total > 0 and self.correct / self.total >= stop_at
+        """Whether the score so far reaches `stop_at` whatever the unjudged examples give."""
+        return stop_at is not None and self.total > 0 and self.accuracy >= stop_at
 
 
 @dataclass
@@ -89,13 +90,18 @@ def search_candidates(
         if reaching:
             alive = reaching[:1]
         elif start < len(examples):
-            ranked = sorted(alive, key=lambda score: (-score.correct, score.index))
+            ranked = sorted(alive, key=_rank)
             alive = sorted(ranked[: max(1, math.ceil(len(alive) * KEEP_FRACTION))], key=lambda score: score.index)
     return SearchResult(best_index=_most_accurate(alive).index, scores=scores)
 
 
+def _rank(score: CandidateScore) -> tuple[float, int]:
+    """More correct first; on ties, the earlier candidate."""
+    return -score.correct, score.index
+
+
 def _most_accurate(scores: Sequence[CandidateScore]) -> CandidateScore:
-    return min(scores, key=lambda score: (-score.correct, score.index))
+    return min(scores, key=_rank)
 
 
 def _score_rung(
