@@ -1,8 +1,9 @@
 """How often typed outputs parse, and at what cost, with prefcraft's SchemaAdapter versus DSPy's own adapters.
 
 Starts the embedded llama.cpp server (SmolLM2-135M-Instruct), turns DSPy's cache off so that every call reaches the
-server, and runs six signatures typical of prefcraft's components (judge preference with chain of thought, persona,
-ask-or-answer, inferred preference, aspect list, 1-5 rubric grade) through three adapters:
+server, and runs nine signatures typical of prefcraft's components (judge preference with chain of thought, persona,
+ask-or-answer, inferred preference, aspect list, 1-5 rubric grade, a profile of attribute weights as `dict[str, float]`,
+a rubric checklist as a list of models with a bool and an optional note, a 0-1 fit score) through three adapters:
 `SchemaAdapter(dialect="llamacpp")`, `dspy.ChatAdapter(use_json_adapter_fallback=False)` and `dspy.JSONAdapter()`.
 Per adapter and signature it counts the calls whose prediction has every output field with the right type (failures
 are counted by kind), the median and p90 latency of a call as the caller sees it (the server serves one request at a
@@ -32,7 +33,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import dspy
 import pydantic
@@ -92,6 +93,39 @@ class GradeCriterion(dspy.Signature):
     justification: str = dspy.OutputField(desc="one or two sentences explaining the grade")
 
 
+class EstimateProfile(dspy.Signature):
+    """From a user's earlier sessions, estimate how much each attribute of a response matters to them."""
+
+    prior_sessions: str = dspy.InputField(desc="the user's earlier requests and the feedback they gave")
+    weights: dict[str, float] = dspy.OutputField(
+        desc="two to five response attributes (e.g. brevity, formality, examples), each weighted from 0 to 1"
+    )
+
+
+class CriterionCheck(pydantic.BaseModel):
+    criterion: Annotated[str, pydantic.Field(max_length=120)]
+    met: bool
+    note: Annotated[str, pydantic.Field(max_length=200)] | None = None
+
+
+class CheckCriteria(dspy.Signature):
+    """Check the response against each rubric criterion: is it met, with a short note where it is not."""
+
+    response: str = dspy.InputField(desc="the response to check")
+    criteria: str = dspy.InputField(desc="the rubric criteria, one a line")
+    checks: Annotated[list[CriterionCheck], pydantic.Field(max_length=5)] = dspy.OutputField(
+        desc="one check per criterion, in order; note is null when met"
+    )
+
+
+class ScoreFit(dspy.Signature):
+    """Score how well the response suits this user, from 0 (not at all) to 1 (perfectly)."""
+
+    profile: str = dspy.InputField(desc="what is known about the user")
+    response: str = dspy.InputField(desc="the response to score")
+    score: Annotated[float, pydantic.Field(ge=0, le=1)] = dspy.OutputField(desc="the fit, a number from 0 to 1")
+
+
 # Each factory builds a fresh adapter or module; the persona signature and both chains of thought are the ones
 # prefcraft's judge and persona programs use.
 ADAPTERS: dict[str, Callable[[], dspy.Adapter]] = {
@@ -106,6 +140,9 @@ MODULES: dict[str, Callable[[], dspy.Module]] = {
     "preference": lambda: dspy.Predict(InferPreference),
     "aspects": lambda: dspy.Predict(ListAspects),
     "grade": lambda: dspy.Predict(GradeCriterion),
+    "profile": lambda: dspy.Predict(EstimateProfile),
+    "checklist": lambda: dspy.Predict(CheckCriteria),
+    "fit_score": lambda: dspy.Predict(ScoreFit),
 }
 
 Turn = tuple[str, str]  # (speaker, text): speaker is "User" or "Assistant"
@@ -243,10 +280,13 @@ def ask_or_answer_inputs(pick: Picker) -> dict[str, str]:
     return {"conversation": "\n".join(f"{speaker}: {clip(text, 200)}" for speaker, text in context)}
 
 
+def prior_sessions(pick: Picker) -> str:
+    return "\n".join(f"Session {n}. Request: {clip(pick.exchange()[0], 150)}\nFeedback: {pick.choice(FEEDBACK)}"
+                     for n in (1, 2))
+
+
 def preference_inputs(pick: Picker) -> dict[str, str]:
-    sessions = [f"Session {n}. Request: {clip(pick.exchange()[0], 150)}\nFeedback: {pick.choice(FEEDBACK)}"
-                for n in (1, 2)]
-    return {"prior_sessions": "\n".join(sessions), "request": clip(pick.exchange()[0])}
+    return {"prior_sessions": prior_sessions(pick), "request": clip(pick.exchange()[0])}
 
 
 def aspects_inputs(pick: Picker) -> dict[str, str]:
@@ -257,6 +297,18 @@ def grade_inputs(pick: Picker) -> dict[str, str]:
     return {"response": clip(pick.exchange()[1]), "criterion": pick.choice(CRITERIA)}
 
 
+def profile_inputs(pick: Picker) -> dict[str, str]:
+    return {"prior_sessions": prior_sessions(pick)}
+
+
+def checklist_inputs(pick: Picker) -> dict[str, str]:
+    return {"response": clip(pick.exchange()[1]), "criteria": "\n".join(pick.rng.sample(CRITERIA, 3))}
+
+
+def fit_score_inputs(pick: Picker) -> dict[str, str]:
+    return {"profile": pick.choice(PROFILES), "response": clip(pick.exchange()[1])}
+
+
 INPUTS: dict[str, Callable[[Picker], dict[str, str]]] = {
     "judge": judge_inputs,
     "persona": persona_inputs,
@@ -264,6 +316,9 @@ INPUTS: dict[str, Callable[[Picker], dict[str, str]]] = {
     "preference": preference_inputs,
     "aspects": aspects_inputs,
     "grade": grade_inputs,
+    "profile": profile_inputs,
+    "checklist": checklist_inputs,
+    "fit_score": fit_score_inputs,
 }
 
 

@@ -1,26 +1,33 @@
 """Pick the best of several candidate programs on a small validation set, spending as few LM calls as possible.
 
 `halving` (successive halving, as in Hyperband): every candidate is scored on the first rung of examples, the best
-third (ties keep the earlier candidate) go on to a rung twice as long, and so on until the survivors have seen every
-example; the winner is the most accurate fully scored survivor. A candidate whose score so far already guarantees
-`stop_at` ends the search: it alone is scored to the end. Candidates that a short rung eliminates are never scored
-in full, so the winner can differ from the exhaustive one; the fit-cost benchmark measures by how much.
+third go on to a rung twice as long (ties broken by a seeded random order: with two-way outputs ties are the rule,
+and keeping the earlier candidates would favour the start of the list whatever they are), and so on until the
+survivors have seen every example; the winner is the most accurate fully scored survivor. A candidate whose score so
+far already guarantees `stop_at` ends the search: it alone is scored to the end. Candidates that a short rung
+eliminates are never scored in full, so the winner can differ from the exhaustive one; the fit-cost benchmark
+measures by how much.
 
 `exhaustive` (SynthesizeMe's reference code): every candidate on every example; the first candidate in order reaching
 `stop_at` wins, else the most accurate.
 
 Each rung runs all its (candidate, example) calls in one thread pool, so a small validation set still keeps
-`num_threads` calls in flight.
+`num_threads` calls in flight, in the order `prefcraft.scheduling` gives: a candidate is its own prompt prefix
+(instructions and demos), so on the first rung each candidate's first call runs before the rest, and calls in
+flight together belong to different candidates. A failed call scores 0 and is counted in `failed`.
 """
 
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 import dspy
+
+from prefcraft.scheduling import interleave, run_phases, warm_then_interleave
 
 Metric = Callable[[dspy.Example, dspy.Prediction], float]
 SearchStrategy = Literal["halving", "exhaustive"]
@@ -33,6 +40,8 @@ class CandidateScore:
     correct: float
     judged: int
     total: int
+    failed: int = 0
+    tie_break: float = 0.0
 
     @property
     def complete(self) -> bool:
@@ -60,6 +69,10 @@ class SearchResult:
     def judged(self) -> int:
         return sum(score.judged for score in self.scores)
 
+    @property
+    def failed(self) -> int:
+        return sum(score.failed for score in self.scores)
+
 
 def search_candidates(
     candidates: Sequence[dspy.Module],
@@ -70,15 +83,21 @@ def search_candidates(
     num_threads: int,
     strategy: SearchStrategy = "halving",
     first_rung: int = 1,
+    seed: int = 0,
 ) -> SearchResult:
     """Score `candidates` on `examples`; the first halving rung is `first_rung` examples long."""
     if not candidates:
         raise ValueError("search_candidates needs at least one candidate")
-    scores = [CandidateScore(index=i, correct=0.0, judged=0, total=len(examples)) for i in range(len(candidates))]
+    rng = random.Random(seed)
+    scores = [
+        CandidateScore(index=i, correct=0.0, judged=0, total=len(examples), tie_break=rng.random())
+        for i in range(len(candidates))
+    ]
     if strategy == "exhaustive":
         _score_rung(candidates, scores, examples, 0, len(examples), metric, num_threads)
         reaching = [score for score in scores if score.guarantees(stop_at)]
-        return SearchResult(best_index=(reaching or [_most_accurate(scores)])[0].index, scores=scores)
+        best = reaching[0] if reaching else min(scores, key=lambda score: (-score.correct, score.index))
+        return SearchResult(best_index=best.index, scores=scores)
 
     alive = list(scores)
     start, rung = 0, max(first_rung, 1)
@@ -95,9 +114,9 @@ def search_candidates(
     return SearchResult(best_index=_most_accurate(alive).index, scores=scores)
 
 
-def _rank(score: CandidateScore) -> tuple[float, int]:
-    """More correct first; on ties, the earlier candidate."""
-    return -score.correct, score.index
+def _rank(score: CandidateScore) -> tuple[float, float]:
+    """More correct first; on ties, the seeded random order."""
+    return -score.correct, score.tie_break
 
 
 def _most_accurate(scores: Sequence[CandidateScore]) -> CandidateScore:
@@ -108,12 +127,17 @@ def _score_rung(
     candidates: Sequence[dspy.Module], scores: Sequence[CandidateScore], examples: Sequence[dspy.Example],
     start: int, end: int, metric: Metric, num_threads: int,
 ) -> None:
-    """Score each of `scores`' candidates on examples[start:end], all calls in one pool; a failed call scores 0."""
-    jobs = [(score, examples[i]) for score in scores for i in range(start, end)]
-    parallel = dspy.Parallel(num_threads=num_threads, max_errors=len(jobs) + 1, disable_progress_bar=True)
-    predictions = parallel([(candidates[score.index], example) for score, example in jobs])
+    """Score each of `scores`' candidates on examples[start:end]; a failed call scores 0 and is counted."""
+    groups = [[(score, examples[i]) for i in range(start, end)] for score in scores]
+    # A candidate's prefix is new to the server on the first rung only.
+    phases = warm_then_interleave(groups) if start == 0 else [interleave(groups)]
+    predictions = run_phases([[(candidates[score.index], example) for score, example in phase] for phase in phases],
+                             num_threads)
+    jobs = [job for phase in phases for job in phase]
     for (score, example), prediction in zip(jobs, predictions, strict=True):
-        if prediction is not None:
+        if prediction is None:
+            score.failed += 1
+        else:
             score.correct += float(metric(example, prediction))
     for score in scores:
         score.judged += end - start

@@ -26,6 +26,8 @@ class PersonaPromptConfig:
     Candidates: `num_candidates` instruction candidates and demo sets, `num_trials` Optuna trials.
     Demos: `max_bootstrapped_demos` and `max_labeled_demos` (bootstrapped must be >= 1 in DSPy 3.4.1).
     Proposer: `view_data_batch_size` examples per data-summary call; `minibatch_full_eval_steps` between full evals.
+    Runtime: `num_threads` parallel calls; `seed` fixes MIPROv2's sampling (`prefcraft compile-persona` sets it from
+    `settings.seed`).
     """
 
     num_candidates: int = 20
@@ -86,7 +88,7 @@ def compile_persona_prompt(
         max_bootstrapped_demos=config.max_bootstrapped_demos,
         max_labeled_demos=config.max_labeled_demos,
         num_threads=config.num_threads,
-        seed=config.seed,
+        seed=config.seed,  # here, not in compile(): MIPROv2.compile reads seed=0 as unset
         verbose=False,
     )
     valset_examples = persona_examples(valset)

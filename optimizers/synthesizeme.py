@@ -65,6 +65,8 @@ class FitRecord:
     evidence_demos: list[dict[str, object]] = field(default_factory=list)
     """The step-1 subset: the best demos for the judge without a persona (the paper's "Just Demos")."""
     usage: dict[str, LMUsage] = field(default_factory=dict)
+    failed_calls: dict[str, int] = field(default_factory=dict)
+    """Calls that raised (server errors, unparseable replies) per step; each scored as a wrong judgment."""
 
     @property
     def total_usage(self) -> LMUsage:
@@ -83,6 +85,7 @@ class PersonaEvidence:
     subset_accuracies: list[float | None]
     rng: random.Random
     usage: dict[str, LMUsage]
+    failed_calls: dict[str, int] = field(default_factory=dict)
 
     @property
     def past_judgments(self) -> str:
@@ -100,7 +103,7 @@ class SynthesizeMe:
         rng = random.Random(self.config.seed)
         val_examples = [example for pair in val for example in judge_examples(pair)]
         with metered() as bootstrap:
-            traces = self._bootstrap_traces(train, rng)
+            traces, bootstrap_failures = self._bootstrap_traces(train, rng)
         with metered() as evidence_meter:
             subsets = self._candidate_demo_sets(traces, train, rng, self.config.num_persona_subsets)
             search = self._search([PreferenceJudge() for _ in subsets], subsets, val_examples)
@@ -108,6 +111,7 @@ class SynthesizeMe:
             user_id=user.user_id, train=train, val_examples=val_examples, traces=traces,
             evidence=subsets[search.best_index], subset_accuracies=_accuracies(search), rng=rng,
             usage={"bootstrap": bootstrap.usage, "persona_evidence": evidence_meter.usage},
+            failed_calls={"bootstrap": bootstrap_failures, "persona_evidence": search.failed},
         )  # fmt: skip
 
     def fit(self, user: UserPairs) -> tuple[PreferenceJudge, FitRecord]:
@@ -131,6 +135,7 @@ class SynthesizeMe:
             verified_traces=len(prepared.traces), persona=persona, subset_accuracies=prepared.subset_accuracies,
             demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
             evidence_demos=[dict(demo) for demo in prepared.evidence], usage=usage,
+            failed_calls={**prepared.failed_calls, "demo_search": search.failed},
         )  # fmt: skip
         return judge, record
 
@@ -146,17 +151,21 @@ class SynthesizeMe:
         cut = min(max(1, round(len(pairs) * (1 - self.config.val_fraction))), len(pairs) - 1)
         return pairs[:cut], pairs[cut:]  # unshuffled: the latest pairs validate
 
-    def _bootstrap_traces(self, train: list[PreferencePair], rng: random.Random) -> list[dspy.Example]:
-        """Judge each train pair once (order drawn at random) without user context; keep verified traces."""
+    def _bootstrap_traces(
+        self, train: list[PreferencePair], rng: random.Random
+    ) -> tuple[list[dspy.Example], int]:
+        """Judge each train pair once (order drawn at random) without user context; the verified traces, and how
+        many calls failed."""
         examples = [rng.choice(judge_examples(pair)) for pair in train]
         predictions = PreferenceJudge().batch(
             examples, num_threads=self.config.num_threads, max_errors=len(examples) + 1, disable_progress_bar=True
         )
-        return [
+        traces = [
             example.copy(reasoning=prediction.reasoning)
             for example, prediction in zip(examples, predictions, strict=True)
             if prediction is not None and preference_correct(example, prediction)
         ]
+        return traces, sum(prediction is None for prediction in predictions)
 
     def _candidate_demo_sets(
         self, traces: list[dspy.Example], train: list[PreferencePair], rng: random.Random, count: int
@@ -183,6 +192,7 @@ class SynthesizeMe:
             judges, val_examples, preference_correct,
             stop_at=self.config.stop_at_accuracy, num_threads=self.config.num_threads,
             strategy=self.config.search, first_rung=2,  # one validation pair, both orders
+            seed=self.config.seed,
         )  # fmt: skip
 
 

@@ -50,6 +50,9 @@ def make_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--demographics", metavar="FILE_OR_DATASET",
                           help="user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
                           "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy")
+    evaluate.add_argument("--allow-fitted-pairs", action="store_true",
+                          help="score demos, persona, synthesizeme and memory on --split train or val, the pairs "
+                          "they learned from (optimistic: for debugging, not for reporting)")
 
     demo = commands.add_parser("demo", help="the main job: fit sample users, compare with the default judge")
     _add_settings_flags(demo)
@@ -90,6 +93,7 @@ def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id (vllm)")
     group.add_argument("--served-model-name", help="name the server serves the model under")
     group.add_argument("--port", type=int, help="server port (default: a free one)")
+    group.add_argument("--slots", type=int, help="llamacpp parallel slots (default 4)")
     group.add_argument("--tensor-parallel-size", type=int, help="vllm --tensor-parallel-size")
     group.add_argument("--max-model-len", type=int, help="vllm --max-model-len")
     group.add_argument("--threads", dest="num_threads", type=int, help="parallel LM calls")
@@ -114,7 +118,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
         if any(value is not None for value in values.values()):
             overrides[role] = {name: value for name, value in values.items() if value is not None}
     server = {"backend": flags.get("backend"), "model": flags.get("server_model"), "port": flags.get("port"),
-              "served_model_name": flags.get("served_model_name"),
+              "served_model_name": flags.get("served_model_name"), "slots": flags.get("slots"),
               "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len")}
     if any(value is not None for value in server.values()):
         overrides["server"] = {name: value for name, value in server.items() if value is not None}
@@ -202,7 +206,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
             profiles = load_profiles(args.demographics)
     if methods:
         outcomes = evaluate_methods(settings, data, methods=methods, users=users, split=args.split,
-                                    fitted=fitted, profiles=profiles, output_dir=args.output_dir)
+                                    fitted=fitted, profiles=profiles, output_dir=args.output_dir,
+                                    allow_fitted_pairs=getattr(args, "allow_fitted_pairs", False))
         for method, outcome in outcomes.items():
             print(format_report(method, outcome.report, outcome.usage))
         if len(outcomes) > 1:

@@ -24,6 +24,9 @@ def judge_pairs(
     """Every pair judged in both orders. An example whose call failed counts as wrong (predicted None).
 
     If any call failed and the server no longer answers, raises ServerUnreachableError instead of reporting zeros.
+    The first example runs alone before the others: every call shares the judge's prompt prefix, and calls that
+    start together with a prefix the server has not cached yet each evaluate it in full. Evaluate then takes that
+    first answer from DSPy's cache.
     """
     examples = [example for pair in pairs for example in judge_examples(pair)]
     if not examples:
@@ -38,6 +41,8 @@ def judge_pairs(
         provide_traceback=False,
     )
     with metered() as meter:
+        if num_threads > 1:
+            _warm_prefix(program, examples[0])
         result = evaluate(program)
     judgments = [
         Judgment(
@@ -52,3 +57,10 @@ def judge_pairs(
     if any(judgment.predicted is None for judgment in judgments):
         check_reachable(model)
     return judgments, meter.usage
+
+
+def _warm_prefix(program: dspy.Module, example: dspy.Example) -> None:
+    try:
+        program(**example.inputs())
+    except Exception:
+        pass  # Evaluate makes the same call next, and counts its failure

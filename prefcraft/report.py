@@ -13,11 +13,13 @@ if TYPE_CHECKING:
 
 def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
     lines = [
-        f"{name}: accuracy over both orders {report.accuracy}",
+        f"{name}: accuracy over both orders {report.accuracy} (interval over pairs)",
+        f"  interval over judgments {report.accuracy_per_judgment_ci} (as the paper's)",
         f"  chosen shown first   {report.chosen_first}",
         f"  chosen shown second  {report.chosen_second}",
         f"  both orders right    {report.pair_accuracy}",
-        f"  consistency {100 * report.consistency:.1f}%, unparseable {report.parse_failures}",
+        f"  consistency {100 * report.consistency:.1f}% (pairs left out, unparseable: {report.consistency_left_out}),"
+        f" unparseable judgments {report.parse_failures}",
         f"  LM calls {usage.calls}, prompt tokens {usage.prompt_tokens}, completion tokens {usage.completion_tokens}",
         "  per user:",
     ]

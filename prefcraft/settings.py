@@ -8,10 +8,20 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
 
 from prefcraft.errors import ConfigError
 
@@ -29,9 +39,9 @@ class ModelSettings(BaseModel):
     api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
     structured_output: Literal["llamacpp", "json_schema", "none"] = Field(
-        "llamacpp",
-        description="how constrained decoding is requested: llama.cpp's json_object+schema, the OpenAI/vLLM "
-        "json_schema form, or not at all",
+        "json_schema",
+        description="how constrained decoding is requested: the OpenAI / vLLM json_schema form (llama.cpp's server "
+        "and vLLM both take it), llama.cpp's json_object+schema, or not at all",
     )
     temperature: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(512, gt=0)
@@ -49,8 +59,12 @@ class ServerSettings(BaseModel):
     served_model_name: str = EMBEDDED_MODEL_NAME
     host: str = "127.0.0.1"
     port: int | None = Field(None, description="default: a free port")
-    n_ctx: int = Field(4096, description="llamacpp context length")
-    n_threads: int | None = Field(None, description="llamacpp CPU threads (default: all cores)")
+    slots: int = Field(4, ge=1, description="llamacpp parallel slots: requests decoded together in one batch")
+    ctx_per_slot: int = Field(4096, ge=512, description="llamacpp context length of each slot")
+    n_threads: int | None = Field(None, ge=1, description="llamacpp CPU threads (default: all cores)")
+    cache_ram_mib: int = Field(
+        256, ge=0, description="llamacpp host-memory prompt cache beyond the slots' own (0: off)"
+    )
     tensor_parallel_size: int = Field(1, ge=1, description="vllm --tensor-parallel-size")
     max_model_len: int | None = Field(None, description="vllm --max-model-len")
     extra_args: list[str] = Field(default_factory=list, description="more flags passed to the server as they are")
@@ -59,8 +73,10 @@ class ServerSettings(BaseModel):
     log_dir: Path = Path(".prefcraft/logs")
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class Settings(BaseSettings):
+    """Everything a command needs. `Settings(...)` holds only what it is given; `load_settings` layers the sources."""
+
+    model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, env_nested_delimiter="__")
 
     task: ModelSettings = Field(default_factory=ModelSettings, description="the model a program runs on")
     prompt: ModelSettings | None = Field(None, description="proposer model for optimizers (default: task)")
@@ -88,24 +104,35 @@ class Settings(BaseModel):
         }
         return self.model_copy(update=updates)
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
 
 def load_settings(
     config_file: str | Path | None = None,
     overrides: dict[str, Any] | None = None,
-    environ: dict[str, str] | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Settings:
     """Build settings from defaults, an optional TOML file, the environment and explicit overrides (CLI flags)."""
-    merged: dict[str, Any] = {}
-    if config_file is not None:
-        _deep_merge(merged, _read_toml(Path(config_file)))
-    _deep_merge(merged, _from_environment(os.environ if environ is None else environ))
-    _deep_merge(merged, overrides or {})
+    overrides = overrides or {}
+    environ = os.environ if environ is None else environ
+    config = _config_source(Path(config_file)) if config_file is not None else None
+    # Highest precedence first; pydantic-settings merges nested tables key by key.
+    sources = (InitSettingsSource(Settings, overrides), _EnvironmentSource(environ), *([config] if config else []))
     try:
-        return Settings.model_validate(merged)
+        return Settings(_build_sources=(sources, {}))
+    except SettingsError as error:
+        raise ConfigError(f"invalid settings ({error})", f"a {ENV_PREFIX}* table or list must be JSON") from None
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in issue['loc'])}: {issue['msg']}" for issue in error.errors()
-        )
+        problems = "; ".join(f"{'.'.join(map(str, issue['loc']))}: {issue['msg']}" for issue in error.errors())
         source = f"config file {config_file}, " if config_file else ""
         raise ConfigError(
             f"invalid settings ({problems})",
@@ -113,32 +140,31 @@ def load_settings(
         ) from None
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+class _EnvironmentSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping. It also passes on unknown `PREFCRAFT_*` names, which
+    it would ignore, so that `extra="forbid"` rejects a misspelt variable."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self.environ = environ
+        super().__init__(Settings)
+
+    def _load_env_vars(self) -> dict[str, str]:
+        return {name.lower(): value for name, value in self.environ.items()}
+
+    def __call__(self) -> dict[str, Any]:
+        prefix = ENV_PREFIX.lower()
+        unknown = {
+            name.removeprefix(prefix): value
+            for name, value in self.env_vars.items()
+            if name.startswith(prefix) and name.removeprefix(prefix).split("__")[0] not in Settings.model_fields
+        }
+        return {**unknown, **super().__call__()}
+
+
+def _config_source(path: Path) -> TomlConfigSettingsSource:
+    if not path.is_file():  # pydantic-settings skips a missing file
+        raise ConfigError(f"config file {path} does not exist")
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
+        return TomlConfigSettingsSource(Settings, toml_file=path)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}") from None
-
-
-def _from_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any]:
-    nested: dict[str, Any] = {}
-    for name, value in environ.items():
-        if not name.startswith(ENV_PREFIX):
-            continue
-        *parents, leaf = name[len(ENV_PREFIX) :].lower().split("__")
-        node = nested
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return nested
-
-
-def _deep_merge(target: dict[str, Any], source: dict[str, Any]) -> None:
-    for key, value in source.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
-            _deep_merge(target[key], value)
-        else:
-            target[key] = value

@@ -1,12 +1,15 @@
+import decimal
 import json
 import math
+import re
 from typing import Annotated, Any, Literal
 
 import dspy
 import pydantic
 import pytest
+from dspy.utils.dummies import DummyLM
 
-from prefcraft.adapter import CHARS_PER_TOKEN, SchemaAdapter, max_chars, output_schema
+from prefcraft.adapter import CHARS_PER_TOKEN, MAX_SAFE_INTEGER, SchemaAdapter, max_chars, output_schema
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_adapter, build_lm
 from signatures.judge import JudgePreference
@@ -59,26 +62,127 @@ class Bounded(dspy.Signature):
     maybe: str | None = dspy.OutputField()
 
 
+class CheckedCriterion(pydantic.BaseModel):
+    criterion: str
+    met: bool
+    note: str | None = None
+
+
+class Typed(dspy.Signature):
+    """Every output type of the personalization components."""
+
+    question: str = dspy.InputField()
+    weights: dict[str, float] = dspy.OutputField()
+    counts: dict[str, int] = dspy.OutputField()
+    labels: dict[str, str] = dspy.OutputField()
+    few_counts: Annotated[dict[str, int], pydantic.Field(max_length=2)] = dspy.OutputField()
+    checklist: list[CheckedCriterion] = dspy.OutputField()
+    menu: Menu | None = dspy.OutputField()
+    done: bool = dspy.OutputField()
+    score: Annotated[float, pydantic.Field(ge=0, le=1)] = dspy.OutputField()
+    margin: Annotated[float, pydantic.Field(gt=-1, lt=1)] = dspy.OutputField()
+    amount: float = dspy.OutputField()
+    option: Annotated[int, pydantic.Field(gt=0, lt=4)] = dspy.OutputField()
+    level: Literal[0, 1, 2] = dspy.OutputField()
+    action: Literal["ask", "answer"] = dspy.OutputField()
+
+
+# A reply with every Typed field, as the server would send it.
+TYPED_REPLY = {
+    "weights": {"concise": 0.75, "formal": -0.5, "humor": 1.0},
+    "counts": {"questions": 3, "follow-ups": -1},
+    "labels": {"tone": "warm", "语言": "中文"},
+    "few_counts": {"a": 1},
+    "checklist": [
+        {"criterion": "answers the question", "met": True, "note": None},
+        {"criterion": "uses metric units", "met": False, "note": "gives miles"},
+    ],
+    "menu": {"title": "Brunch", "main": {"name": "pancakes", "ingredients": ["flour", "milk"]}, "spicy": False},
+    "done": True,
+    "score": 0.8125,
+    "margin": -0.25,
+    "amount": 1234.5,
+    "option": 2,
+    "level": 0,
+    "action": "ask",
+}
+
+# The JSON schema keywords that llguidance (the grammar engine of xllamacpp's server) implements, plus the annotations
+# it ignores; any other keyword fails the request with "Unimplemented keys" (propertyNames, for one).
+LLGUIDANCE_KEYWORDS = {
+    "anyOf", "oneOf", "allOf", "$ref", "const", "enum", "type", "items", "additionalItems", "prefixItems", "minItems",
+    "maxItems", "properties", "additionalProperties", "patternProperties", "required", "minProperties",
+    "maxProperties", "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+    "exclusiveMaximum", "multipleOf", "title", "description", "default", "examples",
+}  # fmt: skip
+
+
 def properties(signature: type[dspy.Signature], **bounds: int) -> dict[str, Any]:
     return output_schema(signature, bounds.get("chars", 800), bounds.get("items", 8))["properties"]
 
 
-def largest_value(schema: dict[str, Any]) -> Any:
-    """The longest JSON value a bounded schema allows."""
-    if "enum" in schema:
-        return max(schema["enum"], key=lambda value: len(json.dumps(value)))
+def map_entries(schema: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The key pattern and value schema of a dict field."""
+    [(pattern, values)] = schema["patternProperties"].items()
+    return pattern, values
+
+
+def longest_text(schema: dict[str, Any]) -> str:
+    """The longest compact JSON text a bounded schema allows."""
+    if "enum" in schema or "const" in schema:
+        literals = schema.get("enum", [schema.get("const")])
+        return max((json.dumps(value, ensure_ascii=False) for value in literals), key=len)
     if "anyOf" in schema:
-        return max((largest_value(option) for option in schema["anyOf"]), key=lambda value: len(json.dumps(value)))
-    kind = schema.get("type")
+        return max((longest_text(option) for option in schema["anyOf"]), key=len)
+    kind = schema["type"]
     if kind == "string":
-        return "x" * schema["maxLength"]
+        return json.dumps("x" * schema["maxLength"])
     if kind == "array":
-        return [largest_value(schema["items"])] * schema["maxItems"]
+        return "[" + ",".join([longest_text(schema["items"])] * schema["maxItems"]) + "]"
     if kind == "object":
-        return {name: largest_value(value) for name, value in schema["properties"].items()}
+        named = [f"{json.dumps(name)}:{longest_text(value)}" for name, value in schema.get("properties", {}).items()]
+        entries = [f'"{longest_key(pattern)}":{longest_text(value)}' for pattern, value in
+                   schema.get("patternProperties", {}).items()] * schema.get("maxProperties", 0)  # fmt: skip
+        return "{" + ",".join(named + entries) + "}"
     if kind == "boolean":
-        return False
-    return -(10**20)
+        return "false"
+    if kind == "null":
+        return "null"
+    return longest_number(schema)
+
+
+def longest_key(pattern: str) -> str:
+    return next(key for key in ("k" * length for length in range(200, 0, -1)) if re.fullmatch(pattern, key))
+
+
+def longest_number(schema: dict[str, Any]) -> str:
+    """The range's widest end (a step inside an exclusive one), with every decimal the step allows: 17 where the grammar
+    bounds none."""
+    if schema["type"] == "integer":
+        decimals = 0
+    else:
+        decimals = len(str(schema["multipleOf"]).split(".")[1]) if "multipleOf" in schema else 17
+    step = decimal.Decimal(10) ** -decimals
+    inward = {"minimum": 0, "maximum": 0, "exclusiveMinimum": 1, "exclusiveMaximum": -1}
+    ends = [decimal.Decimal(schema[key]) + direction * step for key, direction in inward.items() if key in schema]
+    return max((f"{end:.{decimals}f}" for end in ends), key=len)
+
+
+def schema_keywords(schema: dict[str, Any]) -> set[str]:
+    """Every keyword of a schema and its subschemas (property names and patterns are not keywords)."""
+    keywords = set(schema)
+    for key, value in schema.items():
+        if key in ("properties", "patternProperties"):
+            subschemas = list(value.values())
+        elif key == "anyOf":
+            subschemas = value
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
+            subschemas = [value]
+        else:
+            subschemas = []
+        for subschema in subschemas:
+            keywords |= schema_keywords(subschema)
+    return keywords
 
 
 # output_schema
@@ -120,11 +224,100 @@ def test_small_int_range_becomes_an_enum():
 
 def test_wide_int_range_keeps_its_bounds():
     assert properties(Bounded)["year"] == {"type": "integer", "minimum": 1900, "maximum": 2100}
-    assert properties(Bounded)["count"] == {"type": "integer"}
+
+
+def test_unbounded_int_gets_the_safe_integer_range():
+    safe_range = {"minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}
+    assert properties(Bounded)["count"] == {"type": "integer", **safe_range}  # llguidance bounds no digits without it
+
+
+def test_exclusive_int_bounds_become_an_enum():
+    assert properties(Typed)["option"] == {"type": "integer", "enum": [1, 2, 3]}
 
 
 def test_literal_ints_stay_an_enum():
     assert properties(GradeAnswer)["grade"]["enum"] == [1, 2, 3, 4, 5]
+    assert properties(Typed)["level"] == {"type": "integer", "enum": [0, 1, 2]}
+
+
+def test_literal_strings_stay_an_unbounded_enum():
+    assert properties(Typed)["action"] == {"type": "string", "enum": ["ask", "answer"]}
+
+
+def test_boolean_is_left_as_it_is():
+    assert properties(Typed)["done"] == {"type": "boolean"}
+
+
+def test_non_negative_float_gets_a_step():
+    # a step bounds the decimals: llguidance lets a float without one write digits forever
+    assert properties(Typed)["score"] == {"type": "number", "minimum": 0, "maximum": 1, "multipleOf": 0.0001}
+
+
+def test_signed_float_keeps_its_bounds_without_a_step():
+    # xllamacpp's llguidance (before 1.8.0) matches no negative number under multipleOf
+    assert properties(Typed)["margin"] == {"type": "number", "exclusiveMinimum": -1, "exclusiveMaximum": 1}
+
+
+def test_unbounded_float_gets_the_safe_integer_range():
+    assert properties(Typed)["amount"] == {"type": "number", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}
+
+
+@pytest.mark.parametrize(
+    ("field", "values"),
+    [
+        ("labels", {"type": "string", "maxLength": 100}),
+        ("counts", {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}),
+        ("weights", {"type": "number", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}),
+    ],
+)
+def test_dict_is_a_bounded_map_of_its_value_schema(field, values):
+    schema = properties(Typed, chars=100, items=4)[field]
+    assert schema["type"] == "object"
+    assert map_entries(schema)[1] == values
+    assert schema["additionalProperties"] is False  # no key outside the pattern
+    assert schema["maxProperties"] == 4
+    assert "properties" not in schema and "required" not in schema
+
+
+@pytest.mark.parametrize("annotation", [Any, list, list[Any], dict, dict[str, Any]])
+def test_an_output_of_any_type_is_refused(annotation):
+    signature = dspy.Signature("question -> answer").with_updated_fields("answer", type_=annotation)
+    with pytest.raises(ConfigError, match="type Any"):
+        output_schema(signature, 800, 8)
+
+
+def test_dict_keeps_a_tighter_size_of_its_own():
+    assert properties(Typed, items=4)["few_counts"]["maxProperties"] == 2
+
+
+def test_dict_keys_are_short_and_need_no_escapes():
+    pattern, _ = map_entries(properties(Typed)["labels"])
+    assert re.fullmatch(pattern, "k" * 40) and re.fullmatch(pattern, "语言") and re.fullmatch(pattern, "follow-ups")
+    for key in ["", "k" * 41, 'say "hi"', "back\\slash", "new\nline", "\x7f"]:
+        assert not re.fullmatch(pattern, key)
+
+
+def test_dict_keys_are_no_longer_than_strings():
+    pattern, _ = map_entries(properties(Typed, chars=10)["labels"])
+    assert re.fullmatch(pattern, "k" * 10) and not re.fullmatch(pattern, "k" * 11)
+
+
+def test_list_of_models_is_closed_with_every_field_required():
+    checklist = properties(Typed, chars=60, items=3)["checklist"]
+    assert checklist["maxItems"] == 3
+    item = checklist["items"]
+    assert item["required"] == ["criterion", "met", "note"]  # an optional field is written, as null when unknown
+    assert item["additionalProperties"] is False
+    assert item["properties"]["met"] == {"type": "boolean"}
+    assert {"type": "string", "maxLength": 60} in item["properties"]["note"]["anyOf"]
+    assert {"type": "null"} in item["properties"]["note"]["anyOf"]
+
+
+def test_optional_model_is_a_closed_object_or_null():
+    [menu, null] = properties(Typed)["menu"]["anyOf"]
+    assert null == {"type": "null"}
+    assert menu["required"] == ["title", "main", "spicy"]
+    assert menu["properties"]["main"]["additionalProperties"] is False
 
 
 def test_optional_string_is_bounded_in_each_option():
@@ -150,16 +343,96 @@ def test_nested_model_is_inlined_and_closed():
 # max_chars
 
 
-@pytest.mark.parametrize("signature", [JudgePreference, Bounded, PlanMenu, ListTopics, GradeAnswer])
+SIGNATURES = [JudgePreference, Bounded, PlanMenu, ListTopics, GradeAnswer, Typed]
+
+
+@pytest.mark.parametrize("signature", SIGNATURES)
 def test_max_chars_bounds_the_longest_compact_reply(signature):
     schema = output_schema(signature, 120, 4)
-    longest = json.dumps(largest_value(schema), separators=(",", ":"))
+    longest = longest_text(schema)
+    json.loads(longest)
     assert len(longest) <= max_chars(schema)
+
+
+@pytest.mark.parametrize("field", list(TYPED_REPLY))
+def test_max_chars_bounds_each_typed_field(field):
+    schema = properties(Typed, chars=120, items=4)[field]
+    assert len(longest_text(schema)) <= max_chars(schema)
+    assert len(json.dumps(TYPED_REPLY[field], ensure_ascii=False, separators=(",", ":"))) <= max_chars(schema)
+
+
+def test_max_chars_of_literals_and_keywords_is_exact():
+    fields = properties(Typed)
+    assert max_chars(fields["done"]) == len("false")
+    assert max_chars(fields["action"]) == len('"answer"')
+    assert max_chars(fields["level"]) == 1
+    assert max_chars({"type": "null"}) == len("null")
+
+
+def test_max_chars_of_a_stepped_float_counts_its_decimals():
+    assert max_chars(properties(Typed)["score"]) == len("0.9999")
+
+
+def test_max_chars_of_a_map_counts_every_entry():
+    labels = properties(Typed, chars=10, items=3)["labels"]
+    entry = len('"kkkkkkkkkk":"xxxxxxxxxx",')
+    assert max_chars(labels) == 2 + 3 * entry
 
 
 def test_max_chars_grows_with_the_bounds():
     assert max_chars(output_schema(ListTopics, 100, 8)) > max_chars(output_schema(ListTopics, 100, 4))
     assert max_chars(output_schema(ListTopics, 200, 4)) > max_chars(output_schema(ListTopics, 100, 4))
+    assert max_chars(output_schema(Typed, 100, 8)) > max_chars(output_schema(Typed, 100, 4))
+
+
+# The grammar converter of the embedded server
+
+
+@pytest.mark.parametrize("signature", SIGNATURES)
+def test_schema_converts_to_a_grammar_unchanged(signature):
+    xllamacpp = pytest.importorskip("xllamacpp")
+    schema = output_schema(signature, 120, 4)
+    grammar = xllamacpp.json_schema_to_grammar(json.dumps(schema))
+    # this build hands the schema to llguidance as it is, which compiles it when a request arrives
+    header, embedded = grammar.split("%json ", 1)
+    assert header.startswith("%llguidance")
+    assert json.loads(embedded) == schema
+
+
+@pytest.mark.parametrize("signature", SIGNATURES)
+def test_schema_uses_only_keywords_llguidance_implements(signature):
+    assert schema_keywords(output_schema(signature, 120, 4)) <= LLGUIDANCE_KEYWORDS
+
+
+# SchemaAdapter.parse: a reply of each type comes back as that type
+
+
+@pytest.mark.parametrize("field", list(TYPED_REPLY))
+def test_reply_parses_into_the_field_type(field):
+    parsed = SchemaAdapter().parse(Typed, json.dumps(TYPED_REPLY))
+    annotation = Typed.output_fields[field].annotation
+    assert pydantic.TypeAdapter(annotation).validate_python(parsed[field], strict=True) == parsed[field]
+    assert pydantic.TypeAdapter(annotation).dump_python(parsed[field]) == TYPED_REPLY[field]
+
+
+def test_parsed_types_are_the_declared_ones():
+    parsed = SchemaAdapter().parse(Typed, json.dumps({**TYPED_REPLY, "weights": {"a": 1}, "menu": None}))
+    assert type(parsed["weights"]["a"]) is float  # an integral weight is still a float
+    assert all(type(count) is int for count in parsed["counts"].values())
+    assert all(isinstance(item, CheckedCriterion) for item in parsed["checklist"])
+    assert parsed["checklist"][0].note is None and parsed["checklist"][1].note == "gives miles"
+    assert parsed["menu"] is None
+    assert type(parsed["score"]) is float and type(parsed["done"]) is bool
+
+
+def test_predict_with_the_schema_adapter_returns_typed_outputs():
+    lm = DummyLM([TYPED_REPLY], adapter=dspy.JSONAdapter())
+    with dspy.context(lm=lm, adapter=SchemaAdapter(max_string_chars=120, max_list_items=4)):
+        prediction = dspy.Predict(Typed)(question="What does this user want?")
+    assert isinstance(prediction.menu, Menu) and isinstance(prediction.menu.main, Dish)
+    assert prediction.weights == TYPED_REPLY["weights"]
+    sent = lm.history[-1]["kwargs"]
+    assert sent["extra_body"]["response_format"]["schema"] == output_schema(Typed, 120, 4)
 
 
 # SchemaAdapter._prepare_response_format

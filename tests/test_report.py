@@ -1,5 +1,6 @@
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
-from prefcraft.report import format_comparison
+from prefcraft.report import format_comparison, format_report
+from prefcraft.usage import LMUsage
 
 
 def judgments(user: str, picks: list[tuple[str, str]]) -> list[Judgment]:
@@ -20,3 +21,12 @@ def test_comparison_has_a_row_per_method_and_a_column_per_method_per_user():
     assert lines[3].split() == ["per", "user", "default", "synthesizeme"]
     assert lines[4].split() == ["u1", "50.0%", "100.0%"]
     assert lines[5].split() == ["u2", "50.0%", "-"]
+
+
+def test_report_shows_both_intervals_and_the_pairs_left_out_of_consistency():
+    report = pairwise_report(judgments("u1", [("First", "Second"), ("First", "First"), (None, None)]))
+    text = format_report("default", report, LMUsage())
+    assert f"accuracy over both orders {report.accuracy} (interval over pairs)" in text
+    assert f"interval over judgments {report.accuracy_per_judgment_ci}" in text
+    assert "consistency 50.0% (pairs left out, unparseable: 1)" in text
+    assert "unparseable judgments 2" in text

@@ -18,7 +18,7 @@ def test_defaults_run_every_role_on_the_embedded_server():
     assert settings == Settings()
     assert settings.task.model == f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
     assert settings.task.api_base is None
-    assert settings.task.structured_output == "llamacpp"
+    assert settings.task.structured_output == "json_schema"
     assert settings.task.temperature == 0.0
     assert settings.prompt is None and settings.judge is None
     assert settings.serve is True
@@ -80,6 +80,23 @@ def test_nested_environment_keys_are_case_insensitive_and_coerced():
     assert settings.num_threads == 8
 
 
+def test_a_nested_environment_variable_changes_one_key_of_the_files_table(tmp_path):
+    config = write_config(tmp_path, '[server]\nbackend = "vllm"\nport = 8000\nmax_model_len = 2048\n')
+    environ = {"PREFCRAFT_SERVER__PORT": "9000", "PREFCRAFT_SERVER__EXTRA_ARGS": '["--enforce-eager"]'}
+
+    settings = load_settings(config, overrides={"server": {"slots": 2}}, environ=environ)
+
+    assert settings.server.port == 9000
+    assert settings.server.backend == "vllm" and settings.server.max_model_len == 2048
+    assert settings.server.extra_args == ["--enforce-eager"]  # a list in one variable is JSON
+    assert settings.server.slots == 2
+
+
+def test_settings_built_directly_ignore_the_environment(monkeypatch):
+    monkeypatch.setenv("PREFCRAFT_SEED", "7")
+    assert Settings().seed == 0
+
+
 def test_model_for_falls_back_to_the_task_model():
     judge = ModelSettings(model="openai/gpt-4o-mini")
     settings = Settings(judge=judge)
@@ -118,6 +135,8 @@ def test_with_api_base_points_only_unserved_models_at_the_server():
         ({"PREFCRAFT_SERVER__BACKEND": "tgi"}, "server.backend"),
         ({"PREFCRAFT_TASK__MODLE": "typo"}, "task.modle"),
         ({"PREFCRAFT_NUM_THREADS": "0"}, "num_threads"),
+        ({"PREFCRAFT_SEEED": "1"}, "seeed"),
+        ({"PREFCRAFT_TASK_MODEL": "one underscore"}, "task_model"),
     ],
 )
 def test_invalid_values_name_the_field(environ, field):
@@ -133,6 +152,12 @@ def test_invalid_value_in_a_file_names_the_file(tmp_path):
         load_settings(config, environ={})
     assert "judge.max_tokens" in str(caught.value)
     assert str(config) in caught.value.hint
+
+
+def test_a_table_in_one_variable_must_be_json():
+    with pytest.raises(ConfigError, match='field "task"') as caught:
+        load_settings(environ={"PREFCRAFT_TASK": "hosted_vllm/not-a-table"})
+    assert "JSON" in caught.value.hint
 
 
 def test_missing_config_file(tmp_path):

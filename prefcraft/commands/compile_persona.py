@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -35,8 +35,10 @@ def compile_persona(
     settings: Settings, data: str | Path, output: Path, *, train_users: Sequence[str], val_users: Sequence[str],
     fit_config: SynthesizeMeConfig, prompt_config: PersonaPromptConfig,
 ) -> Path:
+    """MIPROv2 runs with `settings.seed`, whatever `prompt_config.seed` says."""
     if set(train_users) & set(val_users):
         raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
+    prompt_config = replace(prompt_config, seed=settings.seed)
     users = group_by_user(load_pairs(data))
     train, val = select_users(users, train_users), select_users(users, val_users)
     with model_session(settings) as session:

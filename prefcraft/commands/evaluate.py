@@ -17,7 +17,8 @@ from pathlib import Path
 import dspy
 from tqdm import tqdm
 
-from optimizers.artifacts import load_compiled
+from optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
@@ -35,6 +36,7 @@ logger = logging.getLogger(__name__)
 PERSONAL_JUDGE = "personal_judge"
 METHODS = ("default", "demographics", "memory", "demos", "persona", "synthesizeme")
 NEEDS_FIT = {"demos", "persona", "synthesizeme"}
+LEARNS_FROM_CONTEXT = NEEDS_FIT | {"memory"}  # methods shown each user's train and val pairs with their labels
 MEMORY_HEADING = "What is known about this user from their past interactions"
 DEMOGRAPHICS_HEADING = "The user's demographic profile"
 DEMOGRAPHICS_HINT = f"pass --demographics with the PRISM survey ({PRISM_SURVEY}, config survey) or a local copy of it"
@@ -45,6 +47,8 @@ class MethodOutcome:
     report: PairwiseReport
     usage: LMUsage
     judgments: list[Judgment]
+    prompt_cache: PromptCache | None = None
+    """Prompt tokens the server evaluated and served from its cache (llama.cpp's server only)."""
 
 
 def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> dict[str, UserPairs]:
@@ -93,18 +97,22 @@ def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
 def evaluate_methods(
     settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
     split: str = "test", fitted: dict[str, Path] | None = None, profiles: dict[str, str] | None = None,
-    output_dir: Path | None = None,
+    output_dir: Path | None = None, allow_fitted_pairs: bool = False,
 ) -> dict[str, MethodOutcome]:
+    """Judge each selected user's `split` pairs with every method.
+
+    Raises ConfigError before any model call for a judge fitted on other data than `data`, and for methods that
+    learned from the split's pairs (train, val) unless `allow_fitted_pairs`.
+    """
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown methods: {', '.join(unknown)}", f"choose from {', '.join(METHODS)}")
+    _check_split(methods, split, allow_fitted_pairs)
     fitted = fitted or {}
+    digest = data_digest(data)
     selected = select_users(group_by_user(load_pairs(data)), users)
     if set(methods) & NEEDS_FIT:
-        missing = sorted(set(selected) - set(fitted))
-        if missing:
-            logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
-        selected = {user_id: user for user_id, user in selected.items() if user_id in fitted}
+        selected = _with_fitted_judges(selected, fitted, data, digest)
     profiles = profiles or {}
     with_profile = {user_id: user for user_id, user in selected.items() if user_id in profiles}
     if "demographics" in methods:
@@ -117,8 +125,8 @@ def evaluate_methods(
     outcomes: dict[str, MethodOutcome] = {}
     with model_session(settings) as session:
         start_tracking(session)
-        params = {"methods": ",".join(methods), "data": str(data), "data_digest": data_digest(data), "split": split,
-                  "users": len(selected), **model_params(session)}
+        params = {"methods": ",".join(methods), "data": str(data), "data_digest": digest, "split": split,
+                  "allow_fitted_pairs": allow_fitted_pairs, "users": len(selected), **model_params(session)}
         with tracked_run("evaluate", params), lm_context(session, "task"):
             for method in methods:
                 outcomes[method] = _evaluate_method(
@@ -126,13 +134,47 @@ def evaluate_methods(
                     lambda user, m=method: judge_for(m, user, fitted.get(user.user_id), profiles.get(user.user_id)),
                     session,
                 )
-                log_metrics({**outcomes[method].report.as_metrics(f"{method}_"),
-                             **outcomes[method].usage.as_metrics(f"{method}_")})
+                outcome = outcomes[method]
+                cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
+                log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
+                             **cache_metrics})
             _log_per_user(outcomes)
             log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
     if output_dir is not None:
         _write_results(output_dir, outcomes)
     return outcomes
+
+
+def _check_split(methods: Sequence[str], split: str, allow_fitted_pairs: bool) -> None:
+    learned = [method for method in methods if method in LEARNS_FROM_CONTEXT]
+    if split == "test" or not learned:
+        return
+    if not allow_fitted_pairs:
+        raise ConfigError(
+            f"{', '.join(learned)} learned from each user's train and val pairs: scoring them on split '{split}' "
+            "would score them on pairs they have seen",
+            "evaluate on --split test, or pass --allow-fitted-pairs to score them on these pairs anyway",
+        )
+    logger.warning("scoring %s on split %r, pairs they learned from: expect optimistic accuracy",
+                   ", ".join(learned), split)
+
+
+def _with_fitted_judges(
+    users: dict[str, UserPairs], fitted: dict[str, Path], data: str | Path, digest: str
+) -> dict[str, UserPairs]:
+    """The users with a judge fitted on `data`; raises ConfigError for a judge fitted on other data."""
+    missing = sorted(set(users) - set(fitted))
+    if missing:
+        logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
+    users = {user_id: user for user_id, user in users.items() if user_id in fitted}
+    for user_id in users:
+        fitted_digest = read_metadata(fitted[user_id]).get("data_digest")
+        if fitted_digest != digest:
+            raise ConfigError(
+                f"{fitted[user_id]} was fitted on data with digest {fitted_digest}, not on {data} (digest {digest})",
+                "fit the users on this data with `prefcraft fit`, or point --fitted-dir at judges fitted on it",
+            )
+    return users
 
 
 def _evaluate_method(
@@ -141,16 +183,17 @@ def _evaluate_method(
 ) -> MethodOutcome:
     judgments: list[Judgment] = []
     usage = LMUsage()
-    for user in tqdm(users.values(), desc=f"evaluating {method}", unit="user"):
-        with metered() as meter:
-            judge = judge_of(user)
-        user_judgments, user_usage = judge_pairs(
-            judge, getattr(user, split), model=session.task, num_threads=session.num_threads,
-            progress=False,
-        )
-        judgments += user_judgments
-        usage += meter.usage + user_usage
-    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments)
+    with metered_prompt_cache(session.task.api_base) as server:
+        for user in tqdm(users.values(), desc=f"evaluating {method}", unit="user"):
+            with metered() as meter:
+                judge = judge_of(user)
+            user_judgments, user_usage = judge_pairs(
+                judge, getattr(user, split), model=session.task, num_threads=session.num_threads,
+                progress=False,
+            )
+            judgments += user_judgments
+            usage += meter.usage + user_usage
+    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, server.usage)
 
 
 def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:

@@ -13,6 +13,7 @@ from tqdm import tqdm
 import compiled
 from optimizers.artifacts import load_compiled, read_metadata, save_compiled
 from optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
@@ -76,17 +77,23 @@ def fit_users(
             fitter = SynthesizeMe(synthesizer, config)
             for user_id, user in tqdm(selected.items(), desc="fitting users", unit="user"):
                 path = output_dir / f"{user_id}.json"
-                if _already_fitted(path, digest, session.task.model):
+                reason = _refit_reason(path, {"data_digest": digest, "model": session.task.model,
+                                              "persona_prompt": prompt_source, "optimizer": fit_settings(config)})
+                if reason is None:
                     summary.resumed[user_id] = path
                     continue
+                if path.is_file():
+                    logger.warning("refitting %s: %s", user_id, reason)
                 try:
                     with tracked_run(user_id, {"user_id": user_id}, nested=True):
-                        judge, record = fitter.fit(user)
+                        with metered_prompt_cache(session.task.api_base) as server:
+                            judge, record = fitter.fit(user)
                         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id,
                                       model=session.task.model, data_digest=digest, persona_prompt=prompt_source,
                                       persona=record.persona, score={"val_accuracy": record.val_accuracy},
-                                      optimizer=asdict(config), record=asdict(record))
-                        log_metrics(_record_metrics(record))
+                                      optimizer=fit_settings(config), record=asdict(record))
+                        log_metrics({**_record_metrics(record),
+                                     **(server.usage.as_metrics() if server.usage else {})})
                     summary.fitted[user_id] = path
                 except ServerError:
                     raise
@@ -98,19 +105,28 @@ def fit_users(
     return summary
 
 
-def _already_fitted(path: Path, digest: str, model: str) -> bool:
+def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:
+    """The settings that change a fit's result (threads only change its speed)."""
+    return {name: value for name, value in asdict(config).items() if name != "num_threads"}
+
+
+def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:
+    """Why the fitted file at `path` cannot be reused for a fit with `expected` metadata; None if it can."""
     if not path.is_file():
-        return False
+        return "not fitted yet"
     try:
         metadata = read_metadata(path)
-    except PrefcraftError:
-        return False
-    return metadata.get("data_digest") == digest and metadata.get("model") == model
+    except PrefcraftError as error:
+        return f"unreadable ({error})"
+    changed = [f"{key} {metadata.get(key)!r} -> {value!r}" for key, value in expected.items()
+               if metadata.get(key) != value]
+    return "changed " + "; ".join(changed) if changed else None
 
 
 def _record_metrics(record: FitRecord) -> dict[str, float]:
     metrics = {"val_accuracy": record.val_accuracy, "verified_traces": float(record.verified_traces),
-               "demos": float(record.demos), **record.total_usage.as_metrics()}
+               "demos": float(record.demos), "failed_calls": float(sum(record.failed_calls.values())),
+               **record.total_usage.as_metrics()}
     for step, usage in record.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
     return metrics

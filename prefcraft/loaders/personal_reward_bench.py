@@ -76,10 +76,12 @@ class UserPairs:
 def load_pairs(source: str | Path, *, hub_split: str | None = None) -> list[PreferencePair]:
     """Load and validate every row of `source`: a .json/.jsonl/.parquet file, or a Hugging Face dataset name.
 
-    Raises DataError naming the file, row and field of the first invalid row.
+    Raises DataError naming the file, row and field of the first invalid row, or both rows of a repeated pair.
     """
     rows = read_rows(source, hub_split=hub_split)
-    return [_parse_row(row, str(source), index) for index, row in enumerate(rows)]
+    pairs = [_parse_row(row, str(source), index) for index, row in enumerate(rows)]
+    _check_unique_ids(pairs, str(source))
+    return pairs
 
 
 def read_rows(
@@ -116,28 +118,67 @@ def _parse_row(row: Any, source: str, index: int) -> PreferencePair:
         raise DataError(source, index, location, issue["msg"]) from None
 
 
+def _check_unique_ids(pairs: list[PreferencePair], source: str) -> None:
+    first_row: dict[str, int] = {}
+    for index, pair in enumerate(pairs):
+        identifier = pair_id(pair)
+        if identifier in first_row:
+            raise DataError(
+                source, index, "conversation_id" if pair.conversation_id else None,
+                f"the same pair as row {first_row[identifier]} (pair id {identifier}: same user, conversation, "
+                "context and responses)",
+                "remove the repeated row: the two would overwrite each other's judgments and demos",
+            )
+        first_row[identifier] = index
+
+
 def _read_local(path: Path) -> Iterator[dict[str, Any]]:
     if path.suffix == ".parquet":
-        from datasets import Dataset
-
-        yield from Dataset.from_parquet(str(path))
+        yield from _read_parquet(path)
         return
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise DataError(path, None, None, f"not valid JSON ({error})") from None
-        if not isinstance(data, list):
-            raise DataError(path, None, None, "expected a JSON list of rows")
-        yield from data
+        yield from _read_json(path)
         return
-    for number, line in enumerate(text.splitlines()):
+    for number, line in enumerate(path.read_bytes().splitlines()):
         if line.strip():
             try:
-                yield json.loads(line)
+                yield json.loads(_decode(line, path, number))
             except json.JSONDecodeError as error:
                 raise DataError(path, number, None, f"not valid JSON ({error})") from None
+
+
+def _read_parquet(path: Path) -> Iterator[dict[str, Any]]:
+    from datasets import Dataset
+
+    rows_read = 0
+    try:
+        for row in Dataset.from_parquet(str(path)):
+            yield row
+            rows_read += 1
+    except UnicodeDecodeError as error:  # arrow checks UTF-8 only when a value becomes a Python string
+        raise _not_utf8(path, rows_read, error) from None
+
+
+def _read_json(path: Path) -> Iterator[Any]:
+    try:
+        data = json.loads(_decode(path.read_bytes(), path, None))
+    except json.JSONDecodeError as error:
+        raise DataError(path, None, None, f"not valid JSON ({error})") from None
+    if not isinstance(data, list):
+        raise DataError(path, None, None, "expected a JSON list of rows")
+    yield from data
+
+
+def _decode(data: bytes, path: Path, row: int | None) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_utf8(path, row, error) from None
+
+
+def _not_utf8(path: Path, row: int | None, error: UnicodeDecodeError) -> DataError:
+    return DataError(path, row, None, f"not valid UTF-8 (byte {error.object[error.start]:#04x}: {error.reason})",
+                     "save the file as UTF-8")
 
 
 def _read_hub(name: str, config: str | None, split: str | None) -> Iterator[dict[str, Any]]:
@@ -162,10 +203,14 @@ def format_conversation(messages: Iterable[Message]) -> str:
 
 
 def pair_id(pair: PreferencePair) -> str:
-    """A stable id for a pair: its conversation id, or a digest of its content."""
-    if pair.conversation_id:
-        return pair.conversation_id
-    return hashlib.sha256(pair.model_dump_json().encode()).hexdigest()[:16]
+    """A stable id for a pair: `<conversation_id>#<8 hex>`, or 16 hex without a conversation id.
+
+    The digest covers the user, the context and both responses, so the pairs one conversation yields (one per turn,
+    one per rejected response) get ids of their own.
+    """
+    content = pair.model_dump_json(include={"user_id", "context", "chosen", "rejected"})
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    return f"{pair.conversation_id}#{digest[:8]}" if pair.conversation_id else digest[:16]
 
 
 def judge_examples(pair: PreferencePair) -> list[dspy.Example]:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+NO_INTERVAL = float("nan")
+
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean with its bootstrap confidence interval, over `n` items."""
+    """A mean with its bootstrap confidence interval, over `n` items; `low` and `high` are NaN when there were fewer
+    than two units (items or clusters) to resample."""
 
     mean: float
     low: float
@@ -18,18 +22,46 @@ class Estimate:
     n: int
 
     def __str__(self) -> str:
-        return f"{100 * self.mean:5.1f}% [{100 * self.low:5.1f}, {100 * self.high:5.1f}] (n={self.n})"
+        interval = "[no interval]" if math.isnan(self.low) else f"[{100 * self.low:5.1f}, {100 * self.high:5.1f}]"
+        return f"{100 * self.mean:5.1f}% {interval} (n={self.n})"
 
 
 def bootstrap_mean(
     values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
 ) -> Estimate:
-    """The mean of `values` with a percentile bootstrap confidence interval."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
-        return Estimate(float("nan"), float("nan"), float("nan"), 0)
-    rng = np.random.default_rng(seed)
-    means = rng.choice(data, size=(n_resamples, data.size), replace=True).mean(axis=1)
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(means, [tail, 1 - tail])
-    return Estimate(float(data.mean()), float(low), float(high), int(data.size))
+    """The mean of `values` with a percentile bootstrap confidence interval (each value resampled on its own)."""
+    return cluster_bootstrap_mean([[value] for value in values], confidence=confidence, n_resamples=n_resamples,
+                                  seed=seed)
+
+
+def cluster_bootstrap_mean(
+    clusters: Sequence[Sequence[float]], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+) -> Estimate:
+    """The mean over every value of every cluster, with a percentile bootstrap interval that resamples whole clusters.
+
+    Use it when values within a cluster are correlated (a pair judged in both orders): resampling single values
+    would treat them as independent and give too narrow an interval.
+    """
+    clusters = [cluster for cluster in clusters if len(cluster)]
+    totals = np.array([float(sum(cluster)) for cluster in clusters])
+    sizes = np.array([float(len(cluster)) for cluster in clusters])
+    n = int(sizes.sum())
+    if n == 0:
+        return Estimate(float("nan"), NO_INTERVAL, NO_INTERVAL, 0)
+    mean = float(totals.sum() / n)
+    if len(clusters) < 2:
+        return Estimate(mean, NO_INTERVAL, NO_INTERVAL, n)
+    if np.all(totals * sizes[0] == totals[0] * sizes):
+        return Estimate(mean, mean, mean, n)  # every resample has this mean; resampling would only add rounding
+    from scipy.stats import bootstrap  # slower to import than dspy: only when an interval is computed
+
+    result = bootstrap(
+        (totals, sizes), _mean_of_pooled_clusters, paired=True, vectorized=True, n_resamples=n_resamples,
+        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed),
+    )
+    interval = result.confidence_interval
+    return Estimate(mean, float(interval.low), float(interval.high), n)
+
+
+def _mean_of_pooled_clusters(totals: np.ndarray, sizes: np.ndarray, axis: int = -1) -> np.ndarray:
+    return totals.sum(axis=axis) / sizes.sum(axis=axis)

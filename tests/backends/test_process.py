@@ -75,12 +75,14 @@ def gone(pid: int, within_s: float = 5.0) -> bool:
 def test_llamacpp_command_serves_the_bundled_weights():
     command = llamacpp_command(ServerSettings(), 8123)
     assert command == [
-        sys.executable, "-m", "llama_cpp.server",
+        sys.executable, "-m", "prefcraft.backends.llamacpp",
         "--model", str(bundled_model_path()),
-        "--model_alias", EMBEDDED_MODEL_NAME,
+        "--alias", EMBEDDED_MODEL_NAME,
         "--host", "127.0.0.1",
         "--port", "8123",
-        "--n_ctx", "4096",
+        "--slots", "4",
+        "--ctx-per-slot", "4096",
+        "--cache-ram-mib", "256",
     ]  # fmt: skip
     assert bundled_model_path().is_file()
     assert bundled_model_path().suffix == ".gguf"
@@ -89,12 +91,34 @@ def test_llamacpp_command_serves_the_bundled_weights():
 def test_llamacpp_command_options(tmp_path):
     weights = tmp_path / "model.gguf"
     weights.write_bytes(b"GGUF")
-    settings = ServerSettings(model=str(weights), n_ctx=2048, n_threads=3, extra_args=["--verbose", "False"])
+    settings = ServerSettings(
+        model=str(weights), slots=2, ctx_per_slot=2048, n_threads=3, cache_ram_mib=0,
+        extra_args=["--param", "n_batch=1024"],
+    )  # fmt: skip
     command = llamacpp_command(settings, 8124)
     assert command[command.index("--model") + 1] == str(weights)
-    assert command[command.index("--n_ctx") + 1] == "2048"
-    assert command[command.index("--n_threads") + 1] == "3"
-    assert command[-2:] == ["--verbose", "False"]
+    assert command[command.index("--slots") + 1] == "2"
+    assert command[command.index("--ctx-per-slot") + 1] == "2048"
+    assert command[command.index("--threads") + 1] == "3"
+    assert command[command.index("--cache-ram-mib") + 1] == "0"
+    assert command[-2:] == ["--param", "n_batch=1024"]
+
+
+def test_llamacpp_server_parameters():
+    """What the child process hands llama.cpp: the slots share one context; extra parameters are typed."""
+    from prefcraft.backends.llamacpp import _params, _parser
+
+    args = _parser().parse_args([
+        "--model", "m.gguf", "--alias", "Small", "--port", "9", "--slots", "3", "--ctx-per-slot", "1024",
+        "--threads", "2", "--param", "n_batch=1024", "--param", "cache_idle_slots=false",
+    ])  # fmt: skip
+    params = _params(args)
+    assert params.model_alias == {"Small"}
+    assert (params.n_parallel, params.n_ctx, params.n_batch) == (3, 3072, 1024)
+    assert params.cpuparams.n_threads == params.cpuparams_batch.n_threads == 2
+    assert params.cache_prompt and params.endpoint_metrics and not params.cache_idle_slots
+    with pytest.raises(SystemExit, match="no attribute 'n_bogus'"):
+        _params(_parser().parse_args(["--model", "m", "--alias", "a", "--port", "9", "--param", "n_bogus=1"]))
 
 
 def test_llamacpp_model_must_be_a_file(tmp_path):

@@ -1,10 +1,14 @@
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import datasets
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
+from prefcraft.data import SAMPLE_USERS
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import (
     JUDGE_INPUTS,
@@ -188,6 +192,89 @@ def test_missing_file(tmp_path, suffix):
     assert caught.value.path == str(missing)
 
 
+def test_a_repeated_pair_names_both_rows(tmp_path):
+    rows = [row("u", "train", "q1"), row("u", "train", "q2"), row("u", "test", "q1")]
+    path = write_jsonl(tmp_path / "pairs.jsonl", rows)
+    with pytest.raises(DataError) as caught:
+        load_pairs(path)
+    error = caught.value
+    assert (error.path, error.row, error.field) == (str(path), 2, "conversation_id")
+    assert f"{path}, row 2, field 'conversation_id': the same pair as row 0" in str(error)
+    assert "remove" in error.hint
+
+
+def test_a_repeated_pair_without_conversation_ids_names_both_rows(tmp_path):
+    path = write_jsonl(tmp_path / "pairs.jsonl", [row("u", "train", "q1", conversation_id=None)] * 2)
+    with pytest.raises(DataError, match="the same pair as row 0") as caught:
+        load_pairs(path)
+    assert (caught.value.row, caught.value.field) == (1, None)
+
+
+NOT_UTF8 = "caf\xe9".encode("latin-1")
+
+
+def test_a_non_utf8_jsonl_line_names_the_row(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    lines = [json.dumps(row("u", "train", question)).encode() for question in ("q1", "q2")]
+    path.write_bytes(lines[0] + b"\n" + lines[1].replace(b"q2", NOT_UTF8) + b"\n")
+    with pytest.raises(DataError, match="not valid UTF-8") as caught:
+        load_pairs(path)
+    assert (caught.value.path, caught.value.row) == (str(path), 1)
+    assert "UTF-8" in caught.value.hint
+
+
+def test_a_non_utf8_json_file_names_the_file(tmp_path):
+    path = tmp_path / "pairs.json"
+    path.write_bytes(json.dumps([row("u", "train", "q1")]).encode().replace(b"q1", NOT_UTF8))
+    with pytest.raises(DataError, match="not valid UTF-8") as caught:
+        load_pairs(path)
+    assert (caught.value.path, caught.value.row) == (str(path), None)
+
+
+def write_parquet_with_bytes(path: Path, rows: list[dict[str, Any]], row_index: int, column: str, raw: bytes) -> Path:
+    """Parquet whose string `column` holds `raw`, bytes arrow does not check, in row `row_index`."""
+    table = pa.Table.from_pylist(rows)
+    values = [value.encode() for value in table.column(column).to_pylist()]
+    values[row_index] = raw
+    unchecked = pa.array(values, pa.binary()).view(pa.string())
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column, unchecked), str(path))
+    return path
+
+
+def test_a_non_utf8_parquet_value_names_the_row(tmp_path):
+    path = write_parquet_with_bytes(tmp_path / "pairs.parquet", ROWS, 3, "user_id", NOT_UTF8)
+    with pytest.raises(DataError, match="not valid UTF-8") as caught:
+        load_pairs(path)
+    assert (caught.value.path, caught.value.row) == (str(path), 3)
+
+
+# Pair ids
+
+
+def test_pairs_of_one_conversation_get_distinct_stable_ids(tmp_path):
+    first_turn = row("u", "train", "q1", conversation_id="c1")
+    other_rejected = {**first_turn, "rejected": {"role": "model", "content": "another bad answer"}}
+    second_turn = {**first_turn, "turns": 2, "context": [*first_turn["context"], first_turn["chosen"],
+                                                          {"role": "user", "content": "and then?"}]}
+    path = write_jsonl(tmp_path / "pairs.jsonl", [first_turn, other_rejected, second_turn])
+    ids = [pair_id(pair) for pair in load_pairs(path)]
+    assert len(set(ids)) == 3
+    assert all(re.fullmatch(r"c1#[0-9a-f]{8}", item) for item in ids)
+    assert ids == [pair_id(pair) for pair in load_pairs(path)]
+
+
+def test_the_same_content_for_two_users_is_two_pairs(tmp_path):
+    pairs = load_pairs(write_jsonl(tmp_path / "pairs.jsonl", [row("u1", "train", "q"), row("u2", "train", "q")]))
+    assert pair_id(pairs[0]) != pair_id(pairs[1])
+
+
+def test_the_bundled_sample_users_load_with_unique_pair_ids():
+    pairs = load_pairs(SAMPLE_USERS)
+    assert len(pairs) == 192
+    assert len({pair_id(pair) for pair in pairs}) == 192
+    assert pair_id(pairs[0]).startswith("sample_user_01_conv_00#")
+
+
 # The hub
 
 
@@ -238,7 +325,7 @@ def test_judge_examples_show_the_pair_in_both_orders():
     )
     assert (chosen_second.preference, chosen_second.order) == ("Second", "chosen_second")
     assert chosen_first.user_id == chosen_second.user_id == "user1"
-    assert chosen_first.pair_id == chosen_second.pair_id == "c-q1"
+    assert chosen_first.pair_id == chosen_second.pair_id == pair_id(pair)
 
 
 def test_pair_id_without_a_conversation_id_is_a_stable_digest():

@@ -136,6 +136,17 @@ def test_missing_file(tmp_path):
         load_profiles(tmp_path / "missing.parquet")
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".json"])
+def test_a_non_utf8_file_names_the_file(tmp_path, suffix):
+    path = tmp_path / f"survey{suffix}"
+    rows = [survey_row("user0"), survey_row("user1", self_description="MARKER")]
+    text = "".join(json.dumps(item) + "\n" for item in rows) if suffix == ".jsonl" else json.dumps(rows)
+    path.write_bytes(text.encode().replace(b"MARKER", "café".encode("latin-1")))
+    with pytest.raises(DataError, match="not valid UTF-8") as caught:
+        load_profiles(path)
+    assert (caught.value.path, caught.value.row) == (str(path), 1 if suffix == ".jsonl" else None)
+
+
 # The hub
 
 

@@ -37,3 +37,53 @@ def test_per_user_accuracy_and_parse_failures():
     assert report.parse_failures == 1
     assert report.pair_accuracy.mean == 0.5
     assert report.as_metrics("x_")["x_accuracy"] == 0.5
+
+
+def test_consistency_compares_winners_and_leaves_out_unparseable_pairs():
+    judgments = (
+        judgments_for("u1", "both_unparseable", None, None)
+        + judgments_for("u1", "one_unparseable", None, "First")
+        + judgments_for("u1", "chosen_wins_twice", "First", "Second")
+        + judgments_for("u1", "rejected_wins_twice", "Second", "First")
+        + judgments_for("u1", "position_bias", "First", "First")
+    )
+    report = pairwise_report(judgments)
+    assert report.consistency == pytest.approx(2 / 3)
+    assert report.consistency_left_out == 2
+    metrics = report.as_metrics()
+    assert metrics["consistency"] == pytest.approx(2 / 3)
+    assert metrics["consistency_left_out"] == 2.0
+
+
+def test_without_parsed_pairs_consistency_is_not_reported():
+    report = pairwise_report(judgments_for("u1", "p1", None, None))
+    assert report.consistency_left_out == 1
+    assert "consistency" not in report.as_metrics()
+
+
+def test_accuracy_interval_resamples_pairs_and_keeps_the_per_judgment_interval_beside_it():
+    # Both orders of a pair are right or both wrong: 20 judgments, but only 10 independent pairs.
+    judgments = [
+        judgment
+        for index in range(10)
+        for judgment in judgments_for("u1", f"p{index}", *(("First", "Second") if index % 2 else ("Second", "First")))
+    ]
+    report = pairwise_report(judgments)
+    per_pair, per_judgment = report.accuracy, report.accuracy_per_judgment_ci
+    assert per_pair.mean == per_judgment.mean == 0.5
+    assert per_pair.n == per_judgment.n == 20
+    assert (per_pair.high - per_pair.low) > (per_judgment.high - per_judgment.low)
+    metrics = report.as_metrics("x_")
+    assert (metrics["x_accuracy_ci_low"], metrics["x_accuracy_ci_high"]) == (per_pair.low, per_pair.high)
+    assert metrics["x_accuracy_per_judgment_ci_low"] == per_judgment.low
+    assert metrics["x_accuracy_per_judgment_ci_high"] == per_judgment.high
+
+
+def test_per_user_intervals_resample_the_users_pairs():
+    judgments = [
+        judgment
+        for index in range(10)
+        for judgment in judgments_for("u1", f"p{index}", *(("First", "Second") if index % 2 else ("Second", "First")))
+    ]
+    report = pairwise_report(judgments)
+    assert report.per_user["u1"] == report.accuracy != report.accuracy_per_judgment_ci

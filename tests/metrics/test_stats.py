@@ -1,6 +1,11 @@
 import math
+import warnings
 
-from prefcraft.metrics.stats import bootstrap_mean
+import numpy as np
+import pytest
+from scipy.stats import bootstrap
+
+from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean
 
 
 def test_mean_and_interval_bracket_the_data():
@@ -24,3 +29,56 @@ def test_interval_narrows_with_more_data():
 def test_same_seed_same_interval_and_empty_input_is_nan():
     assert bootstrap_mean([1, 0, 1], seed=7) == bootstrap_mean([1, 0, 1], seed=7)
     assert math.isnan(bootstrap_mean([]).mean)
+
+
+def test_the_interval_is_scipys_percentile_bootstrap():
+    values = [1, 0, 1, 1, 0, 1, 1, 0, 0, 1]
+    expected = bootstrap((np.array(values, dtype=float),), np.mean, method="percentile", n_resamples=1000,
+                         rng=np.random.default_rng(5)).confidence_interval
+    estimate = bootstrap_mean(values, seed=5)
+    assert (estimate.low, estimate.high) == pytest.approx((expected.low, expected.high))
+
+
+def test_cluster_mean_is_over_every_value():
+    estimate = cluster_bootstrap_mean([[1, 1], [0], [1, 0, 1]])
+    assert estimate.mean == pytest.approx(4 / 6)
+    assert estimate.n == 6
+
+
+def test_correlated_clusters_give_a_wider_interval_than_their_values_alone():
+    clusters = [[1, 1], [0, 0]] * 10
+    per_cluster = cluster_bootstrap_mean(clusters)
+    per_value = bootstrap_mean([value for cluster in clusters for value in cluster])
+    assert per_cluster.mean == per_value.mean == 0.5
+    assert (per_cluster.high - per_cluster.low) > (per_value.high - per_value.low)
+
+
+@pytest.mark.parametrize(
+    ("clusters", "expected"),
+    [
+        ([], Estimate(math.nan, math.nan, math.nan, 0)),
+        ([[]], Estimate(math.nan, math.nan, math.nan, 0)),
+        ([[1.0]], Estimate(1.0, math.nan, math.nan, 1)),
+        ([[1.0, 0.0]], Estimate(0.5, math.nan, math.nan, 2)),
+        ([[0.1]] * 7, Estimate(0.1, 0.1, 0.1, 7)),
+        ([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0, 0.0, 0.0]], Estimate(0.5, 0.5, 0.5, 8)),
+    ],
+)
+def test_degenerate_inputs_give_a_sensible_estimate_without_warnings(clusters, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        estimate = cluster_bootstrap_mean(clusters)
+        if all(len(cluster) == 1 for cluster in clusters):
+            assert _same(bootstrap_mean([value for [value] in clusters]), estimate)
+    assert _same(estimate, expected)
+
+
+def test_an_estimate_without_an_interval_says_so():
+    assert str(bootstrap_mean([1.0])) == "100.0% [no interval] (n=1)"
+    assert str(bootstrap_mean([1.0, 0.0, 1.0, 0.0])).startswith(" 50.0% [")
+
+
+def _same(estimate: Estimate, expected: Estimate) -> bool:
+    return estimate.n == expected.n and np.allclose(
+        [estimate.mean, estimate.low, estimate.high], [expected.mean, expected.low, expected.high], equal_nan=True
+    )

@@ -2,6 +2,7 @@
 
 import dspy
 import pytest
+from dspy.utils import DummyLM
 
 from optimizers.artifacts import load_compiled, save_compiled
 from optimizers.persona_prompt import PersonaMetric, PersonaPromptConfig, compile_persona_prompt, persona_examples
@@ -17,6 +18,30 @@ def test_examples_carry_only_the_past_judgments_as_input(pair, user_with):
     (example,) = persona_examples([evidence])
     assert set(example.inputs().keys()) == {"past_judgments"}
     assert example.user_id == "u1"
+
+
+class SeededError(Exception):
+    def __init__(self, seed: int):
+        self.seed = seed
+
+
+class StopWhenSeeded(dspy.MIPROv2):
+    """The real optimizer, stopped where compile() seeds its random generators, before any model call."""
+
+    def _set_random_seeds(self, seed: int) -> None:
+        raise SeededError(seed)
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
+    from optimizers.synthesizeme import PersonaEvidence
+
+    monkeypatch.setattr(dspy, "MIPROv2", StopWhenSeeded)
+    evidence = [PersonaEvidence("u1", [], [], [], [], [], None, {})]
+    lm = DummyLM([])
+    with pytest.raises(SeededError) as caught:
+        compile_persona_prompt(evidence, evidence, PersonaPromptConfig(seed=seed), prompt_model=lm, task_model=lm)
+    assert caught.value.seed == seed
 
 
 @pytest.mark.server

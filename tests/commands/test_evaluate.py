@@ -1,0 +1,99 @@
+"""`prefcraft evaluate` without a model server: what it refuses to score, before any model call."""
+
+import json
+import logging
+from contextlib import nullcontext
+
+import pytest
+
+from optimizers.artifacts import save_compiled
+from prefcraft.cli import make_parser
+from prefcraft.commands import evaluate
+from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.errors import ConfigError
+from prefcraft.loaders.personal_reward_bench import pair_id
+from prefcraft.metrics.pairwise import Judgment
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest
+from prefcraft.usage import LMUsage
+from programs.judge import PreferenceJudge
+
+
+@pytest.fixture
+def data(tmp_path, user_with):
+    user = user_with(2, 1)
+    rows = [pair.model_dump() for pair in user.train + user.val + user.test]
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def fitted_judge(tmp_path, digest: str) -> dict[str, object]:
+    path = save_compiled(PreferenceJudge(), tmp_path / "fitted" / "u1.json", program_name=PERSONAL_JUDGE,
+                         user_id="u1", model="m", data_digest=digest, persona="Likes short answers.",
+                         record={"evidence_demos": []})
+    return {"u1": path}
+
+
+@pytest.fixture
+def no_models(monkeypatch):
+    def model_session(settings):
+        raise AssertionError("a model session was started")
+
+    monkeypatch.setattr(evaluate, "model_session", model_session)
+
+
+@pytest.fixture
+def offline(monkeypatch):
+    """No server, no MLflow, no model calls: every judged pair counts as right."""
+
+    def judge_pairs(judge, pairs, **options):
+        return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
+
+    monkeypatch.setattr(evaluate, "model_session", nullcontext)
+    monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())
+    monkeypatch.setattr(evaluate, "tracked_run", lambda *args, **kwargs: nullcontext())
+    for name in ("start_tracking", "log_metrics", "log_json"):
+        monkeypatch.setattr(evaluate, name, lambda *args: None)
+    monkeypatch.setattr(evaluate, "judge_pairs", judge_pairs)
+
+
+def test_a_judge_fitted_on_other_data_is_refused(no_models, tmp_path, data):
+    fitted = fitted_judge(tmp_path, "0123456789abcdef")
+    with pytest.raises(ConfigError) as caught:
+        evaluate_methods(Settings(), data, methods=["synthesizeme"], fitted=fitted)
+    message = str(caught.value)
+    assert str(fitted["u1"]) in message
+    assert "0123456789abcdef" in message and data_digest(data) in message and str(data) in message
+
+
+@pytest.mark.parametrize("split", ["train", "val"])
+@pytest.mark.parametrize("method", ["demos", "persona", "synthesizeme", "memory"])
+def test_methods_are_not_scored_on_the_pairs_they_learned_from(no_models, tmp_path, data, split, method):
+    with pytest.raises(ConfigError, match=f"split '{split}'") as caught:
+        evaluate_methods(Settings(), data, methods=["default", method], split=split,
+                         fitted=fitted_judge(tmp_path, data_digest(data)))
+    assert "--allow-fitted-pairs" in str(caught.value)
+
+
+def test_allow_fitted_pairs_scores_them_with_a_warning(offline, tmp_path, data, caplog):
+    with caplog.at_level(logging.WARNING):
+        outcomes = evaluate_methods(Settings(), data, methods=["synthesizeme"], split="val",
+                                    fitted=fitted_judge(tmp_path, data_digest(data)), allow_fitted_pairs=True)
+    assert outcomes["synthesizeme"].report.accuracy.n == 1
+    assert any("learned from" in record.getMessage() for record in caplog.records)
+
+
+def test_a_judge_fitted_on_this_data_is_scored_on_its_test_pairs(offline, tmp_path, data):
+    outcomes = evaluate_methods(Settings(), data, methods=["default", "synthesizeme"],
+                                fitted=fitted_judge(tmp_path, data_digest(data)))
+    assert outcomes["synthesizeme"].report.accuracy.n == 2
+
+
+def test_the_default_judge_may_be_scored_on_any_split(offline, data):
+    assert evaluate_methods(Settings(), data, split="train")["default"].report.accuracy.n == 2
+
+
+def test_the_evaluate_command_has_the_flag():
+    assert make_parser().parse_args(["evaluate", "--allow-fitted-pairs"]).allow_fitted_pairs
+    assert not make_parser().parse_args(["evaluate"]).allow_fitted_pairs

@@ -1,0 +1,41 @@
+"""Resuming a fit: a fitted file is reused only when nothing that changes a fit has changed."""
+
+from optimizers.artifacts import save_compiled
+from optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.commands.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
+from programs.judge import PreferenceJudge
+
+
+def fitted_file(tmp_path, config: SynthesizeMeConfig):
+    metadata = {"data_digest": "abc", "model": "hosted_vllm/m", "persona_prompt": "p.json",
+                "optimizer": fit_settings(config)}
+    path = save_compiled(PreferenceJudge("persona"), tmp_path / "u1.json", program_name=PERSONAL_JUDGE, **metadata)
+    return path, metadata
+
+
+def test_an_unchanged_fit_is_reused(tmp_path):
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
+    assert _refit_reason(path, metadata) is None
+
+
+def test_threads_do_not_force_a_refit(tmp_path):
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig(num_threads=4))
+    assert _refit_reason(path, {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(num_threads=1))}) is None
+
+
+def test_every_setting_that_changes_a_fit_is_named(tmp_path):
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
+    for change in ({"search": "exhaustive"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3}, {"seed": 1}):
+        expected = {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(**change))}
+        reason = _refit_reason(path, expected)
+        assert reason is not None and "optimizer" in reason and str(next(iter(change.values()))) in reason
+    reason = _refit_reason(path, {**metadata, "persona_prompt": "other.json"})
+    assert reason == "changed persona_prompt 'p.json' -> 'other.json'"
+    assert "data_digest" in _refit_reason(path, {**metadata, "data_digest": "def"})
+
+
+def test_a_missing_or_unreadable_file_is_fitted(tmp_path):
+    assert _refit_reason(tmp_path / "none.json", {}) == "not fitted yet"
+    broken = tmp_path / "broken.json"
+    broken.write_text("{", encoding="utf-8")
+    assert _refit_reason(broken, {}).startswith("unreadable")
