@@ -24,8 +24,9 @@ from dataclasses import asdict
 from pathlib import Path
 
 import dspy
+from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
 
-from optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.backends import managed_server
 from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.data import SAMPLE_USERS
@@ -34,7 +35,6 @@ from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
 from prefcraft.metrics.pairwise import pairwise_report
 from prefcraft.settings import ModelSettings, ServerSettings
-from programs.judge import PreferenceJudge
 
 logger = logging.getLogger("fit_cost")
 

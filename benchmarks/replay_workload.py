@@ -69,8 +69,8 @@ class RequestRecorder:
 
 def record(args: argparse.Namespace) -> None:
     import dspy
+    from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 
-    from optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
     from prefcraft.backends import managed_server
     from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
     from prefcraft.data import SAMPLE_USERS

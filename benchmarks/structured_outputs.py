@@ -38,6 +38,8 @@ from typing import Annotated, Any, Literal
 import dspy
 import pydantic
 from dspy.utils.exceptions import AdapterParseError
+from prefcraft.signatures.judge import JudgePreference
+from prefcraft.signatures.persona import SynthesizePersona
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -45,8 +47,6 @@ from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import managed_server
 from prefcraft.lm import build_lm
 from prefcraft.settings import ModelSettings, ServerSettings
-from signatures.judge import JudgePreference
-from signatures.persona import SynthesizePersona
 
 logger = logging.getLogger("structured_outputs")
 

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import dspy
+from prefcraft.optimizers.synthesizeme import PersonaEvidence
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.persona import PersonaSynthesizer
 
-from optimizers.synthesizeme import PersonaEvidence
 from prefcraft.metrics.pairwise import preference_correct
-from programs.judge import PreferenceJudge
-from programs.persona import PersonaSynthesizer
 
 MINIBATCH_SIZE = 35  # MIPROv2's default; smaller valsets are evaluated whole
 

@@ -16,14 +16,14 @@ import random
 from dataclasses import dataclass, field
 
 import dspy
+from prefcraft.optimizers.candidate_search import SearchResult, SearchStrategy, search_candidates
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.persona import PersonaSynthesizer
 
-from optimizers.candidate_search import SearchResult, SearchStrategy, search_candidates
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs, judge_examples
 from prefcraft.metrics.pairwise import preference_correct
 from prefcraft.usage import LMUsage, metered
-from programs.judge import PreferenceJudge
-from programs.persona import PersonaSynthesizer
 
 
 @dataclass

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def search_config(args: argparse.Namespace, settings: Any) -> Any:
-    from optimizers.synthesizeme import SynthesizeMeConfig
+    from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 
     return SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
                               max_demos=args.max_demos, search=args.search, num_threads=settings.num_threads,
@@ -174,8 +174,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
 
     data = args.data or SAMPLE_USERS
     if args.command == "compile-persona":
-        from optimizers.persona_prompt import PersonaPromptConfig
         from prefcraft.commands.compile_persona import compile_persona
+        from prefcraft.optimizers.persona_prompt import PersonaPromptConfig
 
         prompt_config = PersonaPromptConfig(
             num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,

@@ -5,8 +5,7 @@ demographics) that context becomes part of its instructions, as in the paper; de
 """
 
 import dspy
-
-from signatures.judge import JudgePreference
+from prefcraft.signatures.judge import JudgePreference
 
 USER_CONTEXT_TEMPLATE = """{instructions}
 

@@ -2,8 +2,7 @@
 persona. Its prompt is what MIPROv2 compiles once over training users (optimizers/persona_prompt.py)."""
 
 import dspy
-
-from signatures.persona import SynthesizePersona
+from prefcraft.signatures.persona import SynthesizePersona
 
 
 class PersonaSynthesizer(dspy.Module):

@@ -8,11 +8,11 @@ import dspy
 import pydantic
 import pytest
 from dspy.utils.dummies import DummyLM
+from prefcraft.signatures.judge import JudgePreference
 
 from prefcraft.adapter import CHARS_PER_TOKEN, MAX_SAFE_INTEGER, SchemaAdapter, max_chars, output_schema
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_adapter, build_lm
-from signatures.judge import JudgePreference
 
 
 class Dish(pydantic.BaseModel):

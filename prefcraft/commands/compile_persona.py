@@ -14,19 +14,19 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from optimizers.artifacts import save_compiled
-from optimizers.persona_prompt import PersonaPromptConfig, compile_persona_prompt
-from optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.commands.evaluate import select_users
 from prefcraft.commands.fit import COMPILED_DIR, PERSONA_SYNTHESIZER
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
 from prefcraft.lm import build_lm
 from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.optimizers.persona_prompt import PersonaPromptConfig, compile_persona_prompt
+from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import metered
-from programs.persona import PersonaSynthesizer
 
 logger = logging.getLogger(__name__)
 

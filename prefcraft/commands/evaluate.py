@@ -17,19 +17,19 @@ from pathlib import Path
 import dspy
 from tqdm import tqdm
 
-from optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
-from programs.judge import PreferenceJudge
-from programs.memory import MemoryBuilder
 
 logger = logging.getLogger(__name__)
 

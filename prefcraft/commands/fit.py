@@ -10,17 +10,17 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-import compiled
-from optimizers.artifacts import load_compiled, read_metadata, save_compiled
-from optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft import compiled
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
+from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
-from programs.persona import PersonaSynthesizer
 
 logger = logging.getLogger(__name__)
 

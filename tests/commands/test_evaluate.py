@@ -5,8 +5,9 @@ import logging
 from contextlib import nullcontext
 
 import pytest
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
 
-from optimizers.artifacts import save_compiled
 from prefcraft.cli import make_parser
 from prefcraft.commands import evaluate
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
@@ -16,7 +17,6 @@ from prefcraft.metrics.pairwise import Judgment
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest
 from prefcraft.usage import LMUsage
-from programs.judge import PreferenceJudge
 
 
 @pytest.fixture

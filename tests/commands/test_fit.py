@@ -1,9 +1,10 @@
 """Resuming a fit: a fitted file is reused only when nothing that changes a fit has changed."""
 
-from optimizers.artifacts import save_compiled
-from optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
+
 from prefcraft.commands.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
-from programs.judge import PreferenceJudge
 
 
 def fitted_file(tmp_path, config: SynthesizeMeConfig):

@@ -1,7 +1,6 @@
 import dspy
 import pytest
-
-from optimizers.candidate_search import search_candidates
+from prefcraft.optimizers.candidate_search import search_candidates
 
 
 class Scripted(dspy.Module):

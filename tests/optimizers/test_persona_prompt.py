@@ -3,16 +3,21 @@
 import dspy
 import pytest
 from dspy.utils import DummyLM
+from prefcraft.optimizers.artifacts import load_compiled, save_compiled
+from prefcraft.optimizers.persona_prompt import (
+    PersonaMetric,
+    PersonaPromptConfig,
+    compile_persona_prompt,
+    persona_examples,
+)
+from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.persona import PersonaSynthesizer
 
-from optimizers.artifacts import load_compiled, save_compiled
-from optimizers.persona_prompt import PersonaMetric, PersonaPromptConfig, compile_persona_prompt, persona_examples
-from optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 from prefcraft.lm import build_adapter, build_lm
-from programs.persona import PersonaSynthesizer
 
 
 def test_examples_carry_only_the_past_judgments_as_input(pair, user_with):
-    from optimizers.synthesizeme import PersonaEvidence
+    from prefcraft.optimizers.synthesizeme import PersonaEvidence
 
     evidence = PersonaEvidence("u1", [], [], [], [], [], None, {})
     (example,) = persona_examples([evidence])
@@ -34,7 +39,7 @@ class StopWhenSeeded(dspy.MIPROv2):
 
 @pytest.mark.parametrize("seed", [0, 7])
 def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
-    from optimizers.synthesizeme import PersonaEvidence
+    from prefcraft.optimizers.synthesizeme import PersonaEvidence
 
     monkeypatch.setattr(dspy, "MIPROv2", StopWhenSeeded)
     evidence = [PersonaEvidence("u1", [], [], [], [], [], None, {})]

@@ -2,14 +2,14 @@
 
 import dspy
 import pytest
+from prefcraft.optimizers.artifacts import load_compiled, save_compiled
+from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig, format_judgments
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.persona import PersonaSynthesizer
 
-from optimizers.artifacts import load_compiled, save_compiled
-from optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig, format_judgments
 from prefcraft.errors import DataError
 from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import UserPairs, judge_examples
-from programs.judge import PreferenceJudge
-from programs.persona import PersonaSynthesizer
 
 
 def test_a_user_with_fewer_than_two_context_pairs_is_refused_before_any_call(user_with):

@@ -1,7 +1,6 @@
 import dspy
 from dspy.utils.dummies import DummyLM
-
-from programs.memory import MemoryBuilder
+from prefcraft.programs.memory import MemoryBuilder
 
 INTERACTION = {"conversation": "[user]: hi", "preferred_completion": "Hi!", "other_completion": "Greetings."}
 
