@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.prefcraft-installed
 
-.PHONY: demo test bench-structured bench-fit clean
+.PHONY: demo test bench-structured bench-fit bench-replay clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,9 @@ bench-structured: $(STAMP)
 
 bench-fit: $(STAMP)
 	$(BIN)/python benchmarks/fit_cost.py
+
+bench-replay: $(STAMP)
+	$(BIN)/python benchmarks/replay_workload.py replay --engines xllamacpp
 
 clean:
 	rm -rf $(VENV) .prefcraft runs mlflow.db mlruns

@@ -4,7 +4,8 @@ Measures (each mode in a fresh, empty DSPy cache, so only repeats within one run
 - per user and step, with the shipped persona prompt for the embedded model: LM requests, prompt and completion
   tokens, wall time, validation accuracy of the fitted judge and its accuracy on the user's test judgments (both
   orders; not counted as fit calls), for each search strategy: `halving` (prefcraft's default) and `exhaustive`
-  (every candidate on every validation judgment, as the reference code scores them);
+  (every candidate on every validation judgment, as the reference code scores them); failed calls; the prompt tokens
+  the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the reference's call budget for the same user, two ways: the issue's estimate, (n + m) x validation judgments +
   bootstrap, and a count from SALT-NLP/SynthesizeMe's code, (n + 2) + (m + 3) candidates x validation judgments + two
   bootstraps + the persona call;
@@ -24,16 +25,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 import dspy
-from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
-from prefcraft.programs.judge import PreferenceJudge
 
 from prefcraft.backends import managed_server
+from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.data import SAMPLE_USERS
 from prefcraft.evaluation import judge_pairs
 from prefcraft.lm import build_adapter, build_lm
-from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import group_by_user, judge_set, load_pairs, train_val_split
 from prefcraft.metrics.pairwise import pairwise_report
+from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import ModelSettings, ServerSettings
 
 logger = logging.getLogger("fit_cost")
@@ -54,7 +56,11 @@ def measure_fits(users: list, config: SynthesizeMeConfig, model: ModelSettings) 
     rows = []
     for user in users:
         started = time.perf_counter()
-        judge, record = SynthesizeMe(synthesizer, config).fit(user)
+        train, val = train_val_split(user)
+        with metered_prompt_cache(model.api_base) as server:
+            judge = SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train),
+                                                              valset=judge_set(val))
+        record = judge.fit_record
         wall_s = round(time.perf_counter() - started, 1)
         judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
         rows.append({
@@ -63,6 +69,8 @@ def measure_fits(users: list, config: SynthesizeMeConfig, model: ModelSettings) 
             "calls": record.total_usage.calls, "prompt_tokens": record.total_usage.prompt_tokens,
             "completion_tokens": record.total_usage.completion_tokens,
             "by_step": {step: asdict(usage) for step, usage in record.usage.items()},
+            "failed_calls": sum(record.failed_calls.values()),
+            **(server.usage.as_metrics() if server.usage else {}),
             **reference_budgets(record, config),
         })
         logger.info("%s %s", config.search, rows[-1])
@@ -115,12 +123,11 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=4, help="how many sample users to fit")
     parser.add_argument("--subsets", type=int, default=10)
     parser.add_argument("--demo-candidates", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=2, help="threads for the fits")
+    parser.add_argument("--threads", type=int, default=4, help="threads for the fits")
     parser.add_argument("--searches", nargs="+", default=["halving", "exhaustive"], choices=["halving", "exhaustive"])
     parser.add_argument("--thread-counts", type=int, nargs="*", default=[1, 2, 4, 8], help="none: skip")
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
-    parser.add_argument("--prompt-cache-mib", type=int, default=0,
-                        help="turn on llama-cpp-python's prompt cache with this capacity (default: off)")
+    parser.add_argument("--slots", type=int, default=4, help="the embedded server's parallel slots")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/fit_cost.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
@@ -129,23 +136,29 @@ def main() -> None:
 
     all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
     users = all_users[: args.users]
-    cache_args = ["--cache", "true", "--cache_size", str(args.prompt_cache_mib << 20)] if args.prompt_cache_mib else []
-    server_settings = ServerSettings(log_dir=Path(tempfile.mkdtemp()), extra_args=cache_args)
+    server_settings = ServerSettings(log_dir=Path(tempfile.mkdtemp()), slots=args.slots)
     with managed_server(server_settings) as server:
         model = ModelSettings(api_base=server.base_url, max_tokens=256)
+        fits: dict[str, list[dict]] = {search: [] for search in args.searches}
+        threads: list[dict] = []
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
-            fits = {
-                search: measure_fits(users, SynthesizeMeConfig(
-                    num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
-                    num_threads=args.threads, search=search), model)
-                for search in args.searches
-            }
+            for user in users:  # user by user, both searches, so that a run cut short leaves paired figures
+                for search in args.searches:
+                    config = SynthesizeMeConfig(num_persona_subsets=args.subsets,
+                                                num_demo_candidates=args.demo_candidates,
+                                                num_threads=args.threads, search=search)
+                    fits[search] += measure_fits([user], config, model)
+                    save(args.output, args.slots, fits, threads)
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
     print_tables(fits, threads)
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    result = {"prompt_cache_mib": args.prompt_cache_mib, "fits": fits, "threads": threads}
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    save(args.output, args.slots, fits, threads)
+
+
+def save(output: Path, slots: int, fits: dict[str, list[dict]], threads: list[dict]) -> None:
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps({"slots": slots, "fits": fits, "threads": threads}, indent=2) + "\n",
+                      encoding="utf-8")
 
 
 if __name__ == "__main__":

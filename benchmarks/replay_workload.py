@@ -1,8 +1,9 @@
 """A fixed fit workload replayed under each call order and engine: wall time, prompt tokens evaluated and cached.
 
-`record`: fits one sample user with SynthesizeMe on the embedded server (shipped persona prompt, empty DSPy cache)
-and writes every distinct request the fit sent (messages, response format, max_tokens, temperature), in the order
-sent, to a JSON file.
+`record`: runs one job on the embedded server with an empty DSPy cache and writes every distinct request it sent
+(messages, response format, max_tokens, temperature), in the order sent, to a JSON file. Jobs: `fit` (SynthesizeMe
+for one sample user, shipped persona prompt, n = m = `--subsets`) and `evaluate` (the default judge over the test
+pairs of four sample users, both orders: one judge, many pairs).
 `replay`: sends those requests straight to a freshly started server (no DSPy, no cache) with N concurrent clients,
 under each policy:
 - `recorded`: the fit's own order;
@@ -18,8 +19,9 @@ Reported per run: wall time, requests/s, prompt tokens (from the replies), promp
 the cache (llama.cpp's `/metrics`), and the workload's limit: the share of prompt tokens that repeat a prefix some
 earlier request already sent (order-independent: one minus the size of the token trie over the total).
 
-Run: .venv/bin/python benchmarks/replay_workload.py record
-     .venv/bin/python benchmarks/replay_workload.py replay [--clients 4] [--llama-cpp-python /path/to/python]
+Run: .venv/bin/python benchmarks/replay_workload.py record [--job fit|evaluate]
+     .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--slots 4]
+         [--llama-cpp-python /path/to/python]
 """
 
 from __future__ import annotations
@@ -36,64 +38,108 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from dspy.utils.callback import BaseCallback
+
 RESULTS = Path(__file__).parent / "results"
-WORKLOAD = RESULTS / "fit_workload.json"
-POLICIES = ("recorded", "candidate-major", "interleaved", "warm-interleaved")
+POLICIES = ("recorded", "candidate-major", "interleaved", "warm-interleaved", "steps-candidate-major",
+            "steps-prefcraft")
 
 logger = logging.getLogger("replay_workload")
 
 
-class RequestRecorder:
-    """A DSPy callback that keeps the distinct LM requests of a run, in the order they were first made."""
+class StepCounter:
+    """Numbers the steps of a recorded fit: each candidate-search rung is a step, and so is each stretch of calls
+    between rungs (the bootstrap, the persona). Steps ran one after the other; the calls of a step side by side."""
 
     def __init__(self) -> None:
+        self.step = 0
+        self.first_rung = False
+
+    def around_rungs(self, score_rung: Any) -> Any:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.step, self.first_rung = self.step + 1, args[3] == 0  # `start`: the rung's first example
+            try:
+                return score_rung(*args, **kwargs)
+            finally:
+                self.step, self.first_rung = self.step + 1, False
+
+        return counted
+
+
+class RequestRecorder(BaseCallback):
+    """A DSPy callback that keeps the distinct LM requests of a run, in the order they were first made, each with the
+    step it belongs to."""
+
+    def __init__(self, steps: StepCounter) -> None:
         self.requests: dict[str, dict[str, Any]] = {}
+        self.steps = steps
         self.lock = threading.Lock()
 
     def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        kwargs = {**instance.kwargs, **{k: v for k, v in inputs.items() if k not in ("prompt", "messages")}}
+        kwargs = {**instance.kwargs, **inputs.get("kwargs", {})}  # the call's keyword arguments come bundled
         request = {
             "messages": inputs["messages"],
             "response_format": kwargs.get("extra_body", {}).get("response_format"),
             "max_tokens": kwargs.get("max_tokens"),
             "temperature": kwargs.get("temperature"),
         }
+        step = {"step": self.steps.step, "first_rung": self.steps.first_rung}
         with self.lock:
-            self.requests.setdefault(json.dumps(request, sort_keys=True), request)
-
-    def __getattr__(self, name: str) -> Any:  # every other callback hook does nothing
-        if name.startswith("on_"):
-            return lambda *args, **kwargs: None
-        raise AttributeError(name)
+            self.requests.setdefault(json.dumps(request, sort_keys=True), {**request, **step})
 
 
 def record(args: argparse.Namespace) -> None:
     import dspy
-    from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 
     from prefcraft.backends import managed_server
-    from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
     from prefcraft.data import SAMPLE_USERS
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+    from prefcraft.optimizers import candidate_search
     from prefcraft.settings import ModelSettings, ServerSettings
+    from prefcraft.usage import metered
 
-    user = group_by_user(load_pairs(SAMPLE_USERS))[args.user]
-    config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.subsets,
-                                num_threads=args.clients)
+    users = group_by_user(load_pairs(SAMPLE_USERS))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=tempfile.mkdtemp())
-    recorder = RequestRecorder()
+    steps = StepCounter()
+    recorder = RequestRecorder(steps)
+    candidate_search._score_rung = steps.around_rungs(candidate_search._score_rung)  # benchmark-only: tags steps
+    job = fit_job if args.job == "fit" else evaluate_job
     with managed_server(ServerSettings(log_dir=Path(tempfile.mkdtemp()))) as server:
         model = ModelSettings(api_base=server.base_url, timeout_s=300)
-        synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
-        with dspy.context(lm=build_lm(model), adapter=build_adapter(model), callbacks=[recorder]):
+        with dspy.context(lm=build_lm(model), adapter=build_adapter(model), callbacks=[recorder]), metered() as meter:
             started = time.perf_counter()
-            _, fit = SynthesizeMe(synthesizer, config).fit(user)
-    summary = {"user": args.user, "subsets": args.subsets, "fit_calls": fit.total_usage.calls,
-               "fit_wall_s": round(time.perf_counter() - started, 1), "requests": list(recorder.requests.values())}
-    args.workload.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
-    logger.info("recorded %d distinct requests (%d fit calls) to %s", len(summary["requests"]), fit.total_usage.calls,
-                args.workload)
+            described = job(users, model, args)
+            wall_s = round(time.perf_counter() - started, 1)
+    summary = {"job": args.job, **described, "calls": meter.usage.calls, "wall_s": wall_s,
+               "requests": list(recorder.requests.values())}
+    workload = args.workload or RESULTS / f"{args.job}_workload.json"
+    workload.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
+    logger.info("recorded %d distinct requests (%d calls) to %s", len(summary["requests"]), summary["calls"], workload)
+
+
+def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
+    from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
+    from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
+    from prefcraft.programs.judge import PreferenceJudge
+
+    config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.subsets,
+                                num_threads=args.clients)
+    synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
+    train, val = train_val_split(users[args.user])
+    SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
+    return {"user": args.user, "subsets": args.subsets}
+
+
+def evaluate_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from prefcraft.evaluation import judge_pairs
+    from prefcraft.programs.judge import PreferenceJudge
+
+    chosen = sorted(users)[:4]
+    pairs = [pair for user_id in chosen for pair in users[user_id].test]
+    judge_pairs(PreferenceJudge(), pairs, model=model, num_threads=args.clients, progress=False)
+    return {"users": chosen, "pairs": len(pairs)}
 
 
 def prefix_key(request: dict[str, Any]) -> str:
@@ -101,19 +147,44 @@ def prefix_key(request: dict[str, Any]) -> str:
 
 
 def ordered(requests: list[dict[str, Any]], policy: str) -> list[list[dict[str, Any]]]:
-    """The requests as phases run one after the other, each in the policy's order."""
+    """The requests as phases run one after the other, each in the policy's order.
+
+    The flat policies ignore the fit's steps (an upper bound on what any order of these requests can do); the `steps-`
+    policies keep them, as a fit must: `steps-candidate-major` orders each step as prefcraft did before (candidate
+    after candidate), `steps-prefcraft` as it does now (`prefcraft.scheduling`).
+    """
     from prefcraft.scheduling import interleave, warm_then_interleave
 
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for request in requests:
-        groups.setdefault(prefix_key(request), []).append(request)
+    if policy.startswith("steps-"):
+        steps: dict[int, list[dict[str, Any]]] = {}
+        for request in requests:
+            steps.setdefault(request["step"], []).append(request)
+        return [phase for step in steps.values() for phase in ordered_step(step, policy)]
+    groups = list(prefix_groups(requests).values())
     if policy == "recorded":
         return [requests]
     if policy == "candidate-major":
-        return [[request for group in groups.values() for request in group]]
+        return [[request for group in groups for request in group]]
     if policy == "interleaved":
-        return [interleave(list(groups.values()))]
-    return warm_then_interleave(list(groups.values()))
+        return [interleave(groups)]
+    return warm_then_interleave(groups)
+
+
+def ordered_step(step: list[dict[str, Any]], policy: str) -> list[list[dict[str, Any]]]:
+    from prefcraft.scheduling import interleave, warm_then_interleave
+
+    groups = list(prefix_groups(step).values())
+    if policy == "steps-candidate-major":
+        return [[request for group in groups for request in group]]
+    rung_after_the_first = step[0]["step"] % 2 == 1 and not step[0]["first_rung"]
+    return [interleave(groups)] if rung_after_the_first else warm_then_interleave(groups)
+
+
+def prefix_groups(requests: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for request in requests:
+        groups.setdefault(prefix_key(request), []).append(request)
+    return groups
 
 
 def post(base_url: str, path: str, body: dict[str, Any], timeout_s: float = 600) -> dict[str, Any]:
@@ -183,7 +254,8 @@ def start_engine(engine: str, args: argparse.Namespace):
 
     log_dir = Path(tempfile.mkdtemp())
     if engine == "xllamacpp":
-        return managed_server(ServerSettings(log_dir=log_dir, slots=args.slots, n_threads=2))
+        return managed_server(ServerSettings(log_dir=log_dir, slots=args.slots, cache_ram_mib=args.cache_ram_mib,
+                                             n_threads=2))
     port = free_port()
     command = [args.llama_cpp_python, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
                "--model_alias", EMBEDDED_MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
@@ -195,15 +267,15 @@ def start_engine(engine: str, args: argparse.Namespace):
 def replay(args: argparse.Namespace) -> None:
     from prefcraft.settings import EMBEDDED_MODEL_NAME
 
-    workload = json.loads(args.workload.read_text(encoding="utf-8"))
+    workload = json.loads((args.workload or RESULTS / f"{args.job}_workload.json").read_text(encoding="utf-8"))
     requests = workload["requests"][: args.max_requests]
-    engines = ["xllamacpp", *(["llama-cpp-python"] if args.llama_cpp_python else [])]
+    engines = [engine for engine in args.engines if engine == "xllamacpp" or args.llama_cpp_python]
     rows = []
     limit = None
     for engine in engines:
         for policy in args.policies:
             with start_engine(engine, args) as server:
-                if limit is None:
+                if limit is None and engine == "xllamacpp":  # llama-cpp-python has no /tokenize
                     total, share = sharing_limit(server.base_url.removesuffix("/v1"), requests)
                     limit = {"prompt_tokens": total, "shared_prefix_share": round(share, 3)}
                     logger.info("workload: %d requests, %s", len(requests), limit)
@@ -213,24 +285,30 @@ def replay(args: argparse.Namespace) -> None:
             rows.append(row)
             logger.info("%s", row)
     result = {"workload": {k: v for k, v in workload.items() if k != "requests"}, "requests": len(requests),
-              "limit": limit, "slots": args.slots, "runs": rows}
-    output = RESULTS / "replay_workload.json"
+              "limit": limit, "slots": args.slots, "cache_ram_mib": args.cache_ram_mib, "runs": rows}
+    output = args.output or RESULTS / f"replay_{args.job}_{'_'.join(engines)}.json"
     output.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(json.dumps(result, indent=2))
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
+    logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["record", "replay"])
-    parser.add_argument("--workload", type=Path, default=WORKLOAD)
+    parser.add_argument("--job", choices=["fit", "evaluate"], default="fit")
+    parser.add_argument("--workload", type=Path, help="default: benchmarks/results/<job>_workload.json")
     parser.add_argument("--user", default="sample_user_01")
     parser.add_argument("--subsets", type=int, default=10, help="record: n = m, candidates per search")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients (the fit's threads)")
     parser.add_argument("--slots", type=int, default=4, help="xllamacpp parallel slots")
+    parser.add_argument("--cache-ram-mib", type=int, default=256, help="xllamacpp host-memory prompt cache")
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     parser.add_argument("--max-requests", type=int, help="replay only the first N recorded requests")
+    parser.add_argument("--engines", nargs="+", default=["xllamacpp", "llama-cpp-python"],
+                        choices=["xllamacpp", "llama-cpp-python"])
     parser.add_argument("--llama-cpp-python", help="a Python interpreter with llama-cpp-python[server] installed")
+    parser.add_argument("--output", type=Path, help="default: benchmarks/results/replay_<job>_<engines>.json")
     args = parser.parse_args()
     record(args) if args.mode == "record" else replay(args)
 

@@ -4,10 +4,10 @@ Starts the embedded llama.cpp server (SmolLM2-135M-Instruct), turns DSPy's cache
 server, and runs nine signatures typical of prefcraft's components (judge preference with chain of thought, persona,
 ask-or-answer, inferred preference, aspect list, 1-5 rubric grade, a profile of attribute weights as `dict[str, float]`,
 a rubric checklist as a list of models with a bool and an optional note, a 0-1 fit score) through three adapters:
-`SchemaAdapter(dialect="llamacpp")`, `dspy.ChatAdapter(use_json_adapter_fallback=False)` and `dspy.JSONAdapter()`.
-Per adapter and signature it counts the calls whose prediction has every output field with the right type (failures
-are counted by kind), the median and p90 latency of a call as the caller sees it (the server serves one request at a
-time, so with two threads this includes waiting for the other call), and its prompt and completion tokens. Inputs
+`SchemaAdapter()` (the `json_schema` dialect), `dspy.ChatAdapter(use_json_adapter_fallback=False)` and
+`dspy.JSONAdapter()`. Per adapter and signature it counts the calls whose prediction has every output field with the
+right type (failures are counted by kind), the median and p90 latency of a call as the caller sees it (the server
+batches concurrent calls in its slots), and its prompt and completion tokens. Inputs
 vary from call to call (a few built-in English exchanges plus real SenseBench dialogues, read at run time when
 present) and are the same for every adapter. The LM's `max_tokens` (default 256) binds the two DSPy adapters only:
 SchemaAdapter raises it to what its bounded schema needs.
@@ -38,8 +38,6 @@ from typing import Annotated, Any, Literal
 import dspy
 import pydantic
 from dspy.utils.exceptions import AdapterParseError
-from prefcraft.signatures.judge import JudgePreference
-from prefcraft.signatures.persona import SynthesizePersona
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -47,6 +45,8 @@ from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import managed_server
 from prefcraft.lm import build_lm
 from prefcraft.settings import ModelSettings, ServerSettings
+from prefcraft.signatures.judge import JudgePreference
+from prefcraft.signatures.persona import SynthesizePersona
 
 logger = logging.getLogger("structured_outputs")
 
@@ -129,7 +129,7 @@ class ScoreFit(dspy.Signature):
 # Each factory builds a fresh adapter or module; the persona signature and both chains of thought are the ones
 # prefcraft's judge and persona programs use.
 ADAPTERS: dict[str, Callable[[], dspy.Adapter]] = {
-    "schema": lambda: SchemaAdapter(dialect="llamacpp"),
+    "schema": SchemaAdapter,
     "chat": lambda: dspy.ChatAdapter(use_json_adapter_fallback=False),
     "json": lambda: dspy.JSONAdapter(),
 }

@@ -1,7 +1,8 @@
 """Compile the persona synthesizer's prompt (instructions + demos) once over training users with MIPROv2.
 
-Each training user contributes one example: the past judgments SynthesizeMe's step 1 chose for them. The metric is
-the accuracy, on that user's validation pairs in both orders, of the default judge given the synthesized persona.
+Each training user contributes one example: the past judgments SynthesizeMe's step 1 (`collect_evidence`) chose for
+them. The metric is the accuracy, on that user's validation pairs in both orders, of the default judge given the
+synthesized persona.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import dspy
+
+from prefcraft.metrics.pairwise import preference_correct
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-
-from prefcraft.metrics.pairwise import preference_correct
 
 MINIBATCH_SIZE = 35  # MIPROv2's default; smaller valsets are evaluated whole
 

@@ -1,45 +1,66 @@
 """SynthesizeMe's per-user fit: verified bootstrapped reasoning -> persona -> searched demos -> personal judge.
 
-Step 1: the default judge (no user context) explains each train pair; only traces whose prediction matches the
-label are kept. Candidate subsets of those traces are scored as demos on the user's validation pairs; the best one
-is the evidence for the persona.
+Step 1: the default judge (no user context) explains each train pair in both orders; a pair is verified when both
+predictions match the label, and only verified pairs give demos. Candidate subsets of those traces are scored as
+demos on the user's validation pairs; the best one is the evidence for the persona.
 Step 2: the persona synthesizer (its prompt compiled once with MIPROv2) turns that evidence into a persona.
 Step 3: with the persona in the judge's instructions, candidate demo sets drawn from the step-1 traces (no second
 bootstrap) are scored on the validation pairs; the best one completes the personal judge.
 Both searches race the candidates by successive halving (see `candidate_search`) and stop at
 `stop_at_accuracy`; identical calls are answered by DSPy's cache.
+
+Balanced demos: the paper verifies a trace judged in one order, so a judge biased towards one position verifies
+mostly pairs shown in the order it favours, and the demos then teach the bias back (the personal judges of the
+README's demo answered "Second" 92% of the time). Here a verified pair was judged right wherever the chosen response
+stood, and every demo set, the labeled-only one included, shows each of its pairs in one order, drawn so that as
+many demos have the chosen response first as second (one more of either when the set is odd). This costs one extra
+bootstrap call per train pair. A judge that always answers the same position verifies no pair: the persona is then
+written from the labeled-only set (no reasoning) and the demo search chooses between no demos and that set.
+
+`SynthesizeMe` is a DSPy teleprompter: settings in its constructor, one user's data in
+`compile(student, trainset=..., valset=...)`. Both sets are judge examples as `judge_examples` makes them (inputs
+conversation, first_completion, second_completion; label preference; plus user_id, pair_id and order), every train
+pair in both orders: `judge_set(pairs)` gives them, and `train_val_split(user)` splits a user's pairs first. It
+returns a new judge carrying what the fit tried as `fit_record`. `collect_evidence` is step 1 alone, for compiling
+the persona prompt.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import dspy
+from dspy.teleprompt import Teleprompter
+
+from prefcraft.errors import DataError
+from prefcraft.metrics.pairwise import preference_correct
 from prefcraft.optimizers.candidate_search import SearchResult, SearchStrategy, search_candidates
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-
-from prefcraft.errors import DataError
-from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs, judge_examples
-from prefcraft.metrics.pairwise import preference_correct
+from prefcraft.scheduling import run_phases, warm_then_interleave
+from prefcraft.signatures.judge import JudgePreference
 from prefcraft.usage import LMUsage, metered
+
+ORDERS = ("chosen_first", "chosen_second")  # the two orders of a pair, as judge_examples names them
+DEMO_ORDERS = "balanced"
+"""How demos are oriented; fits record it, so that judges fitted from one-order bootstraps are fitted again."""
+SETS_HINT = "make trainset and valset with judge_set(pairs), which gives every pair in both orders"
 
 
 @dataclass
 class SynthesizeMeConfig:
     """Per-user fit settings. Defaults follow the paper (n = m = 10) and its reference code.
 
-    Split: `val_fraction` of a user's context pairs (the latest ones) become validation pairs when the data has none.
     Search: `num_persona_subsets` (n) candidate trace subsets in step 1, `num_demo_candidates` (m) demo sets in
     step 3, each of at most `max_demos` demos; a search stops at the first candidate reaching `stop_at_accuracy`.
     `search`: `halving` races the candidates one validation pair at a time, then on rungs twice as long, keeping
     the best third each time; `exhaustive` scores every candidate on every validation judgment, as the reference
     code does.
-    Runtime: `num_threads` parallel calls; `seed` fixes the order of bootstrapping and sampling.
+    Runtime: `num_threads` parallel calls; `seed` fixes the sampling of demo sets and of their demos' orders.
     """
 
-    val_fraction: float = 0.3
     num_persona_subsets: int = 10
     num_demo_candidates: int = 10
     max_demos: int = 4
@@ -56,7 +77,8 @@ class FitRecord:
     user_id: str
     train_pairs: int
     val_pairs: int
-    verified_traces: int
+    verified_pairs: int
+    """Train pairs judged right in both orders: the pool of reasoned demos."""
     persona: str
     subset_accuracies: list[float | None] = field(default_factory=list)
     demo_accuracies: list[float | None] = field(default_factory=list)
@@ -73,14 +95,18 @@ class FitRecord:
         return sum(self.usage.values(), LMUsage())
 
 
+BothOrders = tuple[dspy.Example, dspy.Example]
+"""One pair's two judge examples (or verified traces): the chosen response shown first, then shown second."""
+
+
 @dataclass
 class PersonaEvidence:
     """The result of step 1 for one user: what the persona is written from, and what step 3 reuses."""
 
     user_id: str
-    train: list[PreferencePair]
+    train: list[BothOrders]
     val_examples: list[dspy.Example]
-    traces: list[dspy.Example]
+    verified: list[BothOrders]
     evidence: list[dspy.Example]
     subset_accuracies: list[float | None]
     rng: random.Random
@@ -92,92 +118,100 @@ class PersonaEvidence:
         return format_judgments(self.evidence)
 
 
-class SynthesizeMe:
+class SynthesizeMe(Teleprompter):
+    """Fits a personal judge for one user from their train and validation judge examples."""
+
     def __init__(self, persona_synthesizer: PersonaSynthesizer, config: SynthesizeMeConfig | None = None):
+        super().__init__()
         self.persona_synthesizer = persona_synthesizer
         self.config = config or SynthesizeMeConfig()
 
-    def prepare(self, user: UserPairs) -> PersonaEvidence:
-        """Step 1: split, bootstrap verified traces, and choose the trace subset the persona is written from."""
-        train, val = self._split(user)
+    def compile(
+        self, student: PreferenceJudge, *, trainset: Sequence[dspy.Example], valset: Sequence[dspy.Example]
+    ) -> PreferenceJudge:
+        """A copy of `student` (an uncompiled `PreferenceJudge()`) with the persona in its instructions and the best
+        demo set; its `fit_record` attribute is the fit's `FitRecord`. The student itself is left as it was."""
+        _check_student(student)
+        evidence = self.collect_evidence(student, trainset=trainset, valset=valset)
+        usage = dict(evidence.usage)
+        with metered() as meter:
+            persona = self.persona_synthesizer(past_judgments=evidence.past_judgments).persona
+        usage["persona"] = meter.usage
+        with metered() as meter:
+            candidates = self._candidate_demo_sets(
+                evidence.verified, evidence.train, evidence.rng, self.config.num_demo_candidates
+            )
+            demo_sets = [[], *candidates]
+            judges = [_with_persona(student, persona) for _ in demo_sets]
+            search = self._search(judges, demo_sets, evidence.val_examples)
+        usage["demo_search"] = meter.usage
+
+        judge = _with_persona(student, persona)
+        judge.demos = demo_sets[search.best_index]
+        judge.fit_record = FitRecord(
+            user_id=evidence.user_id, train_pairs=len(evidence.train),
+            val_pairs=len({example.pair_id for example in evidence.val_examples}),
+            verified_pairs=len(evidence.verified), persona=persona, subset_accuracies=evidence.subset_accuracies,
+            demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
+            evidence_demos=[dict(demo) for demo in evidence.evidence], usage=usage,
+            failed_calls={**evidence.failed_calls, "demo_search": search.failed},
+        )  # fmt: skip
+        return judge
+
+    def collect_evidence(
+        self, student: PreferenceJudge, *, trainset: Sequence[dspy.Example], valset: Sequence[dspy.Example]
+    ) -> PersonaEvidence:
+        """Step 1: bootstrap verified pairs with copies of `student`, and choose the demo set the persona is written
+        from."""
+        train = _pairs_in_both_orders(trainset)
+        if not valset:
+            raise DataError("valset", None, None, "no judge examples", SETS_HINT)
         rng = random.Random(self.config.seed)
-        val_examples = [example for pair in val for example in judge_examples(pair)]
+        val_examples = list(valset)
         with metered() as bootstrap:
-            traces, bootstrap_failures = self._bootstrap_traces(train, rng)
+            verified, bootstrap_failures = self._bootstrap(student, train)
         with metered() as evidence_meter:
-            subsets = self._candidate_demo_sets(traces, train, rng, self.config.num_persona_subsets)
-            search = self._search([PreferenceJudge() for _ in subsets], subsets, val_examples)
+            subsets = self._candidate_demo_sets(verified, train, rng, self.config.num_persona_subsets)
+            search = self._search([student.reset_copy() for _ in subsets], subsets, val_examples)
         return PersonaEvidence(
-            user_id=user.user_id, train=train, val_examples=val_examples, traces=traces,
+            user_id=train[0][0].user_id, train=train, val_examples=val_examples, verified=verified,
             evidence=subsets[search.best_index], subset_accuracies=_accuracies(search), rng=rng,
             usage={"bootstrap": bootstrap.usage, "persona_evidence": evidence_meter.usage},
             failed_calls={"bootstrap": bootstrap_failures, "persona_evidence": search.failed},
         )  # fmt: skip
 
-    def fit(self, user: UserPairs) -> tuple[PreferenceJudge, FitRecord]:
-        prepared = self.prepare(user)
-        usage = dict(prepared.usage)
-        with metered() as meter:
-            persona = self.persona_synthesizer(past_judgments=prepared.past_judgments).persona
-        usage["persona"] = meter.usage
-        with metered() as meter:
-            candidates = self._candidate_demo_sets(
-                prepared.traces, prepared.train, prepared.rng, self.config.num_demo_candidates
-            )
-            demo_sets = [[], *candidates]
-            search = self._search([PreferenceJudge(persona) for _ in demo_sets], demo_sets, prepared.val_examples)
-        usage["demo_search"] = meter.usage
-
-        judge = PreferenceJudge(persona)
-        judge.demos = demo_sets[search.best_index]
-        record = FitRecord(
-            user_id=user.user_id, train_pairs=len(prepared.train), val_pairs=len(prepared.val_examples) // 2,
-            verified_traces=len(prepared.traces), persona=persona, subset_accuracies=prepared.subset_accuracies,
-            demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
-            evidence_demos=[dict(demo) for demo in prepared.evidence], usage=usage,
-            failed_calls={**prepared.failed_calls, "demo_search": search.failed},
-        )  # fmt: skip
-        return judge, record
-
-    def _split(self, user: UserPairs) -> tuple[list[PreferencePair], list[PreferencePair]]:
-        pairs = user.context_pairs
-        if len(pairs) < 2:
-            raise DataError(user.user_id, None, None, f"user has {len(pairs)} context pair(s); SynthesizeMe needs 2+")
-        same = [pair for pair in pairs if pair.chosen.content == pair.rejected.content]
-        if same:
-            raise DataError(user.user_id, None, "chosen", f"{len(same)} pair(s) have identical chosen and rejected")
-        if user.val and user.train:
-            return user.train, user.val
-        cut = min(max(1, round(len(pairs) * (1 - self.config.val_fraction))), len(pairs) - 1)
-        return pairs[:cut], pairs[cut:]  # unshuffled: the latest pairs validate
-
-    def _bootstrap_traces(
-        self, train: list[PreferencePair], rng: random.Random
-    ) -> tuple[list[dspy.Example], int]:
-        """Judge each train pair once (order drawn at random) without user context; the verified traces, and how
-        many calls failed."""
-        examples = [rng.choice(judge_examples(pair)) for pair in train]
-        predictions = PreferenceJudge().batch(
-            examples, num_threads=self.config.num_threads, max_errors=len(examples) + 1, disable_progress_bar=True
-        )
+    def _bootstrap(self, student: PreferenceJudge, train: list[BothOrders]) -> tuple[list[BothOrders], int]:
+        """Judge each train pair in both orders; the pairs judged right in both, and how many calls failed."""
+        examples = [example for pair in train for example in pair]
+        judge = student.reset_copy()
+        # One judge, one prompt prefix: its first call runs alone, so that the others find the prefix cached.
+        predictions = run_phases(warm_then_interleave([[(judge, example) for example in examples]]),
+                                 self.config.num_threads)
         traces = [
             example.copy(reasoning=prediction.reasoning)
+            if prediction is not None and preference_correct(example, prediction) else None
             for example, prediction in zip(examples, predictions, strict=True)
-            if prediction is not None and preference_correct(example, prediction)
         ]
-        return traces, sum(prediction is None for prediction in predictions)
+        verified = [
+            (first, second)
+            for first, second in zip(traces[0::2], traces[1::2], strict=True)
+            if first is not None and second is not None
+        ]
+        return verified, sum(prediction is None for prediction in predictions)
 
     def _candidate_demo_sets(
-        self, traces: list[dspy.Example], train: list[PreferencePair], rng: random.Random, count: int
+        self, verified: list[BothOrders], train: list[BothOrders], rng: random.Random, count: int
     ) -> list[list[dspy.Example]]:
-        """Unshuffled traces, labeled-only pairs, then random subsets; duplicates dropped, `count` at most."""
+        """Unshuffled verified pairs, labeled-only pairs, then random subsets of the verified pairs, each set shown
+        in balanced orders; duplicates dropped, `count` at most."""
         k = self.config.max_demos
-        labeled = [rng.choice(judge_examples(pair)) for pair in train[:k]]
-        candidates = [traces[:k], labeled]
+        labeled = _balanced_orders(train[:k], rng)
+        candidates = [_balanced_orders(verified[:k], rng), labeled]
         for _ in range(8 * count):
-            if len(candidates) >= count or not traces:
+            if len(candidates) >= count or not verified:
                 break
-            candidates.append(rng.sample(traces, rng.randint(1, min(k, len(traces)))))
+            subset = rng.sample(verified, rng.randint(1, min(k, len(verified))))
+            candidates.append(_balanced_orders(subset, rng))
         unique: dict[tuple[str, ...], list[dspy.Example]] = {}
         for demos in candidates:
             unique.setdefault(tuple(sorted(f"{d.pair_id}:{d.order}" for d in demos)), demos)
@@ -194,6 +228,46 @@ class SynthesizeMe:
             strategy=self.config.search, first_rung=2,  # one validation pair, both orders
             seed=self.config.seed,
         )  # fmt: skip
+
+
+def _balanced_orders(pairs: Sequence[BothOrders], rng: random.Random) -> list[dspy.Example]:
+    """Each pair in one order: half of them with the chosen response first, which half (and, for an odd count,
+    which order gets the extra one) drawn at random."""
+    start = rng.randrange(2)
+    orders = [(start + index) % 2 for index in range(len(pairs))]
+    rng.shuffle(orders)
+    return [pair[order] for pair, order in zip(pairs, orders, strict=True)]
+
+
+def _check_student(student: PreferenceJudge) -> None:
+    """The persona replaces the student's instructions, so a student with instructions of its own is refused."""
+    if not isinstance(student, PreferenceJudge) or student.judge.predict.signature.instructions != (
+        JudgePreference.instructions
+    ):
+        raise ValueError(
+            "SynthesizeMe writes the persona into the judge's instructions: compile an uncompiled PreferenceJudge()"
+        )
+
+
+def _pairs_in_both_orders(trainset: Sequence[dspy.Example]) -> list[BothOrders]:
+    """The train examples grouped by pair, in the order the pairs first appear."""
+    by_pair: dict[str, dict[str, dspy.Example]] = {}
+    for example in trainset:
+        by_pair.setdefault(example.pair_id, {})[example.order] = example
+    if not by_pair:
+        raise DataError("trainset", None, None, "no judge examples", SETS_HINT)
+    one_order = [pair_id for pair_id, orders in by_pair.items() if set(orders) != set(ORDERS)]
+    if one_order:
+        raise DataError("trainset", None, "order", f"{len(one_order)} pair(s) have only one order", SETS_HINT)
+    return [(orders[ORDERS[0]], orders[ORDERS[1]]) for orders in by_pair.values()]
+
+
+def _with_persona(student: PreferenceJudge, persona: str) -> PreferenceJudge:
+    """A copy of `student` whose instructions carry `persona`, worded as `PreferenceJudge(persona)` words them (the
+    judge that `evaluate`'s persona method rebuilds)."""
+    judge = student.reset_copy()
+    judge.judge.predict.signature = PreferenceJudge(persona).judge.predict.signature
+    return judge
 
 
 def format_judgments(traces: list[dspy.Example]) -> str:

@@ -2,6 +2,19 @@
 
 This package is the core: settings, model backends, the structured-output adapter, loaders, metrics, MLflow glue and
 the command line. Signatures, programs, optimizers and compiled programs are top-level packages of their own.
+
+`prefcraft.fit`, `prefcraft.load_judge`, `prefcraft.evaluate` and `prefcraft.models` are the Python API
+(`prefcraft.api`).
 """
 
 __version__ = "0.1.0"
+__all__ = ["PersonalJudge", "Settings", "SynthesizeMeConfig", "evaluate", "fit", "load_judge", "models"]
+
+
+def __getattr__(name: str) -> object:
+    # The API imports dspy, which takes seconds: it loads on first use, so `import prefcraft` stays fast.
+    if name in __all__:
+        from prefcraft import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,9 +1,9 @@
 """Structured outputs that parse on every backend: constrained decoding from each signature's JSON schema.
 
 `SchemaAdapter` is DSPy's JSONAdapter plus one step: before each call it turns the signature's output fields into a
-bounded JSON schema and asks the server to constrain decoding to it. The wire form depends on the server:
-- "llamacpp": llama-cpp-python's `{"type": "json_object", "schema": ...}` (it rejects the json_schema form);
-- "json_schema": the OpenAI / vLLM structured-outputs form `{"type": "json_schema", "json_schema": {...}}`;
+bounded JSON schema and asks the server to constrain decoding to it. Two dialects:
+- "json_schema": the OpenAI structured-outputs form `{"type": "json_schema", "json_schema": {...}}`, which llama.cpp's
+  server, vLLM and hosted APIs all take;
 - "none": no constraint, the prompt alone asks for JSON.
 The format goes through `extra_body`, because DSPy's native engine rebuilds `response_format` itself.
 """
@@ -21,12 +21,12 @@ import pydantic
 
 from prefcraft.errors import ConfigError
 
-Dialect = Literal["llamacpp", "json_schema", "none"]
+Dialect = Literal["json_schema", "none"]
 
 # Bounds that keep every reply inside the token budget, checked against llguidance (the grammar engine of xllamacpp's
 # llama.cpp server). It enforces string, list, map and number bounds, but the digits of a number without a range, or of
 # a float without a step, are unbounded: every number gets a range, and every non-negative float a step. Small integer
-# ranges become enums, which llama-cpp-python's grammar (it ignores ranges) enforces too.
+# ranges become enums, which every grammar engine enforces (llama-cpp-python's ignored ranges).
 MAX_ENUM_RANGE = 20
 CHARS_PER_TOKEN = 3
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest integer a double holds exactly
@@ -38,10 +38,12 @@ KEY_LENGTH = re.compile(r"\{1,(\d+)\}\$$")
 
 
 class SchemaAdapter(dspy.JSONAdapter):
-    def __init__(self, dialect: Dialect = "llamacpp", max_string_chars: int = 800, max_list_items: int = 8, **kwargs):
+    def __init__(
+        self, dialect: Dialect = "json_schema", max_string_chars: int = 800, max_list_items: int = 8, **kwargs
+    ):
         super().__init__(**kwargs)
-        if dialect not in ("llamacpp", "json_schema", "none"):
-            raise ConfigError(f"unknown structured-output dialect {dialect!r}", "use llamacpp, json_schema or none")
+        if dialect not in ("json_schema", "none"):
+            raise ConfigError(f"unknown structured-output dialect {dialect!r}", "use json_schema or none")
         self.dialect = dialect
         self.max_string_chars = max_string_chars
         self.max_list_items = max_list_items
@@ -50,16 +52,12 @@ class SchemaAdapter(dspy.JSONAdapter):
         if self.dialect == "none":
             return
         schema = output_schema(signature, self.max_string_chars, self.max_list_items)
-        lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), "response_format": self._wire_format(schema)}
+        response_format = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
+        lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), "response_format": response_format}
         # The schema bounds the reply's length, so a budget that covers it can never cause a runaway generation.
         needed = math.ceil(max_chars(schema) / CHARS_PER_TOKEN) + 32
         current = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens") or 0
         lm_kwargs["max_tokens"] = max(current, needed)
-
-    def _wire_format(self, schema: dict[str, Any]) -> dict[str, Any]:
-        if self.dialect == "llamacpp":
-            return {"type": "json_object", "schema": schema}
-        return {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
 
 
 def output_schema(signature: type[dspy.Signature], max_string_chars: int, max_list_items: int) -> dict[str, Any]:

@@ -14,6 +14,13 @@ from prefcraft.errors import PrefcraftError
 ROLE_FLAGS = ("model", "api_base", "structured_output", "max_tokens", "temperature", "timeout_s")
 DEMO_METHODS = ["default", "synthesizeme"]
 DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
+SENSEJUDGE_STEPS = {
+    "simulate": "responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
+    "select": "write preference descriptions from the dev pairs and select the subset whose vote is best",
+    "evaluate": "accuracy, consistency, position bias and model ranking of a selected judge on the test pairs",
+    "demo": "simulate, select and evaluate on the embedded model",
+}
+SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 
 def make_parser() -> argparse.ArgumentParser:
@@ -59,7 +66,50 @@ def make_parser() -> argparse.ArgumentParser:
     _add_data_flags(demo)
     _add_fit_flags(demo)
     demo.set_defaults(subsets=DEMO_SEARCH_SIZE, demo_candidates=DEMO_SEARCH_SIZE)
+
+    sensejudge = commands.add_parser("sensejudge", help="SenseJudge: preference subsets and model ranking")
+    steps = sensejudge.add_subparsers(dest="step", required=True)
+    for step, step_help in SENSEJUDGE_STEPS.items():
+        step_parser = steps.add_parser(step, help=step_help)
+        _add_settings_flags(step_parser)
+        _add_sensejudge_flags(step_parser, step)
     return parser
+
+
+def _add_sensejudge_flags(parser: argparse.ArgumentParser, step: str) -> None:
+    parser.add_argument("--pairs", type=Path,
+                        help="labelled pairs, PersonalRewardBench schema (simulate writes them; default: "
+                        "runs/sensejudge/pairs.jsonl)")
+    if step in ("simulate", "demo"):
+        parser.add_argument("--dialogues", type=Path, required=True,
+                            help="SenseBench's new_sense_bmk.json or its folder (not shipped: no licence upstream)")
+        parser.add_argument("--dev-dialogues", type=int, default=4, help="dialogues whose pairs are dev pairs")
+        parser.add_argument("--test-dialogues", type=int, default=2, help="dialogues whose pairs are test pairs")
+        parser.add_argument("--variants", nargs="+", default=["plain", "concise", "detailed"],
+                            help="response models: the task model under these system prompts")
+        parser.add_argument("--persona", help="the simulated annotator's persona (default: wants short answers)")
+        parser.add_argument("--max-context-chars", type=int, default=1200, help="dialogue turns kept per request")
+        parser.add_argument("--max-response-chars", type=int, default=600, help="longest response")
+        parser.add_argument("--response-temperature", type=float, default=0.7, help="sampling of the responses")
+    if step in ("select", "evaluate", "demo"):
+        parser.add_argument("--judge", type=Path,
+                            help="the compiled SelectedJudge: select writes it, evaluate reads it (default: "
+                            "runs/sensejudge/sensejudge.json)")
+        parser.add_argument("--annotator", help="whose pairs, when the file holds several annotators")
+    if step in ("select", "demo"):
+        parser.add_argument("--max-pair-descriptions", type=int, default=10,
+                            help="dev pairs that get a description of their own (the reference: 10)")
+        parser.add_argument("--exhaustive-limit", type=int, default=12, help="beyond this many descriptions, beam")
+        parser.add_argument("--beam-width", type=int, default=64)
+        parser.add_argument("--penalize-order-imbalance", action="store_true",
+                            help="score a subset minus the gap between its right answers in the two orders")
+    if step in ("evaluate", "demo"):
+        parser.add_argument("--reference-ranking", nargs="+", metavar="MODEL",
+                            help="reference ranking of the response models, best first (default: the annotator's)")
+        parser.add_argument("--output-dir", type=Path,
+                            help="where judgments go (default: runs/sensejudge)")
+    if step == "demo":
+        parser.set_defaults(**SENSEJUDGE_DEMO)
 
 
 def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
@@ -83,7 +133,7 @@ def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
     for role in ("task", "prompt", "judge"):
         group.add_argument(f"--{role}-model", help=f"litellm model string of the {role} model")
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
-        group.add_argument(f"--{role}-structured-output", choices=["llamacpp", "json_schema", "none"])
+        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "none"])
         group.add_argument(f"--{role}-max-tokens", type=int)
         group.add_argument(f"--{role}-temperature", type=float)
         group.add_argument(f"--{role}-timeout-s", type=float)
@@ -163,11 +213,41 @@ def search_config(args: argparse.Namespace, settings: Any) -> Any:
                               seed=settings.seed)
 
 
+def sensejudge_job(args: argparse.Namespace, settings: Any) -> Any:
+    from prefcraft.commands.sensejudge import SenseJudgeJob
+    from prefcraft.commands.sensejudge_simulate import DEFAULT_PERSONA, SimulationConfig
+    from prefcraft.optimizers.subset_selection import SubsetSelectionConfig
+
+    flags = vars(args)
+    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking")
+    job = SenseJudgeJob(**{name: flags[name] for name in given if flags.get(name) is not None})
+    if "dialogues" in flags:
+        job.simulation = SimulationConfig(
+            dev_dialogues=args.dev_dialogues, test_dialogues=args.test_dialogues, variants=tuple(args.variants),
+            persona=args.persona or DEFAULT_PERSONA, max_context_chars=args.max_context_chars,
+            max_response_chars=args.max_response_chars, response_temperature=args.response_temperature,
+            seed=settings.seed,
+        )
+    if "max_pair_descriptions" in flags:
+        job.max_pair_descriptions = args.max_pair_descriptions
+        job.selection = SubsetSelectionConfig(
+            exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
+            penalize_order_imbalance=args.penalize_order_imbalance, num_threads=settings.num_threads,
+        )
+    return job
+
+
 def run_command(args: argparse.Namespace, settings: Any) -> None:
     if args.command == "serve":
         from prefcraft.commands.serve import serve
 
         serve(settings, print)
+        return
+    if args.command == "sensejudge":
+        from prefcraft.commands.sensejudge import run_sensejudge
+
+        steps = ["simulate", "select", "evaluate"] if args.step == "demo" else [args.step]
+        run_sensejudge(settings, sensejudge_job(args, settings), steps, print)
         return
     from prefcraft.commands.evaluate import evaluate_methods
     from prefcraft.report import format_comparison, format_fit_summary, format_report

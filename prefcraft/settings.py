@@ -38,10 +38,10 @@ class ModelSettings(BaseModel):
     model: str = Field(f"hosted_vllm/{EMBEDDED_MODEL_NAME}", description="litellm model string")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
-    structured_output: Literal["llamacpp", "json_schema", "none"] = Field(
+    structured_output: Literal["json_schema", "none"] = Field(
         "json_schema",
-        description="how constrained decoding is requested: the OpenAI / vLLM json_schema form (llama.cpp's server "
-        "and vLLM both take it), llama.cpp's json_object+schema, or not at all",
+        description="how constrained decoding is requested: the OpenAI json_schema form (llama.cpp's server, vLLM and "
+        "hosted APIs take it) or not at all",
     )
     temperature: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(512, gt=0)

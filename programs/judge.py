@@ -5,6 +5,7 @@ demographics) that context becomes part of its instructions, as in the paper; de
 """
 
 import dspy
+
 from prefcraft.signatures.judge import JudgePreference
 
 USER_CONTEXT_TEMPLATE = """{instructions}

@@ -1,6 +1,7 @@
 """The Memory baseline: one to five insights per past interaction, appended in order, as the judge's user context."""
 
 import dspy
+
 from prefcraft.signatures.memory import ExtractInsights
 
 MAX_INSIGHTS_PER_INTERACTION = 5

@@ -2,6 +2,7 @@
 persona. Its prompt is what MIPROv2 compiles once over training users (optimizers/persona_prompt.py)."""
 
 import dspy
+
 from prefcraft.signatures.persona import SynthesizePersona
 
 

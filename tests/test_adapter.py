@@ -8,11 +8,11 @@ import dspy
 import pydantic
 import pytest
 from dspy.utils.dummies import DummyLM
-from prefcraft.signatures.judge import JudgePreference
 
 from prefcraft.adapter import CHARS_PER_TOKEN, MAX_SAFE_INTEGER, SchemaAdapter, max_chars, output_schema
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_adapter, build_lm
+from prefcraft.signatures.judge import JudgePreference
 
 
 class Dish(pydantic.BaseModel):
@@ -432,7 +432,7 @@ def test_predict_with_the_schema_adapter_returns_typed_outputs():
     assert isinstance(prediction.menu, Menu) and isinstance(prediction.menu.main, Dish)
     assert prediction.weights == TYPED_REPLY["weights"]
     sent = lm.history[-1]["kwargs"]
-    assert sent["extra_body"]["response_format"]["schema"] == output_schema(Typed, 120, 4)
+    assert sent["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(Typed, 120, 4)
 
 
 # SchemaAdapter._prepare_response_format
@@ -444,19 +444,13 @@ def prepared(dialect: str, signature: type[dspy.Signature] = Bounded, **lm_kwarg
     return lm_kwargs
 
 
-def test_llamacpp_wire_form():
-    sent = prepared("llamacpp")
-    assert sent["extra_body"]["response_format"] == {"type": "json_object", "schema": output_schema(Bounded, 800, 8)}
-    assert "response_format" not in sent  # DSPy's native engine would rebuild a top-level one
-
-
 def test_json_schema_wire_form():
     sent = prepared("json_schema")
     assert sent["extra_body"]["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "outputs", "schema": output_schema(Bounded, 800, 8), "strict": True},
     }
-    assert "response_format" not in sent
+    assert "response_format" not in sent  # DSPy's native engine would rebuild a top-level one
 
 
 def test_no_constraint_sends_nothing():
@@ -465,16 +459,16 @@ def test_no_constraint_sends_nothing():
 
 
 def test_other_extra_body_keys_are_kept():
-    sent = prepared("llamacpp", extra_body={"top_k": 5})
+    sent = prepared("json_schema", extra_body={"top_k": 5})
     assert sent["extra_body"]["top_k"] == 5
     assert "response_format" in sent["extra_body"]
 
 
 def test_max_tokens_is_raised_to_cover_the_schema():
     needed = math.ceil(max_chars(output_schema(Bounded, 800, 8)) / CHARS_PER_TOKEN)
-    assert prepared("llamacpp")["max_tokens"] > needed  # the LM's own 16 would cut the reply off
+    assert prepared("json_schema")["max_tokens"] > needed  # the LM's own 16 would cut the reply off
     assert prepared("json_schema", max_tokens=100)["max_tokens"] > needed
-    assert prepared("llamacpp", max_tokens=100_000)["max_tokens"] == 100_000  # a larger budget is never lowered
+    assert prepared("json_schema", max_tokens=100_000)["max_tokens"] == 100_000  # a larger budget is never lowered
 
 
 def test_unknown_dialect():

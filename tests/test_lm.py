@@ -8,13 +8,13 @@ from typing import Any
 
 import dspy
 import pytest
-from prefcraft.signatures.judge import JudgePreference
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import free_port
 from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.lm import build_lm, check_reachable, configure_cache
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings
+from prefcraft.signatures.judge import JudgePreference
 
 COMPLETION = {
     "id": "chatcmpl-1",

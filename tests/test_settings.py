@@ -172,3 +172,9 @@ def test_config_file_that_is_not_toml(tmp_path):
     with pytest.raises(ConfigError, match="not valid TOML") as caught:
         load_settings(config, environ={})
     assert str(config) in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["embedded.toml", "vllm-qwen7b.toml"])
+def test_the_shipped_experiment_settings_load(name):
+    settings = load_settings(Path(__file__).parents[1] / "experiments" / name, environ={})
+    assert settings.task.structured_output == "json_schema"

@@ -18,10 +18,18 @@ from prefcraft.commands.evaluate import select_users
 from prefcraft.commands.fit import COMPILED_DIR, PERSONA_SYNTHESIZER
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
 from prefcraft.lm import build_lm
-from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import (
+    VAL_FRACTION,
+    UserPairs,
+    group_by_user,
+    judge_set,
+    load_pairs,
+    train_val_split,
+)
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.persona_prompt import PersonaPromptConfig, compile_persona_prompt
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
@@ -45,10 +53,11 @@ def compile_persona(
         start_tracking(session)
         params = {"program": PERSONA_SYNTHESIZER, "data": str(data), "data_digest": data_digest(data),
                   "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
+                  "fit_val_fraction": VAL_FRACTION,
                   **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
         with tracked_run("compile-persona", params), lm_context(session, "task"), metered() as meter:
             fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
-            train_evidence, val_evidence = _prepare(fitter, train), _prepare(fitter, val)
+            train_evidence, val_evidence = _collect_evidence(fitter, train), _collect_evidence(fitter, val)
             compiled = compile_persona_prompt(
                 train_evidence, val_evidence, prompt_config,
                 prompt_model=build_lm(session.model_for("prompt")), task_model=build_lm(session.task),
@@ -65,18 +74,20 @@ def compile_persona(
     return output
 
 
-def _prepare(fitter: SynthesizeMe, users: dict[str, UserPairs]) -> list[PersonaEvidence]:
-    prepared = []
-    for user_id, user in tqdm(users.items(), desc="preparing persona evidence", unit="user"):
+def _collect_evidence(fitter: SynthesizeMe, users: dict[str, UserPairs]) -> list[PersonaEvidence]:
+    evidence = []
+    for user_id, user in tqdm(users.items(), desc="collecting persona evidence", unit="user"):
         try:
-            prepared.append(fitter.prepare(user))
+            train, val = train_val_split(user)
+            evidence.append(fitter.collect_evidence(PreferenceJudge(), trainset=judge_set(train),
+                                                    valset=judge_set(val)))
         except ServerError:
             raise
         except PrefcraftError as error:
             logger.warning("leaving user %s out of the compile: %s", user_id, error)
-    if not prepared:
+    if not evidence:
         raise ConfigError("no usable users to compile the persona prompt on")
-    return prepared
+    return evidence
 
 
 def _register(output: Path, model: str) -> None:

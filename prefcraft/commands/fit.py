@@ -14,9 +14,16 @@ from prefcraft import compiled
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
-from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import (
+    VAL_FRACTION,
+    group_by_user,
+    judge_set,
+    load_pairs,
+    train_val_split,
+)
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
-from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
@@ -72,7 +79,8 @@ def fit_users(
     with model_session(settings) as session:
         start_tracking(session)
         params = {"program": PERSONAL_JUDGE, "data": str(data), "data_digest": digest, "users": len(selected),
-                  "persona_prompt": prompt_source, **asdict(config), **model_params(session)}
+                  "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
+                  **model_params(session)}
         with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
             fitter = SynthesizeMe(synthesizer, config)
             for user_id, user in tqdm(selected.items(), desc="fitting users", unit="user"):
@@ -87,7 +95,10 @@ def fit_users(
                 try:
                     with tracked_run(user_id, {"user_id": user_id}, nested=True):
                         with metered_prompt_cache(session.task.api_base) as server:
-                            judge, record = fitter.fit(user)
+                            train, val = train_val_split(user)
+                            judge = fitter.compile(PreferenceJudge(), trainset=judge_set(train),
+                                                   valset=judge_set(val))
+                        record = judge.fit_record
                         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id,
                                       model=session.task.model, data_digest=digest, persona_prompt=prompt_source,
                                       persona=record.persona, score={"val_accuracy": record.val_accuracy},
@@ -106,8 +117,10 @@ def fit_users(
 
 
 def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:
-    """The settings that change a fit's result (threads only change its speed)."""
-    return {name: value for name, value in asdict(config).items() if name != "num_threads"}
+    """The settings that change a fit's result: the split, the demos' orders and the optimizer's (threads only change
+    its speed)."""
+    optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
+    return {"val_fraction": VAL_FRACTION, "demo_orders": DEMO_ORDERS, **optimizer}
 
 
 def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:
@@ -124,7 +137,7 @@ def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:
 
 
 def _record_metrics(record: FitRecord) -> dict[str, float]:
-    metrics = {"val_accuracy": record.val_accuracy, "verified_traces": float(record.verified_traces),
+    metrics = {"val_accuracy": record.val_accuracy, "verified_pairs": float(record.verified_pairs),
                "demos": float(record.demos), "failed_calls": float(sum(record.failed_calls.values())),
                **record.total_usage.as_metrics()}
     for step, usage in record.usage.items():

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from prefcraft.errors import DataError
 
+VAL_FRACTION = 0.3  # without a val split in the data, the latest 30% of a user's context pairs validate
 HUB_DATASETS = ("MichaelR207/prism_personalized_0125", "MichaelR207/chatbot_arena_personalized_0125")
 REQUIRED_COLUMNS = ("user_id", "split", "context", "chosen", "rejected")
 
@@ -71,6 +72,26 @@ class UserPairs:
     def context_pairs(self) -> list[PreferencePair]:
         """The pairs a personalization method may learn from (train then val)."""
         return self.train + self.val
+
+
+def train_val_split(
+    user: UserPairs, val_fraction: float = VAL_FRACTION
+) -> tuple[list[PreferencePair], list[PreferencePair]]:
+    """The pairs to fit one user on: the data's own train and val pairs when it has both, else the context pairs cut
+    unshuffled, so that the latest `val_fraction` of them validate.
+
+    Raises DataError for fewer than 2 context pairs, or a pair whose chosen and rejected are the same.
+    """
+    pairs = user.context_pairs
+    if len(pairs) < 2:
+        raise DataError(user.user_id, None, None, f"user has {len(pairs)} context pair(s); a fit needs 2+")
+    same = [pair for pair in pairs if pair.chosen.content == pair.rejected.content]
+    if same:
+        raise DataError(user.user_id, None, "chosen", f"{len(same)} pair(s) have identical chosen and rejected")
+    if user.val and user.train:
+        return user.train, user.val
+    cut = min(max(1, round(len(pairs) * (1 - val_fraction))), len(pairs) - 1)
+    return pairs[:cut], pairs[cut:]
 
 
 def load_pairs(source: str | Path, *, hub_split: str | None = None) -> list[PreferencePair]:
@@ -225,3 +246,8 @@ def judge_examples(pair: PreferencePair) -> list[dspy.Example]:
             **shared, first_completion=rejected, second_completion=chosen, preference="Second", order="chosen_second"
         ).with_inputs(*JUDGE_INPUTS),
     ]
+
+
+def judge_set(pairs: Iterable[PreferencePair]) -> list[dspy.Example]:
+    """Every pair in both orders, as judge examples: a trainset or valset for the judge's optimizers."""
+    return [example for pair in pairs for example in judge_examples(pair)]

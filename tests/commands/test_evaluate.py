@@ -5,8 +5,6 @@ import logging
 from contextlib import nullcontext
 
 import pytest
-from prefcraft.optimizers.artifacts import save_compiled
-from prefcraft.programs.judge import PreferenceJudge
 
 from prefcraft.cli import make_parser
 from prefcraft.commands import evaluate
@@ -14,6 +12,8 @@ from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.errors import ConfigError
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest
 from prefcraft.usage import LMUsage

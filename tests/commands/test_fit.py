@@ -1,10 +1,10 @@
 """Resuming a fit: a fitted file is reused only when nothing that changes a fit has changed."""
 
+from prefcraft.commands.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
+from prefcraft.loaders.personal_reward_bench import VAL_FRACTION
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
-
-from prefcraft.commands.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
 
 
 def fitted_file(tmp_path, config: SynthesizeMeConfig):
@@ -33,6 +33,16 @@ def test_every_setting_that_changes_a_fit_is_named(tmp_path):
     reason = _refit_reason(path, {**metadata, "persona_prompt": "other.json"})
     assert reason == "changed persona_prompt 'p.json' -> 'other.json'"
     assert "data_digest" in _refit_reason(path, {**metadata, "data_digest": "def"})
+
+
+def test_a_judge_fitted_before_demos_were_balanced_is_fitted_again(tmp_path):
+    settings = fit_settings(SynthesizeMeConfig())
+    assert settings["val_fraction"] == VAL_FRACTION == 0.3 and settings["demo_orders"] == "balanced"
+    before = {name: value for name, value in settings.items() if name != "demo_orders"}
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
+    path = save_compiled(PreferenceJudge("persona"), path, program_name=PERSONAL_JUDGE,
+                         **{**metadata, "optimizer": before})
+    assert "'demo_orders': 'balanced'" in _refit_reason(path, metadata)
 
 
 def test_a_missing_or_unreadable_file_is_fitted(tmp_path):

@@ -2,11 +2,11 @@ import json
 
 import dspy
 import pytest
+
+from prefcraft.errors import CompiledProgramError
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-
-from prefcraft.errors import CompiledProgramError
 
 DEMO = dspy.Example(
     conversation="[user]: hi", first_completion="Hello!", second_completion="Greetings.", reasoning="short wins",

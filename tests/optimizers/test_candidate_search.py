@@ -1,5 +1,6 @@
 import dspy
 import pytest
+
 from prefcraft.optimizers.candidate_search import search_candidates
 
 

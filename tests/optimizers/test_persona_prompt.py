@@ -3,6 +3,9 @@
 import dspy
 import pytest
 from dspy.utils import DummyLM
+
+from prefcraft.lm import build_adapter, build_lm
+from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.persona_prompt import (
     PersonaMetric,
@@ -11,9 +14,8 @@ from prefcraft.optimizers.persona_prompt import (
     persona_examples,
 )
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-
-from prefcraft.lm import build_adapter, build_lm
 
 
 def test_examples_carry_only_the_past_judgments_as_input(pair, user_with):
@@ -57,7 +59,10 @@ def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedd
                                  num_threads=2)
     lm = build_lm(embedded_model)
     with dspy.context(lm=lm, adapter=build_adapter(embedded_model)):
-        evidence = [SynthesizeMe(PersonaSynthesizer(), fit_config).prepare(user) for user in users]
+        fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
+        splits = [train_val_split(user) for user in users]
+        evidence = [fitter.collect_evidence(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
+                    for train, val in splits]
         compiled = compile_persona_prompt(evidence[:2], evidence[2:], config, prompt_model=lm, task_model=lm)
         assert isinstance(compiled, PersonaSynthesizer)
         assert 0.0 <= compiled.score <= 100.0

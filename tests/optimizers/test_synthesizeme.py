@@ -1,32 +1,69 @@
-"""SynthesizeMe's per-user fit: bad input without LM calls, then a real fit on the embedded model."""
+"""SynthesizeMe's per-user fit: the split, the teleprompter's shape and balanced demos on scripted judges, then a real
+fit on the embedded model."""
 
 import dspy
 import pytest
+from dspy.teleprompt import Teleprompter
+from dspy.utils.dummies import DummyLM
+
+from prefcraft.errors import DataError
+from prefcraft.lm import build_adapter, build_lm
+from prefcraft.loaders.personal_reward_bench import UserPairs, judge_examples, judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig, format_judgments
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 
-from prefcraft.errors import DataError
-from prefcraft.lm import build_adapter, build_lm
-from prefcraft.loaders.personal_reward_bench import UserPairs, judge_examples
+PERSONA_REPLY = {"reasoning": "They pick the short answers.", "persona": "Likes short, direct answers."}
+SMALL_SEARCH = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1)
+
+
+def always_second_lm() -> DummyLM:
+    """A judge with the worst position bias: 'Second' whatever it is shown."""
+    return DummyLM({
+        "[[ ## past_judgments ## ]]": PERSONA_REPLY,
+        "[[ ## second_completion ## ]]": {"reasoning": "The second one reads better.", "preference": "Second"},
+    })
+
+
+def oracle_lm(user: UserPairs) -> DummyLM:
+    """A judge that picks the chosen response wherever it stands."""
+    answers = {"[[ ## past_judgments ## ]]": PERSONA_REPLY}
+    for pair in user.train + user.val + user.test:
+        for position, label in (("first", "First"), ("second", "Second")):
+            answers[f"[[ ## {position}_completion ## ]]\n{pair.chosen.content}"] = {
+                "reasoning": "The user likes this one.", "preference": label}
+    return DummyLM(answers)
+
+
+def sets(user: UserPairs) -> dict[str, list[dspy.Example]]:
+    return {"trainset": judge_set(user.train), "valset": judge_set(user.val)}
+
+
+def orders(demos) -> list[str]:
+    return sorted(demo["preference"] for demo in demos)
+
+
+def is_balanced(demos) -> bool:
+    firsts = sum(demo["preference"] == "First" for demo in demos)
+    return abs(2 * firsts - len(demos)) <= 1
 
 
 def test_a_user_with_fewer_than_two_context_pairs_is_refused_before_any_call(user_with):
     with pytest.raises(DataError, match="1 context pair"):
-        SynthesizeMe(PersonaSynthesizer()).fit(user_with(train=1, val=0))
+        train_val_split(user_with(train=1, val=0))
 
 
 def test_identical_chosen_and_rejected_is_refused(pair):
     broken = pair(0, "train").model_copy(update={"rejected": pair(0, "train").chosen})
     user = UserPairs("u1", train=[broken, pair(1, "train")], val=[pair(2, "val")])
     with pytest.raises(DataError, match="identical chosen and rejected"):
-        SynthesizeMe(PersonaSynthesizer()).fit(user)
+        train_val_split(user)
 
 
 def test_without_a_val_split_the_latest_pairs_validate(pair):
     pairs = [pair(i, "train") for i in range(10)]
-    train, val = SynthesizeMe(PersonaSynthesizer())._split(UserPairs("u1", train=pairs))
+    train, val = train_val_split(UserPairs("u1", train=pairs))
     assert train == pairs[:7] and val == pairs[7:]
 
 
@@ -36,18 +73,83 @@ def test_persona_evidence_is_formatted_with_reasoning_and_label(pair):
     assert "Judgment 1" in text and "The short one is direct." in text and "Preferred: Second" in text
 
 
+def test_compile_returns_a_new_judge_with_its_record_and_leaves_the_student_as_it_was(user_with):
+    user = user_with(train=4, val=2)
+    student = PreferenceJudge()
+    instructions = student.judge.predict.signature.instructions
+    optimizer = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH)
+    with dspy.context(lm=oracle_lm(user)):
+        judge = optimizer.compile(student, **sets(user))
+    assert isinstance(optimizer, Teleprompter)
+    assert judge is not student and student.demos == []
+    assert student.judge.predict.signature.instructions == instructions
+    record = judge.fit_record
+    assert (record.user_id, record.train_pairs, record.val_pairs) == ("u1", 4, 2)
+    assert record.persona == PERSONA_REPLY["persona"]
+    persona_judge = PreferenceJudge(record.persona)
+    assert judge.judge.predict.signature.instructions == persona_judge.judge.predict.signature.instructions
+
+
+def test_a_student_with_instructions_of_its_own_is_refused_before_any_call(user_with):
+    user = user_with(train=4, val=2)
+    with dspy.context(lm=DummyLM([])), pytest.raises(ValueError, match="uncompiled PreferenceJudge"):
+        SynthesizeMe(PersonaSynthesizer()).compile(PreferenceJudge("a persona"), **sets(user))
+
+
+def test_an_empty_valset_is_refused_before_any_call(user_with):
+    user = user_with(train=4, val=0)
+    with dspy.context(lm=DummyLM([])), pytest.raises(DataError, match="valset: no judge examples"):
+        SynthesizeMe(PersonaSynthesizer()).compile(PreferenceJudge(), **sets(user))
+
+
+def test_a_train_pair_in_one_order_only_is_refused_before_any_call(user_with):
+    user = user_with(train=4, val=2)
+    trainset = judge_set(user.train)[1:]
+    with dspy.context(lm=DummyLM([])), pytest.raises(DataError, match=r"1 pair\(s\) have only one order"):
+        SynthesizeMe(PersonaSynthesizer()).compile(PreferenceJudge(), **{**sets(user), "trainset": trainset})
+
+
+def test_a_judge_that_always_answers_second_verifies_no_pair_and_learns_from_balanced_labels(user_with):
+    user = user_with(train=4, val=2)
+    with dspy.context(lm=always_second_lm()):
+        judge = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH).compile(PreferenceJudge(), **sets(user))
+    record = judge.fit_record
+    assert record.usage["bootstrap"].calls == 8  # every train pair in both orders
+    assert record.verified_pairs == 0
+    assert orders(record.evidence_demos) == ["First", "First", "Second", "Second"]
+    assert all("reasoning" not in demo for demo in record.evidence_demos)  # labeled only
+    assert is_balanced(judge.demos)
+
+
+def test_every_candidate_demo_set_shows_as_many_chosen_first_as_second(user_with):
+    user = user_with(train=8, val=2)
+    optimizer = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH)
+    with dspy.context(lm=oracle_lm(user)):
+        evidence = optimizer.collect_evidence(PreferenceJudge(), **sets(user))
+    assert len(evidence.verified) == 8
+    assert is_balanced(evidence.evidence)
+    candidates = optimizer._candidate_demo_sets(evidence.verified, evidence.train, evidence.rng, 10)
+    assert len(candidates) == 10
+    assert all(is_balanced(demos) for demos in candidates)
+    assert [orders(demos) for demos in candidates[:2]] == [["First", "First", "Second", "Second"]] * 2
+
+
 @pytest.mark.server
 def test_real_fit_saves_a_judge_that_loads_back_and_predicts_identically(embedded_model, tmp_path, pair, user_with):
     config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, num_threads=2)
     user = user_with(train=4, val=2)
     with dspy.context(lm=build_lm(embedded_model), adapter=build_adapter(embedded_model)):
-        judge, record = SynthesizeMe(PersonaSynthesizer(), config).fit(user)
+        train, val = train_val_split(user)
+        judge = SynthesizeMe(PersonaSynthesizer(), config).compile(
+            PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val)
+        )
+        record = judge.fit_record
         assert record.train_pairs == 4 and record.val_pairs == 2
         assert record.persona.strip()
         assert record.persona in judge.judge.predict.signature.instructions
         assert 0.0 <= record.val_accuracy <= 1.0
         assert len(judge.demos) <= config.max_demos
-        assert record.usage["bootstrap"].calls == 4  # each train pair judged once, nothing else in that step
+        assert record.usage["bootstrap"].calls == 8  # each train pair judged in both orders, nothing else
         assert record.usage["persona"].calls == 1
         assert len(record.subset_accuracies) <= config.num_persona_subsets
         assert len(record.demo_accuracies) <= config.num_demo_candidates + 1

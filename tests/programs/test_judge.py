@@ -1,8 +1,7 @@
-from prefcraft.optimizers.artifacts import load_compiled, save_compiled
-from prefcraft.programs.judge import PreferenceJudge
-
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.loaders.personal_reward_bench import judge_examples
+from prefcraft.optimizers.artifacts import load_compiled, save_compiled
+from prefcraft.programs.judge import PreferenceJudge
 
 
 def test_user_context_keeps_the_chain_of_thought(pair):

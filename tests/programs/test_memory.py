@@ -1,5 +1,6 @@
 import dspy
 from dspy.utils.dummies import DummyLM
+
 from prefcraft.programs.memory import MemoryBuilder
 
 INTERACTION = {"conversation": "[user]: hi", "preferred_completion": "Hi!", "other_completion": "Greetings."}

@@ -1,0 +1,219 @@
+"""SenseJudge's preference-subset selection, as a DSPy teleprompter.
+
+The student is a `SelectedJudge` holding every candidate description. `compile` judges every example (labelled pairs
+in both orders: `valset` when given, else `trainset`, since the reference selects on the very dev pairs the
+descriptions were written from) under every description, chooses the subset of descriptions whose majority vote is
+right most often, and returns a `SelectedJudge` of that subset, with what it did in its `selection` attribute.
+
+Votes. Each description is its own prompt prefix, so descriptions are judged in rounds of `num_threads`, each round
+in the order `prefcraft.scheduling` gives (every description's first call alone, then the rest interleaved across
+descriptions). After each round the subsets of the descriptions judged so far are scored; once one is right on every
+judgment no remaining subset can beat it, and the remaining descriptions are never judged (a later description that
+would only tie it is not looked for). A failed call is no vote, counted in `failed_calls`.
+
+Search, from the votes alone (no LM calls). Up to `exhaustive_limit` descriptions (12: 4,095 subsets), every non-empty
+subset, as the reference does. Beyond, a beam search: the `beam_width` best subsets of each size are extended by one
+description each, up to the full set, and the best subset seen at any size wins. A subset's score is the number of
+judgments its majority vote gets right, both orders pooled; with `penalize_order_imbalance`, minus the gap between the
+two orders' counts (the reference's optional penalty). Among tied-best subsets the pick is the first in the
+reference's enumeration order (fewest descriptions, then lowest indices). The reference picks none: it averages the
+test accuracy of every tied-best subset, so all are recorded (`tied_best`) for the evaluation to average. Its fallback
+of inverting the worst subset's decisions when that scores higher is left out: it would predict against the judge.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import dspy
+import numpy as np
+from dspy.teleprompt import Teleprompter
+from tqdm import tqdm
+
+from prefcraft.metrics.majority_vote import FIRST, NO_VOTE, SECOND, decode_vote, encode_votes, majority_decisions
+from prefcraft.programs.sensejudge import SelectedJudge
+from prefcraft.scheduling import run_phases, warm_then_interleave
+
+SearchStrategy = Literal["exhaustive", "beam"]
+Subset = tuple[int, ...]
+
+
+@dataclass
+class SubsetSelectionConfig:
+    """Subset-selection settings. Defaults follow the reference code (up to 12 descriptions, all subsets).
+
+    Search: every subset up to `exhaustive_limit` descriptions, else a beam search keeping `beam_width` subsets per
+    size; `penalize_order_imbalance` subtracts the gap between the two orders' right answers from a subset's score.
+    Runtime: `num_threads` parallel calls, and as many descriptions judged per round; `display_progress` shows a bar.
+    """
+
+    exhaustive_limit: int = 12
+    beam_width: int = 64
+    penalize_order_imbalance: bool = False
+    num_threads: int = 4
+    display_progress: bool = True
+
+
+@dataclass
+class SubsetSearch:
+    tied_best: list[Subset]
+    """Every subset with the best score, in enumeration order; the first is the pick."""
+    score: float
+    correct: int
+    strategy: SearchStrategy
+    subsets_scored: int
+
+    @property
+    def best(self) -> Subset:
+        return self.tied_best[0]
+
+
+@dataclass
+class SubsetSelectionRecord:
+    """What a selection did. Indices refer to the student's descriptions, in order."""
+
+    descriptions: int
+    judged_descriptions: int
+    examples: int
+    selected: list[int]
+    accuracy: float
+    """Dev accuracy of the selected subset's majority vote, over every judgment (both orders)."""
+    tied_best: list[list[int]]
+    strategy: SearchStrategy
+    subsets_scored: int
+    failed_calls: int
+    stopped_early: bool
+    description_accuracy: list[float] = field(default_factory=list)
+    votes: list[list[str | None]] = field(default_factory=list)
+
+
+class SubsetSelection(Teleprompter):
+    def __init__(self, config: SubsetSelectionConfig | None = None):
+        super().__init__()
+        self.config = config or SubsetSelectionConfig()
+
+    def compile(
+        self, student: SelectedJudge, *, trainset: Sequence[dspy.Example], valset: Sequence[dspy.Example] | None = None
+    ) -> SelectedJudge:
+        examples = list(valset or trainset)
+        if not examples or not student.judges:
+            raise ValueError("SubsetSelection needs examples and a SelectedJudge with at least one description")
+        gold = encode_votes([[example.preference for example in examples]])[0]
+        votes = collect_votes(student.judges, examples, num_threads=self.config.num_threads,
+                              done=lambda votes: self._search(votes, gold).correct == len(examples),
+                              progress=self.config.display_progress)
+        search = self._search(votes, gold)
+        program = student.deepcopy()
+        program.judges = [program.judges[index] for index in search.best]
+        program.selection = self._record(student, votes, gold, search)
+        return program
+
+    def _search(self, votes: np.ndarray, gold: np.ndarray) -> SubsetSearch:
+        return search_subsets(votes, gold, exhaustive_limit=self.config.exhaustive_limit,
+                              beam_width=self.config.beam_width,
+                              penalize_order_imbalance=self.config.penalize_order_imbalance)
+
+    def _record(
+        self, student: SelectedJudge, votes: np.ndarray, gold: np.ndarray, search: SubsetSearch
+    ) -> SubsetSelectionRecord:
+        total = len(gold)
+        return SubsetSelectionRecord(
+            descriptions=len(student.judges), judged_descriptions=len(votes), examples=total,
+            selected=list(search.best), accuracy=search.correct / total,
+            tied_best=[list(subset) for subset in search.tied_best], strategy=search.strategy,
+            subsets_scored=search.subsets_scored, failed_calls=int((votes == NO_VOTE).sum()),
+            stopped_early=len(votes) < len(student.judges),
+            description_accuracy=[float((row == gold).mean()) for row in votes],
+            votes=[[decode_vote(vote) for vote in row] for row in votes],
+        )  # fmt: skip
+
+
+def collect_votes(
+    judges: Sequence[dspy.Module], examples: Sequence[dspy.Example], *, num_threads: int,
+    done: Callable[[np.ndarray], bool] | None = None, progress: bool = True,
+) -> np.ndarray:
+    """The (judged judges, examples) votes, judged in rounds of `num_threads` judges; stops after the first round for
+    which `done(votes so far)` holds. A failed call is no vote."""
+    predictions: list[list[str | None]] = []
+    with tqdm(total=len(judges), desc="judging under each description", unit="description",
+              disable=not progress) as bar:
+        for start in range(0, len(judges), num_threads):
+            stop = min(start + num_threads, len(judges))
+            groups = [[(judge, index) for index in range(len(examples))] for judge in range(start, stop)]
+            phases = warm_then_interleave(groups)
+            outputs = run_phases([[(judges[judge], examples[index]) for judge, index in phase] for phase in phases],
+                                 num_threads)
+            block = [[None] * len(examples) for _ in range(start, stop)]
+            jobs = [job for phase in phases for job in phase]
+            for (judge, index), output in zip(jobs, outputs, strict=True):
+                block[judge - start][index] = getattr(output, "preference", None)
+            predictions += block
+            bar.update(stop - start)
+            if done is not None and stop < len(judges) and done(encode_votes(predictions)):
+                break
+    return encode_votes(predictions)
+
+
+def search_subsets(
+    votes: np.ndarray, gold: np.ndarray, *, exhaustive_limit: int = 12, beam_width: int = 64,
+    penalize_order_imbalance: bool = False,
+) -> SubsetSearch:
+    """The best subsets of the (descriptions, judgments) `votes` against `gold` (FIRST / SECOND per judgment)."""
+    count = len(votes)
+    if count == 0:
+        raise ValueError("search_subsets needs the votes of at least one description")
+    if count <= exhaustive_limit:
+        strategy: SearchStrategy = "exhaustive"
+        subsets = [subset for size in range(1, count + 1) for subset in itertools.combinations(range(count), size)]
+        scores, correct = score_subsets(votes, gold, subsets, penalize_order_imbalance)
+    else:
+        strategy = "beam"
+        subsets, scores, correct = _beam_search(votes, gold, beam_width, penalize_order_imbalance)
+    tied = np.flatnonzero(scores == scores.max())
+    return SubsetSearch(tied_best=[subsets[i] for i in tied], score=float(scores[tied[0]]),
+                        correct=int(correct[tied[0]]), strategy=strategy, subsets_scored=len(subsets))
+
+
+def score_subsets(
+    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], penalize_order_imbalance: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each subset's score and number of right majority-vote judgments."""
+    masks = np.zeros((len(subsets), len(votes)), dtype=np.int8)
+    for row, subset in enumerate(subsets):
+        masks[row, list(subset)] = 1
+    right = majority_decisions(votes, masks) == gold[None, :]
+    correct = right.sum(axis=1)
+    if not penalize_order_imbalance:
+        return correct.astype(float), correct
+    gap = np.abs(right[:, gold == FIRST].sum(axis=1) - right[:, gold == SECOND].sum(axis=1))
+    return (correct - gap).astype(float), correct
+
+
+def subset_accuracy(votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset]) -> np.ndarray:
+    """The majority-vote accuracy of each subset, over every judgment."""
+    return score_subsets(votes, gold, subsets)[1] / len(gold)
+
+
+def _beam_search(
+    votes: np.ndarray, gold: np.ndarray, beam_width: int, penalize_order_imbalance: bool
+) -> tuple[list[Subset], np.ndarray, np.ndarray]:
+    """Every subset the beam scored, in enumeration order, with its score and right judgments."""
+    count = len(votes)
+    seen: dict[Subset, tuple[float, int]] = {}
+    beam: list[Subset] = [()]
+    for _ in range(count):
+        extended = sorted({tuple(sorted((*subset, index))) for subset in beam for index in range(count)
+                           if index not in subset}, key=_enumeration_order)
+        scores, correct = score_subsets(votes, gold, extended, penalize_order_imbalance)
+        seen.update(zip(extended, zip(scores.tolist(), correct.tolist(), strict=True), strict=True))
+        ranked = sorted(range(len(extended)), key=lambda i: (-scores[i], _enumeration_order(extended[i])))
+        beam = [extended[i] for i in ranked[:beam_width]]
+    subsets = sorted(seen, key=_enumeration_order)
+    return subsets, np.array([seen[s][0] for s in subsets]), np.array([seen[s][1] for s in subsets])
+
+
+def _enumeration_order(subset: Subset) -> tuple[int, Subset]:
+    return len(subset), subset

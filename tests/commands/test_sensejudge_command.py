@@ -1,0 +1,166 @@
+"""`prefcraft sensejudge` without a model server: the command line, and every step's control flow on a scripted LM."""
+
+import json
+from contextlib import nullcontext
+from pathlib import Path
+
+import dspy
+import mlflow
+import pytest
+from dspy.utils import DummyLM
+
+from prefcraft.cli import main, make_parser, sensejudge_job
+from prefcraft.commands import sensejudge, sensejudge_simulate
+from prefcraft.commands.sensejudge import SenseJudgeJob, description_names, evaluate_judge, select_descriptions
+from prefcraft.commands.sensejudge_simulate import SimulationConfig, sample_dialogues, simulate_pairs
+from prefcraft.errors import ConfigError
+from prefcraft.loaders.personal_reward_bench import load_pairs
+from prefcraft.optimizers.artifacts import load_compiled
+from prefcraft.optimizers.subset_selection import SubsetSelectionConfig
+from prefcraft.programs.sensejudge import SelectedJudge
+from prefcraft.sensejudge_report import SIMULATED_NOTE, format_evaluation, format_selection, format_simulation
+from prefcraft.settings import Settings
+
+
+def write_dialogues(tmp_path, count=4):
+    dialogues = [[{"from": "Human", "content": [{"type": "text", "value": f"Question {i}?"}], "topic": "sense_bmk:QA"}]
+                 for i in range(count)]
+    path = tmp_path / "new_sense_bmk.json"
+    path.write_text(json.dumps(dialogues))
+    return path
+
+
+@pytest.fixture
+def scripted(monkeypatch):
+    """No server and no MLflow; every call answers from one long script (JSON, as the schema adapter asks), so every
+    response differs."""
+    lm = DummyLM([{"response": f"Answer {i}.", "reasoning": "r", "preference": "First" if i % 3 else "Second"}
+                  for i in range(2000)], adapter=dspy.JSONAdapter())
+    offline(monkeypatch, lm)
+    return lm
+
+
+def offline(monkeypatch, lm):
+    for module in (sensejudge, sensejudge_simulate):
+        monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+        monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
+        for name in ("log_metrics", "log_file", "log_json"):
+            monkeypatch.setattr(module, name, lambda *args: None)
+
+
+def test_simulate_select_and_evaluate_run_end_to_end_on_a_scripted_lm(scripted, tmp_path):
+    source = write_dialogues(tmp_path)
+    config = SimulationConfig(dev_dialogues=2, test_dialogues=1, variants=("plain", "concise", "detailed"))
+    session = Settings(num_threads=1)
+    summary = simulate_pairs(session, sample_dialogues(source, config), source, tmp_path / "pairs.jsonl", config)
+    assert (summary.dev_pairs, summary.test_pairs) == (6, 3) and len(summary.dialogues) == 3
+    rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
+    assert {row["labels"] for row in rows} == {"simulated"}
+    assert len(load_pairs(summary.path)) == 9  # the PersonalRewardBench loader reads them
+    assert SIMULATED_NOTE in format_simulation(summary)
+
+    job = SenseJudgeJob(pairs=summary.path, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
+                        max_pair_descriptions=2, selection=SubsetSelectionConfig(num_threads=1,
+                                                                                 display_progress=False))
+    selection = select_descriptions(session, job)
+    assert len(selection.descriptions) == 4  # none, two dev pairs, the aggregate
+    assert selection.record.examples == 12 and selection.usage["extraction"].calls == 3
+    assert "selected" in format_selection(selection)
+
+    outcome = evaluate_judge(session, job)
+    assert [row.name for row in outcome.rows] == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
+    assert outcome.selected.report.accuracy.n == 6
+    assert set(outcome.ranking.judge_wins) <= {"plain", "concise", "detailed"}
+    assert outcome.labels == "simulated"
+    assert len((tmp_path / "out" / "sensejudge-judgments.jsonl").read_text().splitlines()) == 6
+    text = format_evaluation(outcome)
+    assert SIMULATED_NOTE in text and "Kendall tau" in text and "tied-best average" in text
+
+    with summary.path.open("a") as pairs:
+        pairs.write(summary.path.read_text().splitlines()[0].replace('"train"', '"test"') + "\n")
+    with pytest.raises(ConfigError, match="could be among the test pairs"):
+        evaluate_judge(session, job)
+
+
+def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(monkeypatch, tmp_path):
+    def answer(response, preference="First"):
+        return {"response": response, "reasoning": "r", "preference": preference}
+
+    # Round 1 (two dialogues): plain answers both, then concise; the first dialogue's two responses are the same,
+    # so only the second is labelled. Round 2 draws one more dialogue for the test split.
+    offline(monkeypatch, DummyLM([answer("Same."), answer("B plain"), answer("Same."), answer("B concise"),
+                                  answer("-", "Second"), answer("C plain"), answer("C concise"), answer("-")],
+                                 adapter=dspy.JSONAdapter()))
+    source = write_dialogues(tmp_path)
+    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise"))
+    pool = sample_dialogues(source, config)
+    summary = simulate_pairs(Settings(num_threads=1), pool, source, tmp_path / "pairs.jsonl", config)
+    assert (summary.dev_pairs, summary.test_pairs) == (1, 1)
+    assert summary.identical_pairs == 1 and summary.replaced_dialogues == 1
+    assert summary.dialogues == [pool[1].index, pool[2].index]
+    rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
+    assert [row["split"] for row in rows] == ["train", "test"]
+    assert [row["conversation_id"] for row in rows] == [f"sensebench-{pool[i].index}" for i in (1, 2)]
+
+
+def test_description_names_follow_the_extractor_order():
+    assert description_names(4) == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
+
+
+def test_the_demo_flags_build_a_small_job():
+    args = make_parser().parse_args(["sensejudge", "demo", "--dialogues", "d.json", "--variants", "concise", "plain"])
+    job = sensejudge_job(args, Settings(num_threads=2))
+    assert job.simulation.variants == ("concise", "plain") and job.simulation.dev_dialogues == 2
+    assert job.max_pair_descriptions == 4 and job.selection.num_threads == 2
+
+
+def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
+    assert main(["sensejudge", "simulate", "--dialogues", str(tmp_path / "absent.json")]) == 2
+    assert "file not found" in capsys.readouterr().err
+    source = write_dialogues(tmp_path)
+    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--variants", "plain", "rude"]) == 2
+    assert "variants must be two or more" in capsys.readouterr().err
+    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--dev-dialogues", "9"]) == 2
+    assert "cannot draw 9 dev" in capsys.readouterr().err
+
+
+SENSEBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sensebench"
+
+
+@pytest.mark.server
+@pytest.mark.skipif(not (SENSEBENCH / "new_sense_bmk.json").is_file(),
+                    reason="SenseBench dialogues not present at ../shared/data/sensebench/")
+def test_sensejudge_demo_on_real_sensebench_dialogues(embedded_server, tmp_path, capsys):
+    """Tiny but real: 4 real requests, two response variants, up to 2 dev and 2 test pairs, 3 candidate descriptions."""
+    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "256",
+             "--task-timeout-s", "300", "--threads", "4", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+             "--cache-dir", str(tmp_path / "cache"), "--dialogues", str(SENSEBENCH),
+             "--pairs", str(tmp_path / "pairs.jsonl"), "--judge", str(tmp_path / "sensejudge.json"),
+             "--output-dir", str(tmp_path / "out"), "--dev-dialogues", "2", "--test-dialogues", "2",
+             "--variants", "concise", "detailed", "--max-pair-descriptions", "1", "--max-context-chars", "200",
+             "--max-response-chars", "160"]
+    assert main(["sensejudge", "demo", *flags]) == 0
+    out = capsys.readouterr().out
+    assert SIMULATED_NOTE in out and "Kendall tau" in out
+    rows = [json.loads(line) for line in (tmp_path / "pairs.jsonl").read_text().splitlines()]
+    assert {row["labels"] for row in rows} == {"simulated"}
+    assert {row["split"] for row in rows} == {"train", "test"}
+
+    judge = SelectedJudge()
+    metadata = load_compiled(judge, tmp_path / "sensejudge.json", program_name="sensejudge")
+    assert len(judge.judges) == len(metadata["descriptions"]) >= 1
+    assert len(metadata["candidate_descriptions"]) == 3
+
+    assert main(["sensejudge", "demo", *flags]) == 0  # a re-run: every answer from DSPy's cache
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = [run for run in mlflow.search_runs(experiment_names=["prefcraft"], output_format="list",
+                                              order_by=["start_time ASC"])
+            if "mlflow.parentRunId" not in run.data.tags]  # DSPy autologging may add child runs
+    assert [run.info.run_name for run in runs] == ["sensejudge-simulate", "sensejudge-select",
+                                                   "sensejudge-evaluate"] * 2
+    assert all(run.info.status == "FINISHED" for run in runs)
+    first, rerun = runs[:3], runs[3:]
+    assert first[2].data.metrics["selected_judge_lm_calls"] == 0  # the same prompts as the votes
+    assert first[1].data.metrics["selection_lm_calls"] > 0
+    calls = {name: value for run in rerun for name, value in run.data.metrics.items() if name.endswith("lm_calls")}
+    assert calls and not any(calls.values()), calls

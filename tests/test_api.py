@@ -1,0 +1,74 @@
+"""The Python API: a cheap `import prefcraft`, a loaded judge answering on a scripted LM, and the README's example on
+the embedded server."""
+
+import json
+import subprocess
+import sys
+
+import dspy
+import pytest
+from dspy.utils.dummies import DummyLM
+
+import prefcraft
+from prefcraft import api
+from prefcraft.commands.evaluate import PERSONAL_JUDGE
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
+
+
+def test_importing_prefcraft_leaves_dspy_unimported_until_the_api_is_used():
+    check = ("import sys, prefcraft; assert 'dspy' not in sys.modules; prefcraft.fit; "
+             "assert 'dspy' in sys.modules")
+    subprocess.run([sys.executable, "-c", check], check=True)
+
+
+def test_every_public_name_is_the_api_s_own():
+    assert all(getattr(prefcraft, name) is getattr(api, name) for name in prefcraft.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'fitt'"):
+        prefcraft.fitt  # noqa: B018
+
+
+def test_a_loaded_judge_says_which_response_its_user_prefers(tmp_path):
+    path = save_compiled(PreferenceJudge("Likes short answers."), tmp_path / "u1.json", program_name=PERSONAL_JUDGE,
+                         user_id="u1", persona="Likes short answers.")
+    judge = prefcraft.load_judge(path)
+    lm = DummyLM({"[[ ## second_completion ## ]]": {"reasoning": "It is shorter.", "preference": "Second"}})
+    with dspy.context(lm=lm):
+        assert judge.prefers("How do I boil an egg?", "Boil it, then peel it and eat it.", "Boil it.") == "Second"
+        messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
+                    {"role": "user", "content": "Dinner idea?"}]
+        assert judge.prefers(messages, "Pasta.", "Soup.") == "Second"
+    assert judge.persona == "Likes short answers."
+    prompts = [call["messages"][-1]["content"] for call in lm.history]
+    assert "[user]: How do I boil an egg?" in prompts[0]
+    assert "[user]: Hi\n[assistant]: Hello!\n[user]: Dinner idea?" in prompts[1]
+
+
+def write_rows(path, users):
+    path.write_text("".join(json.dumps(pair.model_dump()) + "\n" for user in users
+                            for pair in user.train + user.val + user.test))
+    return path
+
+
+@pytest.mark.server
+def test_the_readme_example_runs(embedded_model, user_with, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # the example's runs/, mlflow.db and .prefcraft/ land here
+    # The README's first lines, pointed at the test server and a small user:
+    settings = prefcraft.Settings(task=embedded_model, num_threads=2)
+    data, user = write_rows(tmp_path / "pairs.jsonl", [user_with(2, 1)]), "u1"
+    # The README's example from here on, as it is:
+    with prefcraft.models(settings) as session:
+        search = prefcraft.SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2)
+        fitted = prefcraft.fit(session, data=data, users=[user], config=search)
+        judge = prefcraft.load_judge(fitted.judges[user])
+        print(judge.prefers("How do I boil an egg?", "Boil it for nine minutes.",
+                            "Put the egg in boiling water for nine minutes, then cool it in cold water and peel it."))
+        outcomes = prefcraft.evaluate(session, data=data, users=[user], methods=["default", "synthesizeme"])
+        for method, outcome in outcomes.items():
+            print(method, outcome.report.accuracy)
+
+    printed = capsys.readouterr().out.splitlines()
+    assert printed.count("First") + printed.count("Second") == 1
+    assert [line.split()[0] for line in printed if line.startswith(tuple(outcomes))] == ["default", "synthesizeme"]
+    assert judge.persona.strip() and (tmp_path / "runs" / "fitted" / "u1.json").is_file()
+    assert all(outcome.report.accuracy.n == 4 for outcome in outcomes.values())  # 2 test pairs, both orders
