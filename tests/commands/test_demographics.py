@@ -2,17 +2,13 @@
 
 import json
 import logging
-from contextlib import nullcontext
 
 import pytest
 
 from prefcraft.commands import evaluate
 from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
 from prefcraft.errors import ConfigError
-from prefcraft.loaders.personal_reward_bench import pair_id
-from prefcraft.metrics.pairwise import Judgment
 from prefcraft.settings import Settings
-from prefcraft.usage import LMUsage
 
 PROFILE = "Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom"
 
@@ -25,23 +21,6 @@ def data(tmp_path, user_with):
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return path
 
-
-@pytest.fixture
-def offline(monkeypatch):
-    """No server, no MLflow, no model calls: every judged pair counts as right; each judge's instructions are kept."""
-    instructions: dict[str, list[str]] = {}
-
-    def judge_pairs(judge, pairs, **options):
-        instructions.setdefault(pairs[0].user_id, []).append(judge.judge.predict.signature.instructions)
-        return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
-
-    monkeypatch.setattr(evaluate, "model_session", nullcontext)
-    monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())
-    monkeypatch.setattr(evaluate, "tracked_run", lambda *args, **kwargs: nullcontext())
-    for name in ("start_tracking", "log_metrics", "log_json"):
-        monkeypatch.setattr(evaluate, name, lambda *args: None)
-    monkeypatch.setattr(evaluate, "judge_pairs", judge_pairs)
-    return instructions
 
 
 def test_the_judge_is_told_the_users_profile(user_with):

@@ -2,7 +2,6 @@
 
 import json
 import logging
-from contextlib import nullcontext
 
 import pytest
 
@@ -10,13 +9,10 @@ from prefcraft.cli import make_parser
 from prefcraft.commands import evaluate
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.errors import ConfigError
-from prefcraft.loaders.personal_reward_bench import pair_id
-from prefcraft.metrics.pairwise import Judgment
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest
-from prefcraft.usage import LMUsage
 
 
 @pytest.fixture
@@ -42,20 +38,6 @@ def no_models(monkeypatch):
 
     monkeypatch.setattr(evaluate, "model_session", model_session)
 
-
-@pytest.fixture
-def offline(monkeypatch):
-    """No server, no MLflow, no model calls: every judged pair counts as right."""
-
-    def judge_pairs(judge, pairs, **options):
-        return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
-
-    monkeypatch.setattr(evaluate, "model_session", nullcontext)
-    monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())
-    monkeypatch.setattr(evaluate, "tracked_run", lambda *args, **kwargs: nullcontext())
-    for name in ("start_tracking", "log_metrics", "log_json"):
-        monkeypatch.setattr(evaluate, name, lambda *args: None)
-    monkeypatch.setattr(evaluate, "judge_pairs", judge_pairs)
 
 
 def test_a_judge_fitted_on_other_data_is_refused(no_models, tmp_path, data):
