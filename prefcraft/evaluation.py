@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import dspy
 
 from prefcraft.lm import check_reachable
-from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_examples
+from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
 from prefcraft.metrics.pairwise import Judgment, preference_correct
 from prefcraft.settings import ModelSettings
 from prefcraft.usage import LMUsage, metered
@@ -28,7 +28,7 @@ def judge_pairs(
     start together with a prefix the server has not cached yet each evaluate it in full. Evaluate then takes that
     first answer from DSPy's cache.
     """
-    examples = [example for pair in pairs for example in judge_examples(pair)]
+    examples = judge_set(pairs)
     if not examples:
         return [], LMUsage()
     evaluate = dspy.Evaluate(
