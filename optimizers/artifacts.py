@@ -2,6 +2,7 @@
 
 Files are written atomically (temporary file, then rename), so a crash never leaves a half-written program, and
 loading checks the program name before touching the program (DSPy's `load_state` also trial-runs on a copy).
+Programs shipped with prefcraft live in the `compiled` package, listed per program and task model in its index.json.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from typing import Any
 
 import dspy
 
+from prefcraft import compiled
 from prefcraft.errors import CompiledProgramError
 
 METADATA_KEY = "prefcraft"
+COMPILED_DIR = Path(compiled.__file__).parent
+COMPILED_INDEX = COMPILED_DIR / "index.json"
 
 
 def save_compiled(program: dspy.Module, path: Path, *, program_name: str, **metadata: Any) -> Path:
@@ -65,3 +69,30 @@ def load_compiled(program: dspy.Module, path: Path, *, program_name: str) -> dic
     except (KeyError, ValueError, TypeError) as error:
         raise CompiledProgramError(f"{path} does not match the {program_name} program ({error})") from None
     return metadata
+
+
+def shipped_compiled(program_name: str, model: str) -> Path | None:
+    """The compiled `program_name` that prefcraft ships for task model `model`, if any (see compiled/index.json)."""
+    for entry in _read_index().get(program_name, []):
+        if entry["model"] == model:
+            return COMPILED_DIR / entry["path"]
+    return None
+
+
+def register_compiled(program_name: str, model: str, path: Path) -> bool:
+    """List `path` in compiled/index.json as the shipped `program_name` for `model`, replacing any earlier entry.
+
+    Only files inside the compiled package can be shipped; returns whether `path` was registered.
+    """
+    if not path.resolve().is_relative_to(COMPILED_DIR.resolve()):
+        return False
+    index = _read_index()
+    relative = path.resolve().relative_to(COMPILED_DIR.resolve()).as_posix()
+    entries = [entry for entry in index.get(program_name, []) if entry["model"] != model]
+    index[program_name] = [*entries, {"model": model, "path": relative}]
+    COMPILED_INDEX.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    return True
+
+
+def _read_index() -> dict[str, list[dict[str, str]]]:
+    return json.loads(COMPILED_INDEX.read_text(encoding="utf-8")) if COMPILED_INDEX.is_file() else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ SENSEJUDGE_STEPS = {
     "evaluate": "accuracy, consistency, position bias and model ranking of a selected judge on the test pairs",
     "demo": "simulate, select and evaluate on the embedded model",
 }
+COMPONENTS = ("prefdisco", "cupid", "lampqa")  # each has its command line in prefcraft/commands/<name>_cli.py
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 
@@ -73,7 +75,15 @@ def make_parser() -> argparse.ArgumentParser:
         step_parser = steps.add_parser(step, help=step_help)
         _add_settings_flags(step_parser)
         _add_sensejudge_flags(step_parser, step)
+    for name in COMPONENTS:
+        component = _component_cli(name)
+        component.add_steps(commands.add_parser(name, help=component.HELP), _add_settings_flags)
     return parser
+
+
+def _component_cli(name: str) -> Any:
+    """A component's command line: `HELP`, `add_steps(parser, add_settings_flags)` and `run(args, settings, echo)`."""
+    return importlib.import_module(f"prefcraft.commands.{name}_cli")
 
 
 def _add_sensejudge_flags(parser: argparse.ArgumentParser, step: str) -> None:
@@ -243,6 +253,9 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
 
         serve(settings, print)
         return
+    if args.command in COMPONENTS:
+        _component_cli(args.command).run(args, settings, print)
+        return
     if args.command == "sensejudge":
         from prefcraft.commands.sensejudge import run_sensejudge
 
@@ -255,9 +268,9 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
     data = args.data or SAMPLE_USERS
     if args.command == "compile-persona":
         from prefcraft.commands.compile_persona import compile_persona
-        from prefcraft.optimizers.persona_prompt import PersonaPromptConfig
+        from prefcraft.optimizers.miprov2 import MIPROv2Config
 
-        prompt_config = PersonaPromptConfig(
+        prompt_config = MIPROv2Config(
             num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,
             max_labeled_demos=args.max_labeled_demos, num_threads=settings.num_threads,
         )

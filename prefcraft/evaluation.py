@@ -1,8 +1,8 @@
-"""Judging preference pairs in both orders with dspy.Evaluate, and turning the results into Judgments."""
+"""Running a program over examples with dspy.Evaluate; judging preference pairs in both orders into Judgments."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import dspy
 
@@ -13,27 +13,28 @@ from prefcraft.settings import ModelSettings
 from prefcraft.usage import LMUsage, metered
 
 
-def judge_pairs(
+def evaluate_program(
     program: dspy.Module,
-    pairs: Sequence[PreferencePair],
+    examples: Sequence[dspy.Example],
+    metric: Callable[[dspy.Example, dspy.Prediction], float],
     *,
     model: ModelSettings,
     num_threads: int,
     progress: bool = True,
-) -> tuple[list[Judgment], LMUsage]:
-    """Every pair judged in both orders. An example whose call failed counts as wrong (predicted None).
+) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], LMUsage]:
+    """`program` on every example with dspy.Evaluate: (example, prediction, score) in order, and the LM usage.
 
-    If any call failed and the server no longer answers, raises ServerUnreachableError instead of reporting zeros.
-    The first example runs alone before the others: every call shares the judge's prompt prefix, and calls that
-    start together with a prefix the server has not cached yet each evaluate it in full. Evaluate then takes that
-    first answer from DSPy's cache.
+    A failed call (or parse) scores 0 with prediction None, and never stops the run; if any call failed and the
+    server no longer answers, raises ServerUnreachableError instead of reporting zeros. The first example runs alone
+    before the others: calls of one program share its prompt prefix, and calls that start together with a prefix the
+    server has not cached yet each evaluate it in full. Evaluate then takes that first answer from DSPy's cache.
+    Every component's evaluation goes through here; the metric may itself call models (graders, judges).
     """
-    examples = judge_set(pairs)
     if not examples:
         return [], LMUsage()
     evaluate = dspy.Evaluate(
-        devset=examples,
-        metric=preference_correct,
+        devset=list(examples),
+        metric=metric,
         num_threads=num_threads,
         display_progress=progress,
         max_errors=len(examples) + 1,  # a parse failure is a wrong answer, not a reason to stop
@@ -44,6 +45,23 @@ def judge_pairs(
         if num_threads > 1:
             _warm_prefix(program, examples[0])
         result = evaluate(program)
+    results = [(example, prediction or None, float(score)) for example, prediction, score in result.results]
+    if any(prediction is None for _, prediction, _ in results):
+        check_reachable(model)
+    return results, meter.usage
+
+
+def judge_pairs(
+    program: dspy.Module,
+    pairs: Sequence[PreferencePair],
+    *,
+    model: ModelSettings,
+    num_threads: int,
+    progress: bool = True,
+) -> tuple[list[Judgment], LMUsage]:
+    """Every pair judged in both orders. An example whose call failed counts as wrong (predicted None)."""
+    results, usage = evaluate_program(program, judge_set(pairs), preference_correct, model=model,
+                                      num_threads=num_threads, progress=progress)
     judgments = [
         Judgment(
             user_id=example.user_id,
@@ -52,11 +70,9 @@ def judge_pairs(
             predicted=getattr(prediction, "preference", None),
             correct=bool(score),
         )
-        for example, prediction, score in result.results
+        for example, prediction, score in results
     ]
-    if any(judgment.predicted is None for judgment in judgments):
-        check_reachable(model)
-    return judgments, meter.usage
+    return judgments, usage
 
 
 def _warm_prefix(program: dspy.Module, example: dspy.Example) -> None:

@@ -6,7 +6,6 @@ of every `prefcraft fit` on the same task model.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, replace
@@ -15,7 +14,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from prefcraft.commands.evaluate import select_users
-from prefcraft.commands.fit import COMPILED_DIR, PERSONA_SYNTHESIZER
+from prefcraft.commands.fit import PERSONA_SYNTHESIZER
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
 from prefcraft.lm import build_lm
 from prefcraft.loaders.personal_reward_bench import (
@@ -26,8 +25,9 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
     train_val_split,
 )
-from prefcraft.optimizers.artifacts import save_compiled
-from prefcraft.optimizers.persona_prompt import PersonaPromptConfig, compile_persona_prompt
+from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.optimizers.miprov2 import MIPROv2Config
+from prefcraft.optimizers.persona_prompt import compile_persona_prompt
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -41,7 +41,7 @@ logger = logging.getLogger(__name__)
 
 def compile_persona(
     settings: Settings, data: str | Path, output: Path, *, train_users: Sequence[str], val_users: Sequence[str],
-    fit_config: SynthesizeMeConfig, prompt_config: PersonaPromptConfig,
+    fit_config: SynthesizeMeConfig, prompt_config: MIPROv2Config,
 ) -> Path:
     """MIPROv2 runs with `settings.seed`, whatever `prompt_config.seed` says."""
     if set(train_users) & set(val_users):
@@ -69,8 +69,7 @@ def compile_persona(
                 optimizer={"name": "MIPROv2", **prompt_config.as_params()}, trials=len(compiled.trial_logs),
             )  # fmt: skip
         log_metrics({"val_judge_accuracy": compiled.score / 100, **meter.usage.as_metrics()})
-    if output.resolve().is_relative_to(COMPILED_DIR.resolve()):
-        _register(output, session.task.model)
+    register_compiled(PERSONA_SYNTHESIZER, session.task.model, output)
     return output
 
 
@@ -88,13 +87,3 @@ def _collect_evidence(fitter: SynthesizeMe, users: dict[str, UserPairs]) -> list
     if not evidence:
         raise ConfigError("no usable users to compile the persona prompt on")
     return evidence
-
-
-def _register(output: Path, model: str) -> None:
-    """List `output` in compiled/index.json as the persona prompt for `model`."""
-    index_path = COMPILED_DIR / "index.json"
-    index = json.loads(index_path.read_text(encoding="utf-8")) if index_path.is_file() else {}
-    relative = str(output.resolve().relative_to(COMPILED_DIR.resolve()))
-    entries = [entry for entry in index.get(PERSONA_SYNTHESIZER, []) if entry["model"] != model]
-    index[PERSONA_SYNTHESIZER] = [*entries, {"model": model, "path": relative}]
-    index_path.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")

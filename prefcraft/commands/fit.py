@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -10,7 +9,6 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from prefcraft import compiled
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
@@ -21,7 +19,7 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
     train_val_split,
 )
-from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
 from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -32,7 +30,6 @@ from prefcraft.tracking import data_digest, log_metrics, model_params, start_tra
 logger = logging.getLogger(__name__)
 
 PERSONA_SYNTHESIZER = "persona_synthesizer"
-COMPILED_DIR = Path(compiled.__file__).parent
 
 
 @dataclass
@@ -48,14 +45,10 @@ class FitSummary:
 
 def default_persona_prompt(model: str) -> Path | None:
     """The shipped compiled persona prompt for `model`, if prefcraft ships one (see compiled/index.json)."""
-    index = COMPILED_DIR / "index.json"
-    if not index.is_file():
-        return None
-    for entry in json.loads(index.read_text(encoding="utf-8")).get(PERSONA_SYNTHESIZER, []):
-        if entry["model"] == model:
-            return COMPILED_DIR / entry["path"]
-    logger.warning("no compiled persona prompt ships for %s; using the uncompiled one", model)
-    return None
+    path = shipped_compiled(PERSONA_SYNTHESIZER, model)
+    if path is None:
+        logger.warning("no compiled persona prompt ships for %s; using the uncompiled one", model)
+    return path
 
 
 def load_persona_synthesizer(path: Path | None) -> tuple[PersonaSynthesizer, str]:

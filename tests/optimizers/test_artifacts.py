@@ -4,7 +4,14 @@ import dspy
 import pytest
 
 from prefcraft.errors import CompiledProgramError
-from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
+from prefcraft.optimizers import artifacts
+from prefcraft.optimizers.artifacts import (
+    load_compiled,
+    read_metadata,
+    register_compiled,
+    save_compiled,
+    shipped_compiled,
+)
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 
@@ -61,3 +68,19 @@ def test_a_failed_save_leaves_the_previous_file_intact(tmp_path):
             "__str__": lambda self: (_ for _ in ()).throw(TypeError("cannot serialize"))})))
     assert json.loads(path.read_text())["prefcraft"]["score"] == 1
     assert [p.name for p in tmp_path.iterdir()] == ["u1.json"]
+
+
+def test_registering_replaces_the_entry_for_the_same_model_and_refuses_files_outside_the_package(
+    tmp_path, monkeypatch
+):
+    (tmp_path / "compiled").mkdir()
+    monkeypatch.setattr(artifacts, "COMPILED_DIR", tmp_path / "compiled")
+    monkeypatch.setattr(artifacts, "COMPILED_INDEX", tmp_path / "compiled" / "index.json")
+    first, second = tmp_path / "compiled" / "asker" / "a.json", tmp_path / "compiled" / "asker" / "b.json"
+    assert register_compiled("asker", "m1", first)
+    assert register_compiled("asker", "m2", first)
+    assert register_compiled("asker", "m1", second)
+    assert shipped_compiled("asker", "m1") == second and shipped_compiled("asker", "m2") == first
+    assert shipped_compiled("asker", "m3") is None and shipped_compiled("judge", "m1") is None
+    assert not register_compiled("asker", "m1", tmp_path / "elsewhere.json")
+    assert json.loads((tmp_path / "compiled" / "index.json").read_text())["asker"][-1]["path"] == "asker/b.json"
