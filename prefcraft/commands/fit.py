@@ -47,7 +47,7 @@ def default_persona_prompt(model: str) -> Path | None:
     """The shipped compiled persona prompt for `model`, if prefcraft ships one (see compiled/index.json)."""
     path = shipped_compiled(PERSONA_SYNTHESIZER, model)
     if path is None:
-        logger.warning("no compiled persona prompt ships for %s; using the uncompiled one", model)
+        logger.info("no compiled persona prompt ships for %s; using the uncompiled one", model)
     return path
 
 
