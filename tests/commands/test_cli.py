@@ -54,7 +54,13 @@ def test_search_flag_chooses_how_candidates_are_scored():
 
 
 @pytest.mark.server
-def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, capsys):
+def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, capsys, monkeypatch):
+    # An API key read from the environment must reach no output: MLflow (params, traces, artifacts), compiled JSON,
+    # result files, logs, cache. MLflow's artifacts go under the working directory, here tmp_path.
+    secret = "sk-prefcraft-test-4f9a0c1e7b"
+    monkeypatch.setenv("PREFCRAFT_TASK__API_KEY_ENV", "TEST_PROVIDER_API_KEY")
+    monkeypatch.setenv("TEST_PROVIDER_API_KEY", secret)
+    monkeypatch.chdir(tmp_path)
     good = [user_with(3, 2, short_wins=True, user_id="short_fan"),
             user_with(3, 2, short_wins=False, user_id="long_fan")]
     tiny = user_with(1, 0, user_id="too_few")
@@ -94,3 +100,6 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
     assert 0.0 < by_name["short_fan"].data.metrics["prompt_cache_share"] < 1.0
     assert evaluate_run.data.metrics["default_prompt_tokens_cached"] > 0
     assert "api_key" not in json.dumps(evaluate_run.data.params)
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".db" for path in written) and any("fitted" in path.parts for path in written)
+    assert not [path for path in written if secret.encode() in path.read_bytes()]
