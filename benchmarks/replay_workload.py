@@ -19,9 +19,16 @@ Reported per run: wall time, requests/s, prompt tokens (from the replies), promp
 the cache (llama.cpp's `/metrics`), and the workload's limit: the share of prompt tokens that repeat a prefix some
 earlier request already sent (order-independent: one minus the size of the token trie over the total).
 
+`throughput`: prefcraft's own overhead. The evaluation job runs through prefcraft (`judge_pairs`, DSPy, litellm;
+empty DSPy cache) at 1 thread and at `--clients` threads, recording the requests it sends; the same requests then go
+straight to the server from a plain client at 1, 2, 4 and 8 concurrent clients. Every run gets a fresh server.
+Reported: requests/s of each; prefcraft at `--clients` over the direct client's best; and prefcraft's overhead per
+call, (prefcraft - direct) / prefcraft wall time, at one thread on each side.
+
 Run: .venv/bin/python benchmarks/replay_workload.py record [--job fit|evaluate]
      .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--slots 4]
          [--llama-cpp-python /path/to/python]
+     .venv/bin/python benchmarks/replay_workload.py throughput [--clients 4]
 """
 
 from __future__ import annotations
@@ -116,6 +123,50 @@ def record(args: argparse.Namespace) -> None:
     workload = args.workload or RESULTS / f"{args.job}_workload.json"
     workload.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
     logger.info("recorded %d distinct requests (%d calls) to %s", len(summary["requests"]), summary["calls"], workload)
+
+
+def throughput(args: argparse.Namespace) -> None:
+    import dspy
+
+    from prefcraft.data import SAMPLE_USERS
+    from prefcraft.lm import build_adapter, build_lm
+    from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
+    from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
+    from prefcraft.usage import metered
+
+    users = group_by_user(load_pairs(SAMPLE_USERS))
+    rows, requests = [], []
+    for threads in sorted({1, args.clients}):
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)  # a new, empty cache
+        recorder = RequestRecorder(StepCounter())
+        with start_engine("xllamacpp", args) as server:
+            model = ModelSettings(api_base=server.base_url, timeout_s=300)
+            with dspy.context(lm=build_lm(model), adapter=build_adapter(model), callbacks=[recorder]), \
+                    metered() as meter:
+                started = time.perf_counter()
+                evaluate_job(users, model, argparse.Namespace(clients=threads))
+                wall_s = time.perf_counter() - started
+        requests = list(recorder.requests.values())
+        rows.append({"client": "prefcraft", "clients": threads, "wall_s": round(wall_s, 1),
+                     "requests": meter.usage.calls, "requests_per_s": round(meter.usage.calls / wall_s, 3)})
+        logger.info("%s", rows[-1])
+    for clients in (1, 2, 4, 8):
+        with start_engine("xllamacpp", args) as server:
+            row = replay_once(server.base_url, "xllamacpp", EMBEDDED_MODEL_NAME, [requests], clients)
+        rows.append({"client": "direct", "clients": clients, "requests": len(requests), **row})
+        logger.info("%s", rows[-1])
+    prefcraft = {row["clients"]: row for row in rows if row["client"] == "prefcraft"}
+    direct = [row for row in rows if row["client"] == "direct"]
+    direct_one = next(row for row in direct if row["clients"] == 1)
+    result = {
+        "slots": args.slots, "runs": rows,
+        "prefcraft_over_best_direct": round(prefcraft[args.clients]["requests_per_s"]
+                                            / max(row["requests_per_s"] for row in direct), 3),
+        "overhead_per_call_share": round(1 - direct_one["wall_s"] / prefcraft[1]["wall_s"], 3),
+    }
+    output = args.output or RESULTS / "throughput.json"
+    output.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    print(json.dumps(result, indent=2))
 
 
 def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict[str, Any]:
@@ -295,7 +346,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", stream=sys.stderr)
     logging.getLogger("LiteLLM").setLevel(logging.WARNING)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["record", "replay"])
+    parser.add_argument("mode", choices=["record", "replay", "throughput"])
     parser.add_argument("--job", choices=["fit", "evaluate"], default="fit")
     parser.add_argument("--workload", type=Path, help="default: benchmarks/results/<job>_workload.json")
     parser.add_argument("--user", default="sample_user_01")
@@ -310,7 +361,7 @@ def main() -> None:
     parser.add_argument("--llama-cpp-python", help="a Python interpreter with llama-cpp-python[server] installed")
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/replay_<job>_<engines>.json")
     args = parser.parse_args()
-    record(args) if args.mode == "record" else replay(args)
+    {"record": record, "replay": replay, "throughput": throughput}[args.mode](args)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -19,6 +18,7 @@ import dspy
 
 from prefcraft import compiled
 from prefcraft.errors import CompiledProgramError
+from prefcraft.files import write_text_atomic
 
 METADATA_KEY = "prefcraft"
 COMPILED_DIR = Path(compiled.__file__).parent
@@ -27,20 +27,18 @@ COMPILED_INDEX = COMPILED_DIR / "index.json"
 
 def save_compiled(program: dspy.Module, path: Path, *, program_name: str, **metadata: Any) -> Path:
     """Save `program` to `path` with metadata (model, data digest, score, optimizer settings, ...)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=path.parent) as scratch:
+    with tempfile.TemporaryDirectory() as scratch:
         state_path = Path(scratch) / "state.json"
         program.save(str(state_path))
         state = json.loads(state_path.read_text(encoding="utf-8"))
-        state[METADATA_KEY] = {
-            "program": program_name,
-            "dspy_version": version("dspy"),
-            "prefcraft_version": version("prefcraft"),
-            "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            **metadata,
-        }
-        state_path.write_text(json.dumps(state, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        os.replace(state_path, path)
+    state[METADATA_KEY] = {
+        "program": program_name,
+        "dspy_version": version("dspy"),
+        "prefcraft_version": version("prefcraft"),
+        "saved_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        **metadata,
+    }
+    write_text_atomic(path, json.dumps(state, indent=2, ensure_ascii=False, default=str))
     return path
 
 
@@ -90,7 +88,7 @@ def register_compiled(program_name: str, model: str, path: Path) -> bool:
     relative = path.resolve().relative_to(COMPILED_DIR.resolve()).as_posix()
     entries = [entry for entry in index.get(program_name, []) if entry["model"] != model]
     index[program_name] = [*entries, {"model": model, "path": relative}]
-    COMPILED_INDEX.write_text(json.dumps(index, indent=2) + "\n", encoding="utf-8")
+    write_text_atomic(COMPILED_INDEX, json.dumps(index, indent=2) + "\n")
     return True
 
 

@@ -19,7 +19,7 @@ def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
         f"  chosen shown second  {report.chosen_second}",
         f"  both orders right    {report.pair_accuracy}",
         f"  consistency {100 * report.consistency:.1f}% (pairs left out, unparseable: {report.consistency_left_out}),"
-        f" unparseable judgments {report.parse_failures}",
+        f" failed judgments (no answer or unparseable) {report.parse_failures}",
         f"  LM calls {usage.calls}, prompt tokens {usage.prompt_tokens}, completion tokens {usage.completion_tokens}",
         "  per user:",
     ]

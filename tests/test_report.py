@@ -29,4 +29,4 @@ def test_report_shows_both_intervals_and_the_pairs_left_out_of_consistency():
     assert f"accuracy over both orders {report.accuracy} (interval over pairs)" in text
     assert f"interval over judgments {report.accuracy_per_judgment_ci}" in text
     assert "consistency 50.0% (pairs left out, unparseable: 1)" in text
-    assert "unparseable judgments 2" in text
+    assert "failed judgments (no answer or unparseable) 2" in text

@@ -8,7 +8,6 @@ from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -20,6 +19,7 @@ from tqdm import tqdm
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
+from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
@@ -135,13 +135,14 @@ def evaluate_methods(
                     session,
                 )
                 outcome = outcomes[method]
+                if output_dir is not None:  # each method's results as soon as they exist: a later failure keeps them
+                    path = write_jsonl_atomic(output_dir / f"judgments-{method}.jsonl", map(asdict, outcome.judgments))
+                    logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
                 cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
                 log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
                              **cache_metrics})
             _log_per_user(outcomes)
             log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
-    if output_dir is not None:
-        _write_results(output_dir, outcomes)
     return outcomes
 
 
@@ -202,11 +203,3 @@ def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:
         with tracked_run(user_id, {"user_id": user_id}, nested=True):
             log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
                          for method, outcome in outcomes.items() if user_id in outcome.report.per_user})
-
-
-def _write_results(output_dir: Path, outcomes: dict[str, MethodOutcome]) -> None:
-    output_dir.mkdir(parents=True, exist_ok=True)
-    for method, outcome in outcomes.items():
-        path = output_dir / f"judgments-{method}.jsonl"
-        path.write_text("".join(json.dumps(asdict(j)) + "\n" for j in outcome.judgments), encoding="utf-8")
-        logger.info("wrote %d judgments to %s", len(outcome.judgments), path)

@@ -11,7 +11,6 @@ a Bradley-Terry fit, against the annotator's own ranking (by the labels' wins) o
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from prefcraft.commands.sensejudge_simulate import (
 )
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
+from prefcraft.files import write_jsonl_atomic
 from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     PreferencePair,
@@ -293,8 +293,6 @@ def _log_evaluation(outcome: EvaluationOutcome, judgments: list[Judgment], outpu
     log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
     log_json({"labels": outcome.labels, "ranking": asdict(ranking),
               "judgments": [asdict(judgment) for judgment in judgments]}, "sensejudge-evaluation.json")
-    output_dir.mkdir(parents=True, exist_ok=True)
-    path = output_dir / "sensejudge-judgments.jsonl"
-    path.write_text("".join(json.dumps(asdict(judgment)) + "\n" for judgment in judgments), encoding="utf-8")
+    path = write_jsonl_atomic(output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
     logger.info("wrote %d judgments of the selected judge to %s", len(judgments), path)
 

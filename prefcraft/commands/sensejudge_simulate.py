@@ -16,7 +16,6 @@ counted.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import random
 from dataclasses import asdict, dataclass, field
@@ -26,6 +25,7 @@ import dspy
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.errors import ConfigError, DataError
+from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
 from prefcraft.loaders.sensebench import Dialogue, load_dialogues
 from prefcraft.programs.judge import PreferenceJudge
@@ -125,8 +125,7 @@ def simulate_pairs(
                 rows += [{**row, "split": split} for row in dialogue_rows]
         summary.dev_pairs = sum(row["split"] == "train" for row in rows)
         summary.test_pairs = len(rows) - summary.dev_pairs
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows), encoding="utf-8")
+        write_jsonl_atomic(output, rows)
         log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
                      "replaced_dialogues": summary.replaced_dialogues, "failed_responses": summary.failed_responses,
                      "failed_labels": summary.failed_labels, "identical_pairs": summary.identical_pairs,

@@ -1,0 +1,25 @@
+import json
+
+import pytest
+
+from prefcraft.files import write_jsonl_atomic, write_text_atomic
+
+
+def test_rows_are_written_as_json_lines_and_replace_the_old_file(tmp_path):
+    path = tmp_path / "out" / "rows.jsonl"
+    write_text_atomic(path, "old\n")
+    write_jsonl_atomic(path, [{"a": 1}, {"b": "é"}])
+    assert [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] == [{"a": 1}, {"b": "é"}]
+    assert [p.name for p in path.parent.iterdir()] == ["rows.jsonl"]
+
+
+def test_a_failure_while_producing_the_rows_leaves_the_previous_file_and_no_scratch(tmp_path):
+    path = write_text_atomic(tmp_path / "rows.jsonl", "kept\n")
+
+    def rows():
+        yield {"a": 1}
+        raise RuntimeError("died midway")
+
+    with pytest.raises(RuntimeError):
+        write_jsonl_atomic(path, rows())
+    assert path.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
