@@ -1,4 +1,4 @@
-"""Compile the persona synthesizer's prompt (instructions + demos) once over training users with MIPROv2.
+"""Compile the persona synthesizer's prompt (instructions + demos) once over training users (MIPROv2 by default).
 
 Each training user contributes one example: the past judgments SynthesizeMe's step 1 (`collect_evidence`) chose for
 them. The metric is the accuracy, on that user's validation pairs in both orders, of the default judge given the
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import dspy
 
 from prefcraft.metrics.pairwise import preference_correct
-from prefcraft.optimizers.miprov2 import MIPROv2Config, compile_with_miprov2
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, compile_program
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -46,13 +46,13 @@ def persona_examples(evidence: Sequence[PersonaEvidence]) -> list[dspy.Example]:
 def compile_persona_prompt(
     trainset: Sequence[PersonaEvidence],
     valset: Sequence[PersonaEvidence],
-    config: MIPROv2Config,
+    config: OptimizerConfig,
     *,
     prompt_model: dspy.LM | None = None,
     task_model: dspy.LM | None = None,
 ) -> PersonaSynthesizer:
-    """MIPROv2 over the persona synthesizer; the returned program carries `score` and `trial_logs` from DSPy."""
-    return compile_with_miprov2(
+    """The configured optimizer (MIPROv2 by default) over the persona synthesizer; the result carries `score`."""
+    return compile_program(
         PersonaSynthesizer(),
         trainset=persona_examples(trainset),
         valset=persona_examples(valset),

@@ -38,16 +38,14 @@ def make_parser() -> argparse.ArgumentParser:
     _add_data_flags(fit)
     _add_fit_flags(fit)
 
-    compile_persona = commands.add_parser("compile-persona", help="MIPROv2 over the persona prompt, once")
+    compile_persona = commands.add_parser("compile-persona",
+                                          help="optimize the persona prompt (MIPROv2 by default), once")
     _add_settings_flags(compile_persona)
     compile_persona.add_argument("--data", help="PersonalRewardBench file or dataset name (default: sample users)")
     compile_persona.add_argument("--train-users", nargs="+", required=True)
     compile_persona.add_argument("--val-users", nargs="+", required=True)
     compile_persona.add_argument("--output", type=Path, required=True, help="compiled JSON to write")
-    compile_persona.add_argument("--candidates", type=int, default=20, help="MIPROv2 num_candidates (paper: 20)")
-    compile_persona.add_argument("--trials", type=int, default=30, help="MIPROv2 num_trials (paper: 30)")
-    compile_persona.add_argument("--max-bootstrapped-demos", type=int, default=10)
-    compile_persona.add_argument("--max-labeled-demos", type=int, default=6)
+    add_optimizer_flags(compile_persona, candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6)
     _add_search_flags(compile_persona)
 
     evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders and report accuracy")
@@ -84,6 +82,36 @@ def make_parser() -> argparse.ArgumentParser:
 def _component_cli(name: str) -> Any:
     """A component's command line: `HELP`, `add_steps(parser, add_settings_flags)` and `run(args, settings, echo)`."""
     return importlib.import_module(f"prefcraft.commands.{name}_cli")
+
+
+def add_optimizer_flags(
+    parser: argparse.ArgumentParser, *, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
+    metric_calls: int = 400,
+) -> None:
+    """Which DSPy optimizer compiles the program, and its budget (defaults: the paper's, given by the command)."""
+    from prefcraft.optimizers.prompt_optimizer import OPTIMIZERS
+
+    group = parser.add_argument_group("optimizer")
+    group.add_argument("--optimizer", choices=OPTIMIZERS, default="miprov2",
+                       help="miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
+                       "(random demo sets, the cheap baseline)")
+    group.add_argument("--candidates", type=int, default=candidates,
+                       help=f"instruction candidates (miprov2) or demo sets (bootstrap_rs); paper: {candidates}")
+    group.add_argument("--trials", type=int, default=trials, help=f"miprov2 trials (paper: {trials})")
+    group.add_argument("--max-bootstrapped-demos", type=int, default=bootstrapped_demos)
+    group.add_argument("--max-labeled-demos", type=int, default=labeled_demos)
+    group.add_argument("--max-metric-calls", type=int, default=metric_calls, help="gepa's budget")
+
+
+def optimizer_config(args: argparse.Namespace, settings: Any) -> Any:
+    """The optimizer flags as an OptimizerConfig; the seed and concurrency come from the settings."""
+    from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+
+    return OptimizerConfig(
+        name=args.optimizer, num_candidates=args.candidates, num_trials=args.trials,
+        max_bootstrapped_demos=args.max_bootstrapped_demos, max_labeled_demos=args.max_labeled_demos,
+        max_metric_calls=args.max_metric_calls, num_threads=settings.num_threads, seed=settings.seed,
+    )
 
 
 def _add_sensejudge_flags(parser: argparse.ArgumentParser, step: str) -> None:
@@ -268,14 +296,9 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
     data = args.data or SAMPLE_USERS
     if args.command == "compile-persona":
         from prefcraft.commands.compile_persona import compile_persona
-        from prefcraft.optimizers.miprov2 import MIPROv2Config
 
-        prompt_config = MIPROv2Config(
-            num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,
-            max_labeled_demos=args.max_labeled_demos, num_threads=settings.num_threads,
-        )
         path = compile_persona(settings, data, args.output, train_users=args.train_users, val_users=args.val_users,
-                               fit_config=search_config(args, settings), prompt_config=prompt_config)
+                               fit_config=search_config(args, settings), prompt_config=optimizer_config(args, settings))
         print(f"compiled persona prompt written to {path}")
         return
     users = args.users

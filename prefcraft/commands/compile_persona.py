@@ -1,4 +1,5 @@
-"""`prefcraft compile-persona`: MIPROv2 over the persona synthesizer's prompt, once, over training users.
+"""`prefcraft compile-persona`: an optimizer (MIPROv2 by default) over the persona synthesizer's prompt, once, over
+training users.
 
 Saved under compiled/persona_synthesizer/ (and listed in compiled/index.json) it becomes the default persona prompt
 of every `prefcraft fit` on the same task model.
@@ -26,8 +27,8 @@ from prefcraft.loaders.personal_reward_bench import (
     train_val_split,
 )
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
-from prefcraft.optimizers.miprov2 import MIPROv2Config
 from prefcraft.optimizers.persona_prompt import compile_persona_prompt
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -41,9 +42,9 @@ logger = logging.getLogger(__name__)
 
 def compile_persona(
     settings: Settings, data: str | Path, output: Path, *, train_users: Sequence[str], val_users: Sequence[str],
-    fit_config: SynthesizeMeConfig, prompt_config: MIPROv2Config,
+    fit_config: SynthesizeMeConfig, prompt_config: OptimizerConfig,
 ) -> Path:
-    """MIPROv2 runs with `settings.seed`, whatever `prompt_config.seed` says."""
+    """The optimizer runs with `settings.seed`, whatever `prompt_config.seed` says."""
     if set(train_users) & set(val_users):
         raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
     prompt_config = replace(prompt_config, seed=settings.seed)
@@ -66,7 +67,7 @@ def compile_persona(
                 compiled, output, program_name=PERSONA_SYNTHESIZER, model=session.task.model,
                 prompt_model=session.model_for("prompt").model, data_digest=data_digest(data),
                 train_users=list(train), val_users=list(val), score={"val_judge_accuracy": compiled.score / 100},
-                optimizer={"name": "MIPROv2", **prompt_config.as_params()}, trials=len(compiled.trial_logs),
+                optimizer=prompt_config.as_params(), trials=len(getattr(compiled, "trial_logs", [])),
             )  # fmt: skip
         log_metrics({"val_judge_accuracy": compiled.score / 100, **meter.usage.as_metrics()})
     register_compiled(PERSONA_SYNTHESIZER, session.task.model, output)

@@ -7,12 +7,12 @@ from dspy.utils import DummyLM
 from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
-from prefcraft.optimizers.miprov2 import MIPROv2Config
 from prefcraft.optimizers.persona_prompt import (
     PersonaMetric,
     compile_persona_prompt,
     persona_examples,
 )
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -47,7 +47,7 @@ def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
     evidence = [PersonaEvidence("u1", [], [], [], [], [], None, {})]
     lm = DummyLM([])
     with pytest.raises(SeededError) as caught:
-        compile_persona_prompt(evidence, evidence, MIPROv2Config(seed=seed), prompt_model=lm, task_model=lm)
+        compile_persona_prompt(evidence, evidence, OptimizerConfig(seed=seed), prompt_model=lm, task_model=lm)
     assert caught.value.seed == seed
 
 
@@ -55,7 +55,7 @@ def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
 def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedded_model, user_with, tmp_path):
     fit_config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, num_threads=2)
     users = [user_with(3, 2, short_wins=i % 2 == 0, user_id=f"u{i}") for i in range(3)]
-    config = MIPROv2Config(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
+    config = OptimizerConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
                                  num_threads=2)
     lm = build_lm(embedded_model)
     with dspy.context(lm=lm, adapter=build_adapter(embedded_model)):
