@@ -1,7 +1,7 @@
 """What a SynthesizeMe fit costs per user, by step, and how judging scales with threads, on the embedded server.
 
 Measures (each mode in a fresh, empty DSPy cache, so only repeats within one run are free):
-- per user and step, with the shipped persona prompt for the embedded model: LM requests, prompt and completion
+- per user and step, with the default persona prompt for the embedded model: LM requests, prompt and completion
   tokens, wall time, validation accuracy of the fitted judge and its accuracy on the user's test judgments (both
   orders; not counted as fit calls), for each search strategy: `halving` (prefcraft's default) and `exhaustive`
   (every candidate on every validation judgment, as the reference code scores them); failed calls; the prompt tokens

@@ -2,7 +2,7 @@
 
 `record`: runs one job on the embedded server with an empty DSPy cache and writes every distinct request it sent
 (messages, response format, max_tokens, temperature), in the order sent, to a JSON file. Jobs: `fit` (SynthesizeMe
-for one sample user, shipped persona prompt, n = m = `--subsets`) and `evaluate` (the default judge over the test
+for one sample user, default persona prompt, n = m = `--subsets`) and `evaluate` (the default judge over the test
 pairs of four sample users, both orders: one judge, many pairs).
 `replay`: sends those requests straight to a freshly started server (no DSPy, no cache) with N concurrent clients,
 under each policy:
