@@ -12,6 +12,8 @@ from prefcraft.metrics.pairwise import Judgment, preference_correct
 from prefcraft.settings import ModelSettings
 from prefcraft.usage import LMUsage, metered
 
+NEVER_STOP = 2**31  # DSPy counts an example twice when it resubmits a straggler, so no count of examples is enough
+
 
 def evaluate_program(
     program: dspy.Module,
@@ -37,7 +39,7 @@ def evaluate_program(
         metric=metric,
         num_threads=num_threads,
         display_progress=progress,
-        max_errors=len(examples) + 1,  # a parse failure is a wrong answer, not a reason to stop
+        max_errors=NEVER_STOP,  # a failed call is a counted failure, not a reason to stop
         failure_score=0.0,
         provide_traceback=False,
     )

@@ -62,9 +62,14 @@ def configure_cache(settings: Settings) -> Path:
     """Point DSPy's disk cache at a directory per set of endpoints.
 
     DSPy's cache key ignores `api_base`, so the same model name on another server would return the first server's
-    answers; keying the directory on every (model, endpoint) in use keeps them apart.
+    answers; keying the directory on every (model, endpoint) in use keeps them apart. A model that prefcraft serves
+    itself (no api_base in `settings`) is keyed on the server's backend and model instead of its address, whose port
+    changes from run to run: a rerun on a fresh embedded server reuses the answers of the last one.
     """
     endpoints = sorted({(m.model, m.api_base or "") for m in map(settings.model_for, ("task", "prompt", "judge"))})
+    if settings.roles_needing_server():
+        server = settings.server
+        endpoints.append(("served", f"{server.backend}:{server.model or 'bundled'}:{server.served_model_name}"))
     digest = hashlib.sha256(repr(endpoints).encode()).hexdigest()[:12]
     directory = settings.cache_dir / digest
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))

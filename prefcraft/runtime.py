@@ -9,6 +9,7 @@ from contextlib import ExitStack, contextmanager
 import dspy
 
 from prefcraft.backends import managed_server
+from prefcraft.errors import PrefcraftError
 from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.settings import Role, Settings
 
@@ -17,16 +18,27 @@ logger = logging.getLogger(__name__)
 
 @contextmanager
 def model_session(settings: Settings) -> Iterator[Settings]:
-    """Yields settings in which every model has a reachable endpoint; stops any server it started on exit."""
+    """Yields settings in which every model has a reachable endpoint; stops any server it started on exit.
+
+    An error from inside the block is re-raised as ServerUnreachableError when a model's server no longer answers.
+    """
     with ExitStack() as stack:
+        cache_dir = configure_cache(settings)  # before the served models get their address, which changes per run
         if settings.roles_needing_server():
             server = stack.enter_context(managed_server(settings.server))
             settings = settings.with_api_base(server.base_url)
         for role in ("task", "prompt", "judge"):
             check_reachable(settings.model_for(role))
-        cache_dir = configure_cache(settings)
         logger.info("DSPy cache: %s", cache_dir)
-        yield settings
+        try:
+            yield settings
+        except PrefcraftError:
+            raise
+        except Exception:
+            # A model call failed somewhere inside DSPy: if a server stopped answering, say that instead.
+            for role in ("task", "prompt", "judge"):
+                check_reachable(settings.model_for(role))
+            raise
 
 
 def lm_context(settings: Settings, role: Role = "task") -> dspy.context:

@@ -218,3 +218,12 @@ def test_cache_directory_depends_on_every_role(tmp_path):
     task_only = Settings(cache_dir=tmp_path)
     with_judge = Settings(cache_dir=tmp_path, judge=ModelSettings(api_base="http://127.0.0.1:9000/v1"))
     assert configure_cache(task_only) != configure_cache(with_judge)
+
+
+def test_a_self_served_model_keeps_its_cache_across_server_addresses(tmp_path):
+    served = Settings(cache_dir=tmp_path)
+    directory = configure_cache(served)
+    assert configure_cache(served.with_api_base("http://127.0.0.1:40001/v1")) != directory  # explicit address
+    assert configure_cache(Settings(cache_dir=tmp_path)) == directory  # next run, new port: same cache
+    other_model = Settings(cache_dir=tmp_path, server={"model": "/models/other.gguf"})
+    assert configure_cache(other_model) != directory

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     group_by_user,
@@ -92,6 +93,8 @@ def fit_users(
                             judge = fitter.compile(PreferenceJudge(), trainset=judge_set(train),
                                                    valset=judge_set(val))
                         record = judge.fit_record
+                        if any(record.failed_calls.values()):
+                            check_reachable(session.task)  # calls failed because the server died: not a fit
                         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id,
                                       model=session.task.model, data_digest=digest, persona_prompt=prompt_source,
                                       persona=record.persona, score={"val_accuracy": record.val_accuracy},
@@ -102,6 +105,7 @@ def fit_users(
                 except ServerError:
                     raise
                 except PrefcraftError as error:
+                    check_reachable(session.task)
                     logger.warning("skipping user %s: %s", user_id, error)
                     summary.skipped[user_id] = str(error)
             log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),

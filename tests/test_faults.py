@@ -1,0 +1,103 @@
+"""Faults against the real embedded server, through a proxy that dies, stalls or corrupts replies.
+
+In each case the command ends with a clear message or a counted failure, the MLflow run says what happened, results
+already computed stay on disk, and running the same command again repeats no LM call that had completed.
+"""
+
+import json
+
+import dspy
+import mlflow
+import pytest
+from fault_proxy import fault_proxy
+
+from prefcraft.cli import main
+
+pytestmark = pytest.mark.server
+
+
+def flags(tmp_path, api_base, *extra):
+    return ["--no-serve", "--task-api-base", api_base, "--task-max-tokens", "256", "--task-timeout-s", "600",
+            "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+            "--cache-dir", str(tmp_path / "cache"), *extra]
+
+
+def parent_runs(tmp_path):
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list", order_by=["start_time ASC"])
+    return [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+
+
+def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_completed_call(
+    embedded_server, tmp_path, capsys
+):
+    results = tmp_path / "results"
+    evaluate = ["evaluate", "--users", "sample_user_01", "--output-dir", str(results)]
+    with fault_proxy(embedded_server.base_url, die_after=3) as proxy:
+        assert main([*evaluate, *flags(tmp_path, proxy.base_url)]) == 2
+        error = capsys.readouterr().err
+        assert error.count(f"model server at {proxy.base_url} is unreachable") == 1 and "Traceback" not in error
+        assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
+        before = list(proxy.answered)
+        assert len(before) >= 3
+
+        proxy.heal()
+        proxy.answered.clear()
+        assert main([*evaluate, *flags(tmp_path, proxy.base_url)]) == 0
+        assert not set(before) & set(proxy.answered), "a completed call was sent again"
+        assert len(set(before) | set(proxy.answered)) == 8  # 4 test pairs, both orders
+    assert len((results / "judgments-default.jsonl").read_text().splitlines()) == 8
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED", "FINISHED"]
+
+
+def test_a_server_dying_mid_fit_keeps_fitted_users_and_the_rerun_repeats_no_completed_call(
+    embedded_server, tmp_path, user_with, capsys
+):
+    data = tmp_path / "pairs.jsonl"
+    users = [user_with(3, 2, short_wins=True, user_id="a_short_fan"), user_with(3, 2, short_wins=False,
+                                                                             user_id="b_long_fan")]
+    data.write_text("".join(json.dumps(p.model_dump()) + "\n" for u in users for p in u.train + u.val + u.test))
+    fit = ["fit", "--data", str(data), "--fitted-dir", str(tmp_path / "fitted"), "--subsets", "2",
+           "--demo-candidates", "2"]
+    with fault_proxy(embedded_server.base_url, die_after=25) as proxy:  # the two fits take about twice that
+        assert main([*fit, *flags(tmp_path, proxy.base_url)]) == 2
+        assert "is unreachable" in capsys.readouterr().err
+        before = list(proxy.answered)
+        fitted_before = sorted(path.name for path in (tmp_path / "fitted").glob("*.json"))
+        proxy.heal()
+        proxy.answered.clear()
+        assert main([*fit, *flags(tmp_path, proxy.base_url)]) == 0
+        assert f"resumed {len(fitted_before)}" in capsys.readouterr().out
+        assert not set(before) & set(proxy.answered), "a completed call was sent again"
+    assert sorted(path.name for path in (tmp_path / "fitted").glob("*.json")) == ["a_short_fan.json", "b_long_fan.json"]
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED", "FINISHED"]
+
+
+def test_slow_and_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_server, tmp_path, capsys):
+    evaluate = ["evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
+    with fault_proxy(embedded_server.base_url, "slow", delay_s=3) as proxy:
+        code = main([*evaluate, *flags(tmp_path, proxy.base_url, "--task-timeout-s", "1")])
+    assert code == 0
+    assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out
+    with fault_proxy(embedded_server.base_url, "truncate") as proxy:
+        assert main([*evaluate, *flags(tmp_path / "truncated", proxy.base_url)]) == 0
+    assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out
+    metrics = [run.data.metrics for run in parent_runs(tmp_path / "truncated")]
+    assert metrics[0]["default_parse_failures"] == 8
+
+
+def test_a_conversation_longer_than_the_context_is_a_counted_failure_and_the_other_pairs_are_judged(
+    embedded_model, pair
+):
+    from prefcraft.evaluation import judge_pairs
+    from prefcraft.lm import build_adapter, build_lm
+    from prefcraft.programs.judge import PreferenceJudge
+
+    short = pair(0, "test")
+    long = short.model_copy(update={"conversation_id": "too-long", "context": (
+        short.context[0].model_copy(update={"content": "Tell me everything about eggs. " * 2000}),)})
+    with dspy.context(lm=build_lm(embedded_model), adapter=build_adapter(embedded_model)):
+        judgments, _ = judge_pairs(PreferenceJudge(), [short, long], model=embedded_model, num_threads=2,
+                                   progress=False)
+    failed = {judgment.pair_id.split("#")[0] for judgment in judgments if judgment.predicted is None}
+    assert failed == {"too-long"}
