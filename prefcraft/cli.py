@@ -101,6 +101,8 @@ def add_optimizer_flags(
     group.add_argument("--max-bootstrapped-demos", type=int, default=bootstrapped_demos)
     group.add_argument("--max-labeled-demos", type=int, default=labeled_demos)
     group.add_argument("--max-metric-calls", type=int, default=metric_calls, help="gepa's budget")
+    group.add_argument("--metric-threshold", type=float, default=0.5,
+                       help="the score at which a bootstrapped trace counts as a demo")
 
 
 def optimizer_config(args: argparse.Namespace, settings: Any) -> Any:
@@ -110,7 +112,8 @@ def optimizer_config(args: argparse.Namespace, settings: Any) -> Any:
     return OptimizerConfig(
         name=args.optimizer, num_candidates=args.candidates, num_trials=args.trials,
         max_bootstrapped_demos=args.max_bootstrapped_demos, max_labeled_demos=args.max_labeled_demos,
-        max_metric_calls=args.max_metric_calls, num_threads=settings.num_threads, seed=settings.seed,
+        max_metric_calls=args.max_metric_calls, metric_threshold=args.metric_threshold,
+        num_threads=settings.num_threads, seed=settings.seed,
     )
 
 

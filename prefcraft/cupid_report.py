@@ -1,0 +1,84 @@
+"""Plain-text tables of CUPID's results for the terminal."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from prefcraft.loaders.cupid import SAMPLE_INSTANCES
+from prefcraft.metrics.stats import Estimate
+
+if TYPE_CHECKING:
+    from prefcraft.commands.cupid import EvaluationOutcome, StepCost
+    from prefcraft.commands.cupid_compile import CompileOutcome
+
+SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
+
+
+def format_evaluation(outcome: EvaluationOutcome) -> str:
+    lines = [f"CUPID on {outcome.instances} {outcome.split} instances of {outcome.data} ({outcome.skipped} invalid "
+             "rows skipped); P / R / F1 pooled over instances (micro), 95% bootstrap intervals over instances"]
+    if outcome.data == str(SAMPLE_INSTANCES):
+        lines.append(f"  {SYNTHETIC_NOTE}")
+    lines.append(f"{'inferrer':<20} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
+                 f"{'mean F1':<20} failed")
+    for inference in outcome.inference:
+        for kind, report in [("all", inference.overall), *inference.by_type.items()]:
+            lines.append(f"{inference.name:<20} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
+                         f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
+                         f"{report.failed}")
+    if outcome.responses:
+        lines.append(f"{'response method':<20} {'judge score 1-10 [95% CI]':<28} unscored")
+        for response in outcome.responses:
+            lines.append(f"{response.method:<20} {_score(response.score):<28} {response.failed}")
+    lines.append(f"  {'cost per instance, by step':<28} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
+                 f"{'seconds':>8}  failures (all instances)")
+    for name, cost in _costs_by_step(outcome).items():
+        lines.append(f"  {name:<28} {_per_instance(cost, outcome.instances)}")
+    lines.append(f"results: {outcome.results_dir}")
+    return "\n".join(lines)
+
+
+def format_compile(outcome: CompileOutcome) -> str:
+    verdict = ("shipped and registered" if outcome.registered else "written") if outcome.won else "NOT shipped"
+    lines = [
+        f"MIPROv2 over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation instances",
+        f"  validation F1 (MIPROv2's per-instance mean): uncompiled {100 * outcome.uncompiled_score:.1f}%, compiled "
+        f"{100 * outcome.compiled_score:.1f}%; program differs: {outcome.differs}",
+        f"  {verdict}: {outcome.path}",
+        f"  LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, completion tokens "
+        f"{outcome.usage.completion_tokens}",
+    ]
+    return "\n".join(lines)
+
+
+def _percent(estimate: Estimate) -> str:
+    return _interval(estimate, scale=100, digits=1)
+
+
+def _score(estimate: Estimate) -> str:
+    return f"{_interval(estimate, scale=1, digits=2)} (n={estimate.n})" if estimate.n else "-"
+
+
+def _interval(estimate: Estimate, *, scale: float, digits: int) -> str:
+    """`mean [low, high]`, or only the mean when there was nothing to resample, or `-` when nothing was measured."""
+    if math.isnan(estimate.mean):
+        return "-"
+    mean = f"{scale * estimate.mean:.{digits}f}"
+    if math.isnan(estimate.low):
+        return mean
+    return f"{mean} [{scale * estimate.low:.{digits}f}, {scale * estimate.high:.{digits}f}]"
+
+
+def _costs_by_step(outcome: EvaluationOutcome) -> dict[str, StepCost]:
+    steps = {f"{inference.name}: {step}": cost for inference in outcome.inference
+             for step, cost in inference.costs.items()}
+    steps.update({f"respond {response.method}: {step}": cost for response in outcome.responses
+                  for step, cost in response.costs.items()})
+    return steps
+
+
+def _per_instance(cost: StepCost, instances: int) -> str:
+    n, usage = max(instances, 1), cost.usage
+    return (f"{usage.calls / n:8.2f} {usage.prompt_tokens / n:10.1f} {usage.completion_tokens / n:10.1f} "
+            f"{cost.seconds / n:8.1f}  {cost.failures}")

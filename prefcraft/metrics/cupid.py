@@ -1,0 +1,118 @@
+"""CUPID's preference-match scores (seeds/001, REFERENCE §1).
+
+Each instance yields two coverage lists, one value per checklist item (Fully 1, Partially 0.5, Not 0): the inferred
+preference's checklist items covered by the gold preference (precision side) and the gold checklist's items covered by
+the inferred preference (recall side). The paper's figures are micro scores: the matched counts are pooled over
+instances, P = Σ predicted matched / Σ predicted items, R = Σ true matched / Σ true items, F1 = 2PR / (P + R).
+Per-instance means of P, R and F1 are reported beside them. Every interval resamples whole instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from prefcraft.metrics.stats import NO_INTERVAL, Estimate, bootstrap_mean, cluster_bootstrap_mean
+
+COVERAGE = {"Fully": 1.0, "Partially": 0.5, "Not": 0.0}
+
+
+@dataclass(frozen=True)
+class ChecklistMatch:
+    """One instance's coverage values; an empty inferred checklist scores precision 0 (nothing correct was said)."""
+
+    predicted_coverage: list[float]
+    true_coverage: list[float]
+    missing_labels: int = 0
+    """Checklist items the matcher gave no label (scored Not covered)."""
+
+    @property
+    def precision(self) -> float:
+        return sum(self.predicted_coverage) / len(self.predicted_coverage) if self.predicted_coverage else 0.0
+
+    @property
+    def recall(self) -> float:
+        return sum(self.true_coverage) / len(self.true_coverage) if self.true_coverage else 0.0
+
+    @property
+    def f1(self) -> float:
+        return harmonic_mean(self.precision, self.recall)
+
+
+@dataclass(frozen=True)
+class MatchReport:
+    """Pooled (micro) and per-instance precision, recall and F1, each with a 95% bootstrap interval over instances."""
+
+    precision: Estimate
+    recall: Estimate
+    f1: Estimate
+    mean_precision: Estimate
+    mean_recall: Estimate
+    mean_f1: Estimate
+    instances: int
+    failed: int = 0
+    """Instances whose inference or matching failed; they count as matching nothing."""
+    missing_labels: int = 0
+
+    def as_metrics(self, prefix: str = "") -> dict[str, float]:
+        metrics = {"instances": float(self.instances), "failed": float(self.failed),
+                   "missing_labels": float(self.missing_labels)}
+        for name in ("precision", "recall", "f1", "mean_precision", "mean_recall", "mean_f1"):
+            estimate: Estimate = getattr(self, name)
+            metrics.update({name: estimate.mean, f"{name}_low": estimate.low, f"{name}_high": estimate.high})
+        return {f"{prefix}{name}": value for name, value in metrics.items() if value == value}  # NaN: no interval
+
+
+def harmonic_mean(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+def micro_scores(matches: Sequence[ChecklistMatch]) -> tuple[float, float, float]:
+    """Pooled precision, recall and F1 over instances, exactly as the paper computes them."""
+    predicted = [value for match in matches for value in match.predicted_coverage]
+    true = [value for match in matches for value in match.true_coverage]
+    precision = sum(predicted) / len(predicted) if predicted else 0.0
+    recall = sum(true) / len(true) if true else 0.0
+    return precision, recall, harmonic_mean(precision, recall)
+
+
+def match_report(
+    matches: Sequence[ChecklistMatch], *, failed: int = 0, seed: int = 0, n_resamples: int = 1000
+) -> MatchReport:
+    """P, R and F1 pooled over `matches` and averaged per instance, with intervals that resample instances."""
+    options = {"seed": seed, "n_resamples": n_resamples}
+    return MatchReport(
+        precision=cluster_bootstrap_mean([m.predicted_coverage for m in matches], **options),
+        recall=cluster_bootstrap_mean([m.true_coverage for m in matches], **options),
+        f1=micro_f1_estimate(matches, **options),
+        mean_precision=bootstrap_mean([m.precision for m in matches], **options),
+        mean_recall=bootstrap_mean([m.recall for m in matches], **options),
+        mean_f1=bootstrap_mean([m.f1 for m in matches], **options),
+        instances=len(matches),
+        failed=failed,
+        missing_labels=sum(m.missing_labels for m in matches),
+    )
+
+
+def micro_f1_estimate(
+    matches: Sequence[ChecklistMatch], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+) -> Estimate:
+    """The pooled F1 with a percentile bootstrap interval: each resample draws instances and pools their counts."""
+    if not matches:
+        return Estimate(float("nan"), NO_INTERVAL, NO_INTERVAL, 0)
+    f1 = micro_scores(matches)[2]
+    if len(matches) < 2:
+        return Estimate(f1, NO_INTERVAL, NO_INTERVAL, len(matches))
+    counts = np.array([[sum(m.predicted_coverage), len(m.predicted_coverage), sum(m.true_coverage),
+                        len(m.true_coverage)] for m in matches])
+    draws = np.random.default_rng(seed).integers(0, len(matches), size=(n_resamples, len(matches)))
+    pooled = counts[draws].sum(axis=1)  # (n_resamples, 4)
+    precision = np.divide(pooled[:, 0], pooled[:, 1], out=np.zeros(n_resamples), where=pooled[:, 1] > 0)
+    recall = np.divide(pooled[:, 2], pooled[:, 3], out=np.zeros(n_resamples), where=pooled[:, 3] > 0)
+    total = precision + recall
+    f1s = np.divide(2 * precision * recall, total, out=np.zeros(n_resamples), where=total > 0)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(f1s, [alpha, 1 - alpha])
+    return Estimate(f1, float(low), float(high), len(matches))

@@ -1,0 +1,137 @@
+"""`prefcraft cupid`: the command line, the evaluation's control flow on scripted models, and one real run."""
+
+import json
+from contextlib import nullcontext
+
+import dspy
+import mlflow
+import pytest
+from dspy.utils import DummyLM
+
+from prefcraft.cli import main, make_parser
+from prefcraft.commands import cupid
+from prefcraft.commands.cupid import CupidData, EvaluationJob, evaluate_instances, select_instances
+from prefcraft.cupid_report import SYNTHETIC_NOTE, format_evaluation
+from prefcraft.settings import Settings
+from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
+
+
+@pytest.fixture
+def role_models(monkeypatch):
+    """No server and no MLflow; the task and judge roles each answer from their own scripted LM."""
+    models = {role: DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter()) for role in ("task", "judge")}
+    monkeypatch.setattr(cupid, "lm_context",
+                        lambda session, role="task": dspy.context(lm=models[role], adapter=dspy.JSONAdapter()))
+    monkeypatch.setattr(cupid, "tracked_run", lambda *args, **kwargs: nullcontext())
+    for name in ("log_metrics", "log_json"):
+        monkeypatch.setattr(cupid, name, lambda *args: None)
+    return models
+
+
+def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
+    instances = [marked_instance(), marked_instance(sessions=2)]
+    job = EvaluationJob(variants=("all", "relevant"), compiled=None, output_dir=tmp_path,
+                        response_methods=("none", "sessions", "inferred"))
+    outcome = evaluate_instances(Settings(num_threads=1), job, instances)
+
+    assert [inference.name for inference in outcome.inference] == ["all", "relevant"]
+    for inference in outcome.inference:
+        # REPLY: inferred checklist 2 items (Fully, Partially) vs gold; gold 2 items (Fully, Partially): P = R = 0.75.
+        assert inference.overall.precision.mean == pytest.approx(0.75)
+        assert inference.overall.recall.mean == pytest.approx(0.75)
+        assert inference.overall.f1.mean == pytest.approx(0.75)
+        assert set(inference.by_type) == {"consistent"} and inference.overall.failed == 0
+    assert [response.method for response in outcome.responses] == ["none", "sessions", "inferred"]
+    assert all(response.score.mean == 7 and response.failed == 0 for response in outcome.responses)
+
+    task_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history])
+    judge_prompts = json.dumps([entry["messages"] for entry in role_models["judge"].history])
+    assert "dialogue-0" in task_prompts
+    assert [marker for marker in GOLD_MARKERS if marker in task_prompts] == []
+    assert "GOLD-CURRENT-PREFERENCE" in judge_prompts  # the graders are the only readers of the gold
+
+    rows = [json.loads(line) for line in (tmp_path / "inference-all.jsonl").read_text().splitlines()]
+    assert [row["f1"] for row in rows] == pytest.approx([0.75, 0.75])
+    assert len((tmp_path / "responses.jsonl").read_text().splitlines()) == 6
+    table = format_evaluation(outcome)
+    assert "F1 (micro)" in table and "respond inferred: judge" in table
+
+
+def test_only_the_gold_response_method_hands_the_gold_preference_to_the_generator(role_models, tmp_path):
+    job = EvaluationJob(output_dir=tmp_path, response_methods=("gold",))
+    outcome = evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+    generator_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history[-1:]])
+    assert "GOLD-CURRENT-PREFERENCE" in generator_prompts  # the ceiling: by definition it is given the gold
+    assert "GOLD-CHECK" not in generator_prompts and outcome.responses[0].score.mean == 7
+
+
+def test_a_failed_inference_scores_zero_recall_and_is_counted(role_models, tmp_path, monkeypatch):
+    class Failing(dspy.Module):
+        def forward(self, sessions, current_request):
+            raise RuntimeError("the model answered nonsense")
+
+    monkeypatch.setattr(cupid, "_inferrers", lambda session, job: {"failing": Failing()})
+    import prefcraft.evaluation
+
+    monkeypatch.setattr(prefcraft.evaluation, "check_reachable", lambda model: None)
+    outcome = evaluate_instances(Settings(num_threads=1), EvaluationJob(output_dir=tmp_path, response_methods=()),
+                                 [marked_instance()])
+    (inference,) = outcome.inference
+    assert inference.overall.failed == 1 and inference.results[0].failed == "inference"
+    assert inference.overall.recall.mean == 0.0 and inference.results[0].true_coverage == [0.0, 0.0]
+
+
+def test_select_instances_skips_bad_rows_when_asked(tmp_path):
+    from tests.loaders.test_cupid_loader import real_row, write_jsonl
+
+    path = write_jsonl(tmp_path / "data.jsonl", [real_row("a"), real_row("b", sessions=0), real_row("c")])
+    instances, skipped = select_instances(CupidData(source=path, skip_invalid=True), "all")
+    assert [i.persona_id for i in instances] == ["a", "c"] and skipped == 1
+
+
+def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
+    parser = make_parser()
+    compile_args = parser.parse_args(["cupid", "compile"])
+    assert (compile_args.candidates, compile_args.trials, compile_args.variant) == (20, 30, "all")
+    evaluate_args = parser.parse_args(["cupid", "evaluate", "--variants", "all", "relevant", "--responses"])
+    assert evaluate_args.variants == ["all", "relevant"] and evaluate_args.responses == []
+    demo_args = parser.parse_args(["cupid", "demo"])
+    assert not hasattr(demo_args, "data")  # the demo reads the bundled sample only
+    assert demo_args.max_instances == 3 and demo_args.task_timeout_s == 600.0
+
+
+def test_bad_data_fails_with_a_clear_error_before_any_server_starts(tmp_path, capsys):
+    from tests.loaders.test_cupid_loader import real_row, write_jsonl
+
+    path = write_jsonl(tmp_path / "data.jsonl", [real_row(checklist_items=5)])
+    assert main(["cupid", "evaluate", "--data", str(path), "--split", "all", "--no-serve"]) == 2
+    error = capsys.readouterr().err
+    assert "row 0, field 'current_checklist'" in error and "at most 4 items" in error
+
+
+@pytest.mark.server
+def test_cupid_evaluate_end_to_end_on_the_embedded_model(embedded_server, tmp_path, capsys):
+    """Real calls, tiny: one bundled test instance, the all-sessions inferrer, a response with the gold preference.
+    A re-run is answered by DSPy's cache: its runs record no LM calls."""
+    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "128",
+             "--task-timeout-s", "300", "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+             "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), "--max-instances", "1",
+             "--no-shipped", "--responses", "gold"]
+    assert main(["cupid", "evaluate", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "F1 (micro)" in out and "respond gold: judge" in out and SYNTHETIC_NOTE in out
+    rows = [json.loads(line) for line in (tmp_path / "out" / "inference-all.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and all(0.0 <= row["f1"] <= 1.0 for row in rows)
+    assert all(row["failed"] is None for row in rows), rows
+
+    assert main(["cupid", "evaluate", *flags]) == 0
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list", order_by=["start_time ASC"])
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    assert [run.info.run_name for run in parents] == ["cupid-evaluate"] * 2
+    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId") == parents[1].info.run_id]
+    assert {"infer-all", "respond-gold"} <= {run.info.run_name for run in children}
+    first_children = [run for run in runs if run.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert sum(run.data.metrics.get("infer_lm_calls", 0) for run in first_children) > 0
+    calls = {name: value for run in children for name, value in run.data.metrics.items() if name.endswith("lm_calls")}
+    assert calls and not any(calls.values()), calls

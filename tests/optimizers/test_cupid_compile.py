@@ -1,0 +1,86 @@
+"""MIPROv2 over CUPID's inferrer: the real optimizer on a fake engine, the metric, and the shipped compiled program."""
+
+import json
+import re
+
+import dspy
+import pytest
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
+
+from prefcraft.loaders.cupid import SAMPLE_INSTANCES, load_instances
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.optimizers.cupid import PROGRAM_NAME, compile_inferrer, inference_metric, load_inferrer
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.programs.cupid import PreferenceInferrer
+
+FIELDS = re.compile(r"^\d+\. `(\w+)`", re.M)
+TYPED = {"relevant_sessions": [1], "score": 5}
+
+
+class FieldFillingEngine:
+    """Answers every call with JSON that fills each requested output field, so MIPROv2's proposer calls work too. The
+    inferred preference depends on the instructions, so candidates differ in score: under an instruction that mentions
+    "brief" the preference is "brief", which the fake decomposer and matcher score as fully matching; otherwise the
+    gold checklist is Not covered."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def complete(self, request):
+        self.calls += 1
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
+        block = system.split("Your output fields are:")[-1].split("All interactions")[0]
+        user = "".join(message.text or "" for message in request.messages)
+        values = {field: self.value(field, system, user) for field in FIELDS.findall(block)}
+        return Response(id=None, model="fake", message=Message.assistant([TextPart(json.dumps(values))]),
+                        finish_reason="stop", usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
+
+    def value(self, field, system, user):
+        if field == "preference":
+            return "brief" if "brief" in system else "long"
+        if field == "checklist":
+            return ["Is it brief?"] if "brief" in user else ["Is it long?"]
+        if field == "coverage":
+            return ["Fully" if "brief" in user else "Not"] * 4  # the program keeps one label per item
+        if field == "proposed_instruction":
+            return "Infer the user's preference, in brief."
+        return TYPED.get(field, "text")
+
+    def stream(self, request):
+        return response_to_events(self.complete(request))
+
+    def close(self):
+        pass
+
+
+def examples(count):
+    return [instance.example() for instance in load_instances(SAMPLE_INSTANCES).instances[:count]]
+
+
+def test_real_mipro_compile_on_a_fake_engine_changes_the_program_and_round_trips(tmp_path):
+    lm = dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False)
+    config = OptimizerConfig(num_candidates=2, num_trials=5, max_bootstrapped_demos=1, max_labeled_demos=0,
+                           num_threads=1, metric_threshold=0.5)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        compiled = compile_inferrer("all", trainset=examples(3), valset=examples(6)[3:],
+                                    grader=lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), config=config,
+                                    prompt_model=lm, task_model=lm)
+    assert isinstance(compiled, PreferenceInferrer) and compiled.variant == "all"
+    assert len(compiled.trial_logs) >= 1
+    assert "brief" in compiled.infer.signature.instructions  # the proposed instruction that scores higher won
+    assert compiled.score == pytest.approx(100.0)  # DSPy reports the validation score in percent
+    path = save_compiled(compiled, tmp_path / "inferrer.json", program_name=PROGRAM_NAME, variant="all")
+    reloaded, metadata = load_inferrer(path)
+    assert metadata["variant"] == "all"
+    assert reloaded.infer.signature.instructions == compiled.infer.signature.instructions
+    assert len(reloaded.infer.demos) == len(compiled.infer.demos)
+
+
+def test_metric_is_the_instance_f1_and_a_threshold_when_bootstrapping():
+    lm = dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False)
+    metric = inference_metric(lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), threshold=0.5)
+    example = examples(1)[0]
+    # The fake matcher labels every item Fully when the inferred preference is "brief": P = R = F1 = 1.
+    assert metric(example, dspy.Prediction(preference="brief")) == pytest.approx(1.0)
+    assert metric(example, dspy.Prediction(preference="brief"), trace=[]) is True
+
