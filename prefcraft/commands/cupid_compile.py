@@ -92,7 +92,7 @@ def compile_and_select(
                              "train": len(trainset), "val": len(valset)},
                       score={"val_f1_compiled": compiled_score, "val_f1_uncompiled": uncompiled},
                       metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
-                      optimizer={"name": "MIPROv2", **job.config.as_params()})
+                      optimizer=job.config.as_params())
         registered = won and register_compiled(PROGRAM_NAME, session.task.model, path)
         log_metrics({"val_f1_compiled": compiled_score, "val_f1_uncompiled": uncompiled, "won": float(won)})
         log_file(path)

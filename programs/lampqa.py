@@ -1,0 +1,150 @@
+"""LaMP-QA (seeds/003): the paper's three methods as programs, the profile retrievers they share, and the aspect judge.
+
+Every answerer takes `question` and `profile` (the user's past posts) and returns a `dspy.Prediction` with `answer`:
+- `NoPersonalization` answers the question alone;
+- `RAGPersonalization` retrieves the top-k posts for the question and answers with them;
+- `PlanPers` retrieves, plans the aspects the user expects (`aspects`, `plan`), then answers with the plan.
+Retrieval is BM25 (bm25s) by default, or dense with any embedding function (`dspy.Embedder` over an OpenAI-compatible
+embeddings endpoint). The question's narrative and rubric aspects never enter these programs; `AspectJudge` reads them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import dspy
+import numpy as np
+
+from prefcraft.loaders.lampqa import ProfilePost, RubricAspect
+from prefcraft.signatures.lampqa import (
+    AnswerQuestion,
+    AnswerWithPlan,
+    AnswerWithProfile,
+    JudgeAspect,
+    PlanAspects,
+    PlannedAspect,
+)
+
+DEFAULT_K = 10  # the paper's k
+POST_CHARS = 300  # each retrieved post is cut to this many characters, so k posts fit a small context
+Embed = Callable[[list[str]], Sequence[Sequence[float]]]
+Retriever = Callable[[str, Sequence[ProfilePost]], list[ProfilePost]]
+
+
+class BM25Retriever:
+    """The k posts of the profile that BM25 ranks highest for the question; ties keep profile order."""
+
+    def __init__(self, k: int = DEFAULT_K):
+        self.k = k
+
+    def __call__(self, question: str, posts: Sequence[ProfilePost]) -> list[ProfilePost]:
+        import bm25s  # imported here: it loads scipy and its tokenizer tables
+
+        options = {"stopwords": "en", "return_ids": False, "show_progress": False}
+        index = bm25s.BM25()
+        index.index(bm25s.tokenize([post.text for post in posts], **options), show_progress=False)
+        query = bm25s.tokenize([question], **options)[0]
+        scores = index.get_scores(query) if query else np.zeros(len(posts))
+        return _top_k(posts, scores, self.k)
+
+
+class DenseRetriever:
+    """The k posts whose embeddings are closest (cosine) to the question's; `embed` maps texts to vectors."""
+
+    def __init__(self, embed: Embed, k: int = DEFAULT_K):
+        self.embed = embed
+        self.k = k
+
+    def __call__(self, question: str, posts: Sequence[ProfilePost]) -> list[ProfilePost]:
+        vectors = np.asarray(self.embed([question, *(post.text for post in posts)]), dtype=float)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        return _top_k(posts, vectors[1:] @ vectors[0], self.k)
+
+
+def _top_k(posts: Sequence[ProfilePost], scores: np.ndarray, k: int) -> list[ProfilePost]:
+    order = sorted(range(len(posts)), key=lambda index: (-float(scores[index]), index))
+    return [posts[index] for index in order[:k]]
+
+
+def format_profile(posts: Sequence[ProfilePost]) -> str:
+    """Retrieved posts as the planner and answerers read them, each cut to POST_CHARS."""
+    return "\n".join(f"- {_cut(post.text, POST_CHARS)}" for post in posts)
+
+
+def format_plan(aspects: Sequence[PlannedAspect]) -> str:
+    return "\n".join(f"- {aspect.title}: {aspect.reason}" for aspect in aspects)
+
+
+def format_rubric_aspect(aspect: RubricAspect) -> str:
+    return f"{aspect.aspect}\nWhy it matters: {aspect.reason}\nEvidence: {aspect.evidence}"
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class NoPersonalization(dspy.Module):
+    """The question alone; the profile is accepted and ignored, so every method takes the same inputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.answer = dspy.Predict(AnswerQuestion)
+
+    def forward(self, question: str, profile: Sequence[ProfilePost] = ()) -> dspy.Prediction:
+        return dspy.Prediction(answer=self.answer(question=question).answer, retrieved=[])
+
+
+class RAGPersonalization(dspy.Module):
+    """Retrieval over the user's profile, then an answer conditioned on the retrieved posts."""
+
+    def __init__(self, retriever: Retriever | None = None):
+        super().__init__()
+        self.retrieve = retriever or BM25Retriever()
+        self.answer = dspy.Predict(AnswerWithProfile)
+
+    def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
+        posts = self.retrieve(question, profile)
+        answer = self.answer(profile=format_profile(posts), question=question).answer
+        return dspy.Prediction(answer=answer, retrieved=[post.id for post in posts])
+
+
+class PlanPers(dspy.Module):
+    """Retrieval, the aspect planner, then an answer conditioned on the retrieved posts and the plan."""
+
+    def __init__(self, retriever: Retriever | None = None):
+        super().__init__()
+        self.retrieve = retriever or BM25Retriever()
+        self.plan = dspy.Predict(PlanAspects)
+        self.answer = dspy.Predict(AnswerWithPlan)
+
+    def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
+        posts = self.retrieve(question, profile)
+        context = format_profile(posts)
+        aspects = self.plan(profile=context, question=question).aspects
+        plan = format_plan(aspects)
+        answer = self.answer(profile=context, question=question, plan=plan).answer
+        return dspy.Prediction(answer=answer, aspects=aspects, plan=plan, retrieved=[post.id for post in posts])
+
+
+class AspectJudge(dspy.Module):
+    """One judge call per gold aspect: 0 (not covered), 1 (somewhat) or 2 (well). A call that fails scores None, so
+    that the caller can count it; when every call fails, the last error is raised."""
+
+    def __init__(self):
+        super().__init__()
+        self.judge = dspy.Predict(JudgeAspect)
+
+    def forward(self, question: str, details: str, response: str, aspects: Sequence[RubricAspect]) -> dspy.Prediction:
+        scores: list[int | None] = []
+        error: Exception | None = None
+        for aspect in aspects:
+            try:
+                scores.append(int(self.judge(question=question, details=details, response=response,
+                                             aspect=format_rubric_aspect(aspect)).match_score))
+            except Exception as failure:  # a failed judgment is counted by the caller, not guessed
+                scores.append(None)
+                error = failure
+        if error is not None and all(score is None for score in scores):
+            raise error
+        return dspy.Prediction(scores=scores)

@@ -1,0 +1,117 @@
+"""`prefcraft lampqa` without a model server: the command line, evaluate's and compile's control flow on a fake LM
+that answers every output field (JSON, as the schema adapter asks), and exact call counts."""
+
+import json
+import re
+from contextlib import nullcontext
+
+import dspy
+import pytest
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
+
+from prefcraft.cli import main, make_parser
+from prefcraft.commands import lampqa, lampqa_compile
+from prefcraft.commands.lampqa import EvaluationJob, LampQAData, RetrievalConfig, evaluate_methods, method_programs
+from prefcraft.commands.lampqa_cli import DEMO
+from prefcraft.commands.lampqa_compile import CompileJob, compile_and_select
+from prefcraft.lampqa_report import format_compile, format_evaluation
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.settings import Settings
+
+VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}
+
+
+class FieldFiller:
+    """An LM engine that fills every output field the prompt asks for; proposer fields get a short text."""
+
+    def complete(self, request):
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
+        block = re.search(r"Your output fields are:\n(.*?)\n(?:All interactions|In adhering)", system, re.S)
+        fields = re.findall(r"^\d+\. `(\w+)`", block.group(1), re.M) if block else []
+        text = json.dumps({field: VALUES.get(field, "Answer the question for this user.") for field in fields})
+        return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
+                        usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
+
+    def stream(self, request):
+        return response_to_events(self.complete(request))
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def fake_lm(monkeypatch):
+    lm = dspy.LM("fake-model", engine=FieldFiller(), cache=False)
+    for module in (lampqa, lampqa_compile):
+        monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+        monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
+        for name in ("log_metrics", "log_json", "log_file"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, lambda *args: None)
+    monkeypatch.setattr(lampqa_compile, "build_lm", lambda model: lm)
+    return lm
+
+
+def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_path):
+    job = EvaluationJob(data=LampQAData(max_questions=1), use_shipped=False, output_dir=tmp_path,
+                        retrieval=RetrievalConfig(k=3))
+    loaded = job.data.load("test")
+    aspects = sum(len(question.rubric_aspects) for question in loaded.questions)
+    programs, compiled = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct")
+    outcome = evaluate_methods(Settings(num_threads=1), job, loaded, programs, compiled)  # no warm-up call
+
+    assert list(outcome.methods) == ["none", "rag", "planpers"] and outcome.questions == 3
+    for method in outcome.methods.values():
+        assert method.report.overall.mean == pytest.approx(0.5)  # every aspect judged 1 of 2
+        assert method.cost["answer"].usage.calls == 3 * (2 if method.name == "planpers" else 1)
+        assert method.cost["judge"].usage.calls == aspects  # one judge call per gold aspect
+        assert method.gain == pytest.approx(0.0)
+    assert outcome.methods["planpers"].cost["coverage"].usage.calls == aspects
+    assert outcome.methods["planpers"].coverage.mean == pytest.approx(0.5)
+
+    rows = [json.loads(line) for line in (tmp_path / "lampqa-planpers.jsonl").read_text().splitlines()]
+    assert [row["plan"] for row in rows] == ["- Low cost: tight budget"] * 3 and len(rows[0]["retrieved"]) == 3
+    summary = json.loads((tmp_path / "lampqa-summary.json").read_text())
+    assert set(summary["methods"]["rag"]["by_category"]) == {q.category for q in loaded.questions}
+    text = format_evaluation(outcome)
+    assert "PlanPers" in text and "Planner coverage" in text and "gain vs none" in text and "Cost per question" in text
+
+
+def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_path, monkeypatch):
+    registered = []
+    monkeypatch.setattr(lampqa_compile, "register_compiled", lambda *args: registered.append(args) or True)
+    data = LampQAData(max_questions=1)
+    trainset = [q.example() for q in data.load("train").questions]
+    valset = [q.example() for q in data.load("validation").questions]
+    config = OptimizerConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=0,
+                           num_threads=1)
+    job = CompileJob(output=tmp_path / "compiled.json", data=data, config=config, output_dir=tmp_path,
+                     retrieval=RetrievalConfig(k=3))
+    outcome = compile_and_select(Settings(num_threads=1), job, trainset, valset)
+
+    # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
+    assert outcome.compiled_score == pytest.approx(outcome.uncompiled_score) == pytest.approx(0.5)
+    assert not outcome.won and not registered and not (tmp_path / "compiled.json").exists()
+    assert outcome.path == tmp_path / "lampqa_planner.rejected.json" and outcome.path.is_file()
+    assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
+
+
+def test_the_demo_and_compile_flags():
+    demo = make_parser().parse_args(["lampqa", "demo"])
+    assert (demo.max_questions, demo.k, demo.methods) == (DEMO["max_questions"], DEMO["k"], ["none", "rag", "planpers"])
+    compile_args = make_parser().parse_args(["lampqa", "compile"])
+    assert (compile_args.candidates, compile_args.trials, compile_args.optimizer) == (20, 30, "miprov2")
+    assert compile_args.max_labeled_demos == 0
+
+
+def test_bad_input_fails_before_any_server_starts(tmp_path, capsys):
+    assert main(["lampqa", "evaluate", "--data", str(tmp_path / "absent.jsonl")]) == 2
+    assert "file not found" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"id": "1", "question": "q", "narrative": "n", "rubric_aspects": [], "profile": []}))
+    assert main(["lampqa", "evaluate", "--data", str(bad)]) == 2
+    assert "row 0, field 'rubric_aspects'" in capsys.readouterr().err
+    assert main(["lampqa", "compile", "--data", str(bad)]) == 2
+    assert "not one file" in capsys.readouterr().err
+    assert main(["lampqa", "evaluate", "--retriever", "dense", "--no-shipped"]) == 2
+    assert "needs an embedding model" in capsys.readouterr().err
