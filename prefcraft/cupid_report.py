@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from prefcraft.loaders.cupid import SAMPLE_INSTANCES
 from prefcraft.metrics.stats import Estimate
+from prefcraft.report import format_verdict
 
 if TYPE_CHECKING:
     from prefcraft.commands.cupid import EvaluationOutcome, StepCost
@@ -40,12 +41,10 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
 
 
 def format_compile(outcome: CompileOutcome) -> str:
-    verdict = ("shipped and registered" if outcome.registered else "written") if outcome.won else "NOT shipped"
     lines = [
-        f"MIPROv2 over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation instances",
-        f"  validation F1 (MIPROv2's per-instance mean): uncompiled {100 * outcome.uncompiled_score:.1f}%, compiled "
-        f"{100 * outcome.compiled_score:.1f}%; program differs: {outcome.differs}",
-        f"  {verdict}: {outcome.path}",
+        f"{outcome.optimizer} over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation "
+        "instances",
+        format_verdict(outcome.verdict, "F1 (per-instance mean)"),
         f"  LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, completion tokens "
         f"{outcome.usage.completion_tokens}",
     ]

@@ -7,6 +7,7 @@ import math
 from prefcraft.commands.lampqa import BASELINE, EvaluationOutcome
 from prefcraft.commands.lampqa_compile import CompileOutcome
 from prefcraft.metrics.stats import Estimate
+from prefcraft.report import format_verdict
 
 METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "planpers": "PlanPers",
                 "planpers_compiled": "PlanPers, compiled"}
@@ -39,15 +40,9 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
 
 
 def format_compile(outcome: CompileOutcome) -> str:
-    verdict = ("registered as the shipped lampqa_planner" if outcome.registered else
-               "saved (outside compiled/, not registered)" if outcome.won else
-               "NOT shipped: " + ("identical to the uncompiled program" if not outcome.differs else
-                                  "it did not beat the uncompiled program on validation"))
-    return (f"MIPROv2 over PlanPers on {outcome.train} train / {outcome.val} validation questions\n"
-            f"validation aspect score: uncompiled {100 * outcome.uncompiled_score:.1f}%, "
-            f"compiled {100 * outcome.compiled_score:.1f}%\n"
-            f"{outcome.path}: {verdict}\n"
-            f"LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, "
+    return (f"{outcome.optimizer} over PlanPers on {outcome.train} train / {outcome.val} validation questions\n"
+            f"{format_verdict(outcome.verdict, 'aspect score')}\n"
+            f"  LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, "
             f"completion tokens {outcome.usage.completion_tokens}")
 
 

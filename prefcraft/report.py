@@ -9,6 +9,7 @@ from prefcraft.usage import LMUsage
 
 if TYPE_CHECKING:
     from prefcraft.commands.fit import FitSummary
+    from prefcraft.optimizers.compile_selection import CompileVerdict
 
 
 def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
@@ -46,3 +47,17 @@ def format_comparison(reports: dict[str, PairwiseReport]) -> str:
         cells = [report.per_user.get(user) for report in reports.values()]
         lines.append(f"  {user:<14}" + "".join(f"{100 * c.mean:13.1f}%" if c else f"{'-':>14}" for c in cells))
     return "\n".join(lines)
+
+
+def format_verdict(verdict: CompileVerdict, score_name: str) -> str:
+    """Whether a compile ships, and why: its validation score against the uncompiled program's."""
+    if verdict.registered:
+        outcome = "shipped (registered in compiled/index.json)"
+    elif verdict.won:
+        outcome = "saved (outside compiled/, not registered)"
+    elif not verdict.differs:
+        outcome = "NOT shipped: identical to the uncompiled program"
+    else:
+        outcome = "NOT shipped: it did not beat the uncompiled program on validation"
+    return (f"  validation {score_name}: uncompiled {100 * verdict.uncompiled_score:.1f}%, compiled "
+            f"{100 * verdict.compiled_score:.1f}%\n  {verdict.path}: {outcome}")

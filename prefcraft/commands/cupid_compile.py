@@ -18,15 +18,14 @@ import dspy
 
 from prefcraft.commands.cupid import RUNS, CupidData, select_instances
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import evaluate_program
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.optimizers.compile_selection import CompileVerdict, keep_if_better
 from prefcraft.optimizers.cupid import PROGRAM_NAME, InferenceGrader, compile_inferrer
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_file, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
@@ -46,13 +45,9 @@ class CompileOutcome:
     variant: str
     train: int
     val: int
-    uncompiled_score: float
-    compiled_score: float
-    differs: bool
-    won: bool
-    registered: bool
-    path: Path
+    verdict: CompileVerdict
     usage: LMUsage
+    optimizer: str
 
 
 def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
@@ -72,7 +67,7 @@ def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str],
 def compile_and_select(
     session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example]
 ) -> CompileOutcome:
-    """MIPROv2, then the uncompiled program scored on the same validation set; save (and ship) only a winner."""
+    """The optimizer, then `keep_if_better`: save (and ship) only a winner."""
     grader = InferenceGrader(lambda: lm_context(session, "judge"))
     params = {"program": PROGRAM_NAME, "variant": job.variant, "data": str(job.data.source),
               "data_digest": data_digest(job.data.source), "train": len(trainset), "val": len(valset),
@@ -81,43 +76,14 @@ def compile_and_select(
         compiled = compile_inferrer(job.variant, trainset=trainset, valset=valset, grader=grader.grader,
                                     config=job.config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
-        uncompiled = _validation_f1(session, "uncompiled", PreferenceInferrer(job.variant), valset, grader)
-        compiled_score = _validation_f1(session, "compiled", compiled, valset, grader)
-        differs = _differs(compiled, PreferenceInferrer(job.variant))
-        won = differs and compiled_score > uncompiled
-        path = job.output if won else job.output_dir / f"{PROGRAM_NAME}.rejected.json"
-        save_compiled(compiled, path, program_name=PROGRAM_NAME, model=session.task.model, variant=job.variant,
-                      data=str(job.data.source), data_digest=data_digest(job.data.source),
-                      split={"val_personas": job.data.val_personas, "test_personas": job.data.test_personas,
-                             "train": len(trainset), "val": len(valset)},
-                      score={"val_f1_compiled": compiled_score, "val_f1_uncompiled": uncompiled},
-                      metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
-                      optimizer=job.config.as_params())
-        registered = won and register_compiled(PROGRAM_NAME, session.task.model, path)
-        log_metrics({"val_f1_compiled": compiled_score, "val_f1_uncompiled": uncompiled, "won": float(won)})
-        log_file(path)
-    if not won:
-        logger.warning("the compiled inferrer did not beat the uncompiled one on validation; not shipped")
-    return CompileOutcome(job.variant, len(trainset), len(valset), uncompiled, compiled_score, differs, won,
-                          registered, path, meter.usage)
+        verdict = keep_if_better(
+            session, compiled=compiled, uncompiled=PreferenceInferrer(job.variant), valset=valset, score=grader.f1,
+            program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir, variant=job.variant,
+            data=str(job.data.source), data_digest=data_digest(job.data.source),
+            split={"val_personas": job.data.val_personas, "test_personas": job.data.test_personas,
+                   "train": len(trainset), "val": len(valset)},
+            metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
+            optimizer=job.config.as_params(),
+        )  # fmt: skip
+    return CompileOutcome(job.variant, len(trainset), len(valset), verdict, meter.usage, job.config.name)
 
-
-def _validation_f1(
-    session: Settings, name: str, program: dspy.Module, valset: list[dspy.Example], grader: InferenceGrader
-) -> float:
-    """Mean per-instance F1 on the validation set, as MIPROv2 scores it; its full evaluations made these calls, so
-    DSPy's cache answers them. A child run."""
-    with tracked_run(f"{name}-on-val", nested=True):
-        scored, usage = evaluate_program(program, valset, grader.f1, model=session.task,
-                                         num_threads=session.num_threads)
-        score = sum(score for _, _, score in scored) / len(scored)
-        log_metrics({"val_f1": score, **usage.as_metrics()})
-    return score
-
-
-def _differs(compiled: dspy.Module, uncompiled: dspy.Module) -> bool:
-    """Whether any predictor's instructions or demos changed."""
-    for (_, after), (_, before) in zip(compiled.named_predictors(), uncompiled.named_predictors(), strict=True):
-        if after.signature.instructions != before.signature.instructions or after.demos:
-            return True
-    return False

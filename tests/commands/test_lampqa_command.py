@@ -15,6 +15,7 @@ from prefcraft.commands.lampqa import EvaluationJob, LampQAData, RetrievalConfig
 from prefcraft.commands.lampqa_cli import DEMO
 from prefcraft.commands.lampqa_compile import CompileJob, compile_and_select
 from prefcraft.lampqa_report import format_compile, format_evaluation
+from prefcraft.optimizers import compile_selection
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.settings import Settings
 
@@ -42,8 +43,9 @@ class FieldFiller:
 @pytest.fixture
 def fake_lm(monkeypatch):
     lm = dspy.LM("fake-model", engine=FieldFiller(), cache=False)
-    for module in (lampqa, lampqa_compile):
-        monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+    for module in (lampqa, lampqa_compile, compile_selection):
+        if hasattr(module, "lm_context"):
+            monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
         monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
         for name in ("log_metrics", "log_json", "log_file"):
             if hasattr(module, name):
@@ -79,7 +81,7 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
 
 def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_path, monkeypatch):
     registered = []
-    monkeypatch.setattr(lampqa_compile, "register_compiled", lambda *args: registered.append(args) or True)
+    monkeypatch.setattr(compile_selection, "register_compiled", lambda *args: registered.append(args) or True)
     data = LampQAData(max_questions=1)
     trainset = [q.example() for q in data.load("train").questions]
     valset = [q.example() for q in data.load("validation").questions]
@@ -90,9 +92,10 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     outcome = compile_and_select(Settings(num_threads=1), job, trainset, valset)
 
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
-    assert outcome.compiled_score == pytest.approx(outcome.uncompiled_score) == pytest.approx(0.5)
-    assert not outcome.won and not registered and not (tmp_path / "compiled.json").exists()
-    assert outcome.path == tmp_path / "lampqa_planner.rejected.json" and outcome.path.is_file()
+    verdict = outcome.verdict
+    assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
+    assert not verdict.won and not registered and not (tmp_path / "compiled.json").exists()
+    assert verdict.path == tmp_path / "lampqa_planner.rejected.json" and verdict.path.is_file()
     assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
 
 

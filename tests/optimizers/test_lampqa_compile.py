@@ -2,8 +2,8 @@
 another name."""
 
 
-from prefcraft.commands.lampqa_compile import differs_from
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
+from prefcraft.optimizers.compile_selection import differs_from
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import PlanPers
 
