@@ -79,8 +79,8 @@ def validation_score(
 
 
 def differs_from(compiled: dspy.Module, uncompiled: dspy.Module) -> bool:
-    """Whether any predictor's instructions changed or it gained demos."""
+    """Whether any predictor's instructions or demos changed."""
     return any(
-        after.signature.instructions != before.signature.instructions or after.demos
+        after.signature.instructions != before.signature.instructions or after.demos != before.demos
         for (_, after), (_, before) in zip(compiled.named_predictors(), uncompiled.named_predictors(), strict=True)
     )

@@ -1,0 +1,133 @@
+"""`prefcraft prefdisco` without a model server (scripted LMs), and once end to end on the embedded server."""
+
+import json
+from contextlib import nullcontext
+
+import dspy
+import mlflow
+import pytest
+from dspy.utils import DummyLM
+
+from prefcraft.cli import main, make_parser
+from prefcraft.commands import prefdisco
+from prefcraft.commands.prefdisco import (
+    BASELINE,
+    DISCOVERY,
+    ORACLE,
+    EvaluationJob,
+    PrefDiscoData,
+    evaluate_conditions,
+    select_scenarios,
+)
+from prefcraft.commands.prefdisco_build import BuildJob, build_scenario_file, read_problems
+from prefcraft.errors import ConfigError
+from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.prefdisco_report import format_evaluation
+from prefcraft.settings import Settings
+
+# One reply holding every output field of every PrefDisco signature; each call keeps its own fields.
+REPLY = {"preferences": [{"attribute": "detail", "value": "brief", "weight": 3}], "action": "ask",
+         "question": "How detailed?", "response": "It is 8.", "final_answer": "8", "reply": "Brief.", "grade": 3,
+         "correct": True}
+
+
+def offline(monkeypatch, lm):
+    monkeypatch.setattr(prefdisco, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+    monkeypatch.setattr(prefdisco, "tracked_run", lambda *args, **kwargs: nullcontext())
+    for name in ("log_metrics", "log_json"):
+        monkeypatch.setattr(prefdisco, name, lambda *args: None)
+
+
+def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp_path):
+    lm = DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter())
+    offline(monkeypatch, lm)
+    job = EvaluationJob(data=PrefDiscoData(max_scenarios=3), max_turns=2, use_shipped=False, output_dir=tmp_path)
+    scenarios = select_scenarios(job.data, "test")
+    outcome = evaluate_conditions(Settings(num_threads=1), job, scenarios)
+    rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
+    assert [row["condition"] for row in rows] == [BASELINE] * 3 + [ORACLE] * 3 + [DISCOVERY] * 3
+    discovery = rows[-1]
+    assert len(discovery["turns"]) == 2 and discovery["turns"][0] == {"question": "How detailed?", "reply": "Brief."}
+    assert discovery["hidden_profile"] and discovery["grades"] == [3] * len(discovery["grades"])
+    assert discovery["pref_align"] == pytest.approx(3.0) and discovery["correct"] is True
+    # Every grade is 3, so Oracle equals Baseline everywhere: NormAlign is undefined for all, and counted.
+    [summary] = [s for s in outcome.summaries if s.task == "all" and s.condition == DISCOVERY]
+    assert summary.norm_align.undefined == summary.norm_align.scenarios == 3 and summary.questions == 2
+    table = format_evaluation(outcome)
+    assert "3/3" in table and "none defined" in table
+    summary_file = json.loads((tmp_path / "summary.json").read_text())
+    assert summary_file["scenarios"] == 3
+    assert summary_file["norm_align"][DISCOVERY] == {s.scenario_id: None for s in scenarios}
+    # Calls: per scenario 1 + 1 answers, 2 x (asker + simulator) + 1 answer, and (criteria + 1) grading calls x 3.
+    graded_calls = 3 * sum(len(s.criteria) + 1 for s in scenarios)
+    assert len(lm.history) == 3 * (1 + 1 + 5) + graded_calls
+
+
+def test_splits_keep_all_personas_of_a_problem_together_and_do_not_overlap():
+    splits = {split: select_scenarios(PrefDiscoData(), split) for split in ("train", "val", "test")}
+    problems = {split: {s.problem_id for s in scenarios} for split, scenarios in splits.items()}
+    assert sum(map(len, splits.values())) == len(load_scenarios(SAMPLE_SCENARIOS))
+    assert not (problems["train"] & problems["val"]) and not (problems["val"] & problems["test"])
+    assert len(splits["test"]) == 6 and len(splits["val"]) == 6
+    one_each = select_scenarios(PrefDiscoData(per_task=1), "test")
+    assert [s.task for s in one_each] == ["math", "science", "social"]
+    with pytest.raises(ConfigError):
+        select_scenarios(PrefDiscoData(), "dev")
+
+
+def test_the_builder_is_seeded_and_writes_loadable_scenarios(tmp_path):
+    problems = read_problems(BuildJob.problems)
+    first = build_scenario_file(problems, BuildJob(output=tmp_path / "a.jsonl", seed=3)).path.read_bytes()
+    again = build_scenario_file(problems, BuildJob(output=tmp_path / "b.jsonl", seed=3)).path.read_bytes()
+    other = build_scenario_file(problems, BuildJob(output=tmp_path / "c.jsonl", seed=4)).path.read_bytes()
+    assert first == again != other
+    scenarios = load_scenarios(tmp_path / "a.jsonl")
+    assert len(scenarios) == 24 and len({s.persona["persona_id"] for s in scenarios}) > 2
+    assert SAMPLE_SCENARIOS.read_bytes() == build_scenario_file(
+        problems, BuildJob(output=tmp_path / "d.jsonl")).path.read_bytes()  # the bundled file is regenerable
+
+
+def test_the_command_line_builds_each_step():
+    parser = make_parser()
+    demo = parser.parse_args(["prefdisco", "demo"])
+    assert demo.max_turns == 2 and demo.split == "test" and demo.use_shipped and demo.per_task == 1
+    compile_args = parser.parse_args(["prefdisco", "compile", "--trials", "3"])
+    assert compile_args.trials == 3 and compile_args.candidates == 20
+    evaluate = parser.parse_args(["prefdisco", "evaluate", "--forced-questions", "2", "--collaborative"])
+    assert evaluate.forced_questions == 2 and evaluate.collaborative
+
+
+def test_a_bad_scenario_file_fails_before_any_server_starts(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"type": "metadata"}\n{"type": "personalized_problem"}\n')
+    assert main(["prefdisco", "evaluate", "--data", str(bad)]) == 2
+    assert f"{bad}, row 1, field 'problem_id'" in capsys.readouterr().err
+
+
+@pytest.mark.server
+def test_prefdisco_demo_end_to_end_on_the_embedded_server(embedded_server, tmp_path, capsys):
+    """Tiny but real: one scenario, one question, three conditions, graded; then a re-run served from the cache."""
+    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "200",
+             "--task-timeout-s", "300", "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+             "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), "--max-scenarios", "1",
+             "--max-turns", "1", "--forced-questions", "1", "--no-shipped"]
+    assert main(["prefdisco", "demo", *flags]) == 0
+    out = capsys.readouterr().out
+    assert "PrefAlign" in out and "discovery" in out
+    rows = [json.loads(line) for line in (tmp_path / "out" / "dialogues.jsonl").read_text().splitlines()]
+    assert [row["condition"] for row in rows] == [BASELINE, ORACLE, DISCOVERY]
+    [discovery] = [row for row in rows if row["condition"] == DISCOVERY]
+    assert discovery["failed"] is None and len(discovery["turns"]) == 1 and discovery["turns"][0]["reply"]
+    assert all(1 <= grade <= 5 for row in rows for grade in row["grades"])
+
+    assert main(["prefdisco", "demo", *flags]) == 0  # a re-run: every answer from DSPy's cache
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list", order_by=["start_time ASC"])
+    parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
+    assert [run.info.run_name for run in parents] == ["prefdisco-evaluate"] * 2
+    children = [run for run in runs if run.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
+    assert {run.info.run_name for run in children} >= {"baseline", "oracle", "discovery"}
+    first_calls = sum(v for run in children for k, v in run.data.metrics.items() if k.endswith("lm_calls"))
+    rerun = [run for run in runs if run.data.tags.get("mlflow.parentRunId") == parents[1].info.run_id]
+    rerun_calls = [v for run in rerun for k, v in run.data.metrics.items() if k.endswith("lm_calls")]
+    assert first_calls > 0 and rerun_calls and not any(rerun_calls)

@@ -1,0 +1,104 @@
+"""The PrefDisco scenario loader: the reference's JSONL, its problem shapes, and errors naming file, line and field."""
+
+import json
+
+import pytest
+
+from prefcraft.errors import DataError
+from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+
+METADATA = {"type": "metadata", "task": "math", "extra": 1}
+
+
+def scenario_row(**changes):
+    row = {
+        "type": "personalized_problem", "problem_id": "p1", "unused": "ignored",
+        "original_problem": {"problem": "2 + 2?", "solution": "4", "answer": "4"},
+        "persona": {"persona_id": "a", "demographics": {}},
+        "persona_preferences": {
+            "detail": {"description": "how much", "value": "brief", "local_importance": 3},
+            "tone": {"description": "voice", "value": "warm", "local_importance": 1}},
+        "evaluation_rubric": {"evaluation_criteria": [
+            {"preference": "detail", "description": "how much", "weight": 0.75,
+             "levels": [{"score": 1, "description": "long"}, {"score": 5, "description": "brief"}]},
+            {"preference": "tone", "description": "voice", "weight": 0.25,
+             "levels": [{"score": 5, "description": "warm"}]}]},
+    }
+    row.update(changes)
+    return row
+
+
+def write(tmp_path, rows, name="scenarios.jsonl"):
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def test_a_reference_file_loads_with_its_metadata_line_skipped(tmp_path):
+    [scenario] = load_scenarios(write(tmp_path, [METADATA, scenario_row()]))
+    assert scenario.scenario_id == "p1:a" and scenario.task == "p1" and scenario.answer == "4"
+    assert scenario.weights == [0.75, 0.25]
+    assert scenario.hidden_profile() == "- detail: brief\n- tone: warm"
+    assert "brief" in scenario.criteria[0].grading_text() and "1 = long" in scenario.criteria[0].grading_text()
+
+
+@pytest.mark.parametrize(("problem", "question_part", "answer"), [
+    ({"question": "Gas?", "choices": {"label": ["A", "B"], "text": ["O2", "CO2"]}, "answerKey": "B"}, "B. CO2", "B"),
+    ({"context": "Sam forgot.", "question": "Next?", "answerA": "Ignore", "answerB": "Apologize", "answerC": "Blame",
+      "label": "2"}, "Sam forgot.\nNext?\nA. Ignore", "B"),
+    ({"problem": "3x = 9", "solution": "x = 3", "answer": "3"}, "3x = 9", "3"),
+])
+def test_each_source_shape_is_normalized(tmp_path, problem, question_part, answer):
+    [scenario] = load_scenarios(write(tmp_path, [METADATA, scenario_row(original_problem=problem)]))
+    assert question_part in scenario.question and scenario.answer == answer
+
+
+@pytest.mark.parametrize(("row", "field"), [
+    (scenario_row(problem_id=None), "problem_id"),
+    (scenario_row(original_problem={"question": "no answer"}), "original_problem.answer"),
+    (scenario_row(persona_preferences={"detail": {"value": "brief", "local_importance": 9}}),
+     "persona_preferences.detail.local_importance"),
+    (scenario_row(evaluation_rubric={"evaluation_criteria": [
+        {"preference": "missing", "weight": 1.0, "levels": [{"score": 1, "description": "x"}]}]}),
+     "evaluation_rubric.evaluation_criteria.0.preference"),
+    (scenario_row(evaluation_rubric={"evaluation_criteria": [
+        {"preference": "detail", "weight": 0.5, "levels": [{"score": 1, "description": "x"}]}]}),
+     "evaluation_rubric.evaluation_criteria.weight"),
+])
+def test_a_bad_row_names_the_file_line_and_field(tmp_path, row, field):
+    path = write(tmp_path, [METADATA, scenario_row(), row])
+    with pytest.raises(DataError) as raised:
+        load_scenarios(path)
+    assert (raised.value.path, raised.value.row, raised.value.field) == (str(path), 2, field)
+
+
+def test_a_repeated_scenario_and_a_non_utf8_file_are_errors(tmp_path):
+    with pytest.raises(DataError, match="repeats line 1"):
+        load_scenarios(write(tmp_path, [METADATA, scenario_row(), scenario_row()]))
+    path = tmp_path / "latin1.jsonl"
+    path.write_bytes(json.dumps(scenario_row(problem_id="caf\u00e9"), ensure_ascii=False).encode("latin-1") + b"\n")
+    with pytest.raises(DataError, match="UTF-8") as raised:
+        load_scenarios(path)
+    assert raised.value.row == 0
+
+
+def test_a_hub_name_goes_through_datasets_load_dataset(monkeypatch):
+    import datasets
+
+    requested = []
+
+    def load_dataset(name, split=None):
+        requested.append((name, split))
+        return {"math": [scenario_row()], "science": [scenario_row(problem_id="p2")]}
+
+    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
+    scenarios = load_scenarios("stellalisy/prefq-bench")
+    assert requested == [("stellalisy/prefq-bench", None)]
+    assert [s.scenario_id for s in scenarios] == ["p1:a", "p2:a"]
+
+
+def test_the_bundled_scenarios_load_and_are_marked_synthetic():
+    scenarios = load_scenarios(SAMPLE_SCENARIOS)
+    assert len(scenarios) == 24 and {s.task for s in scenarios} == {"math", "science", "social"}
+    assert json.loads(SAMPLE_SCENARIOS.read_text().splitlines()[0])["synthetic"] is True
+    assert all(abs(sum(s.weights) - 1) <= 0.05 and 1 <= len(s.criteria) <= 3 for s in scenarios)
