@@ -42,11 +42,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "lampqa_cost.json"
 
 def step_rows(outcome: EvaluationOutcome) -> list[dict]:
     n = outcome.questions
-    return [{"method": name, "step": step, **asdict(cost.usage), "seconds": round(cost.wall_s, 2),
+    return [{"method": name, "step": step, **asdict(cost.usage), "seconds": round(cost.seconds, 2),
              "failures": cost.failures, "calls_per_question": cost.usage.calls / n,
              "prompt_tokens_per_question": cost.usage.prompt_tokens / n,
              "completion_tokens_per_question": cost.usage.completion_tokens / n,
-             "seconds_per_question": round(cost.wall_s / n, 2)}
+             "seconds_per_question": round(cost.seconds / n, 2)}
             for name, method in outcome.methods.items() for step, cost in method.cost.items()]
 
 

@@ -10,8 +10,9 @@ from prefcraft.metrics.stats import Estimate
 from prefcraft.report import format_verdict
 
 if TYPE_CHECKING:
-    from prefcraft.commands.cupid import EvaluationOutcome, StepCost
+    from prefcraft.commands.cupid import EvaluationOutcome
     from prefcraft.commands.cupid_compile import CompileOutcome
+    from prefcraft.evaluation import StepCost
 
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import dspy
 
 from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
 from prefcraft.metrics.pairwise import Judgment, preference_correct
-from prefcraft.settings import ModelSettings
+from prefcraft.runtime import lm_context
+from prefcraft.settings import ModelSettings, Role, Settings
 from prefcraft.usage import LMUsage, metered
 
 NEVER_STOP = 2**31  # DSPy counts an example twice when it resubmits a straggler, so no count of examples is enough
@@ -82,3 +85,29 @@ def _warm_prefix(program: dspy.Module, example: dspy.Example) -> None:
         program(**example.inputs())
     except Exception:
         pass  # Evaluate makes the same call next, and counts its failure
+
+
+@dataclass
+class StepCost:
+    """What one step of a pipeline cost over all its items: LM requests and tokens (DSPy cache hits are free), wall
+    seconds, and the items whose call or parse failed."""
+
+    usage: LMUsage
+    seconds: float
+    failures: int
+
+    def as_metrics(self, prefix: str) -> dict[str, float]:
+        return {**self.usage.as_metrics(prefix), f"{prefix}seconds": self.seconds, f"{prefix}failures": self.failures}
+
+
+def run_step(
+    session: Settings, program: dspy.Module, examples: Sequence[dspy.Example],
+    metric: Callable[[dspy.Example, dspy.Prediction], float], role: Role,
+) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], StepCost]:
+    """One step of a pipeline over every example, in parallel, on the model of `role`, with what it cost."""
+    started = time.perf_counter()
+    with lm_context(session, role):
+        results, usage = evaluate_program(program, examples, metric, model=session.model_for(role),
+                                          num_threads=session.num_threads)
+    failures = sum(prediction is None for _, prediction, _ in results)
+    return results, StepCost(usage, time.perf_counter() - started, failures)

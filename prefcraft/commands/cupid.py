@@ -12,7 +12,6 @@ inferrer and response method is a child run. Results go to JSONL under the outpu
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from pathlib import Path
 import dspy
 
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import evaluate_program
+from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.cupid import INSTANCE_TYPES, SAMPLE_INSTANCES, CupidInstance, load_instances, split_by_persona
 from prefcraft.metrics.cupid import ChecklistMatch, MatchReport, match_report
@@ -34,10 +33,9 @@ from prefcraft.programs.cupid import (
     ResponseGenerator,
     ResponseJudge,
 )
-from prefcraft.runtime import lm_context, model_session
-from prefcraft.settings import Role, Settings
+from prefcraft.runtime import model_session
+from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage
 
 logger = logging.getLogger(__name__)
 
@@ -69,19 +67,6 @@ class EvaluationJob:
     response_methods: Sequence[str] = DEFAULT_RESPONSE_METHODS
     """Generation methods to run and judge (none of them: inference only)."""
     output_dir: Path = RUNS
-
-
-@dataclass
-class StepCost:
-    """What one step cost over all instances: LM requests and tokens (DSPy cache hits are free), wall seconds, and
-    the instances whose call or parse failed."""
-
-    usage: LMUsage
-    seconds: float
-    failures: int
-
-    def as_metrics(self, prefix: str) -> dict[str, float]:
-        return {**self.usage.as_metrics(prefix), f"{prefix}seconds": self.seconds, f"{prefix}failures": self.failures}
 
 
 @dataclass
@@ -238,18 +223,6 @@ def respond_and_judge(
         log_json([asdict(result) for result in results], f"responses-{method}.json")
     return outcome
 
-
-def run_step(
-    session: Settings, program: dspy.Module, examples: Sequence[dspy.Example],
-    metric: Callable[[dspy.Example, dspy.Prediction], float], role: Role,
-) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], StepCost]:
-    """One step over every example, in parallel, on the model of `role`, with what it cost."""
-    started = time.perf_counter()
-    with lm_context(session, role):
-        results, usage = evaluate_program(program, examples, metric, model=session.model_for(role),
-                                          num_threads=session.num_threads)
-    failures = sum(prediction is None for _, prediction, _ in results)
-    return results, StepCost(usage, time.perf_counter() - started, failures)
 
 
 def _inferrers(session: Settings, job: EvaluationJob) -> dict[str, dspy.Module]:

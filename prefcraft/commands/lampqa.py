@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Literal
 import dspy
 
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import evaluate_program
+from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.loaders.lampqa import CONFIGS, SAMPLE_QUESTIONS, LampQAQuestion, LoadedQuestions, load_questions
 from prefcraft.metrics.lampqa import MethodReport, QuestionResult, method_report, question_score, relative_gain
@@ -37,10 +36,9 @@ from prefcraft.programs.lampqa import (
     RAGPersonalization,
     Retriever,
 )
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage
 
 logger = logging.getLogger(__name__)
 
@@ -103,14 +101,6 @@ class EvaluationJob:
     use_shipped: bool = True
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     output_dir: Path = RUNS
-
-
-@dataclass
-class StepCost:
-    usage: LMUsage
-    wall_s: float
-    failures: int
-    """Failed calls or parses: answers not produced (answer step), aspect judgments not made (judge steps)."""
 
 
 @dataclass
@@ -189,7 +179,7 @@ def evaluate_method(
     session: Settings, name: str, program: dspy.Module, examples: Sequence[dspy.Example]
 ) -> MethodOutcome:
     """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge."""
-    answered, answer_cost = _timed(session, "task", program, examples, _answered)
+    answered, answer_cost = run_step(session, program, examples, _answered, "task")
     predictions = [prediction for _, prediction, _ in answered]
     judged, judge_cost = _judge(session, examples, [p.answer if p else None for p in predictions])
     cost = {"answer": answer_cost, "judge": judge_cost}
@@ -213,7 +203,7 @@ def _judge(
     """Each response judged on every gold aspect; a missing response (its answer failed) is not judged."""
     to_judge = [judge_example(example, response) for example, response in zip(examples, responses, strict=True)
                 if response is not None]
-    judged, cost = _timed(session, "judge", AspectJudge(), to_judge, _scored)
+    judged, cost = run_step(session, AspectJudge(), to_judge, _scored, "judge")
     scores = {example.id: tuple(prediction.scores) if prediction else (None,) * len(example.aspects)
               for example, prediction, _ in judged}
     results = [QuestionResult(example.id, example.category, scores.get(example.id, ()),
@@ -221,17 +211,6 @@ def _judge(
     cost.failures = sum(result.failed_judgments for result in results)
     return results, cost
 
-
-def _timed(
-    session: Settings, role: Literal["task", "judge"], program: dspy.Module, examples: Sequence[dspy.Example],
-    metric: Callable[[dspy.Example, dspy.Prediction], float],
-) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], StepCost]:
-    started = time.perf_counter()
-    with lm_context(session, role):
-        results, usage = evaluate_program(program, examples, metric, model=session.model_for(role),
-                                          num_threads=session.num_threads)
-    failures = sum(prediction is None for _, prediction, _ in results)
-    return results, StepCost(usage, time.perf_counter() - started, failures)
 
 
 def _answered(example: dspy.Example, prediction: dspy.Prediction) -> float:
@@ -246,7 +225,7 @@ def _log_method(outcome: MethodOutcome, questions: Sequence[LampQAQuestion], out
     metrics = outcome.report.as_metrics()
     for step, cost in outcome.cost.items():
         metrics.update(cost.usage.as_metrics(f"{step}_"))
-        metrics[f"{step}_wall_s"] = cost.wall_s
+        metrics[f"{step}_seconds"] = cost.seconds
         metrics[f"{step}_failures"] = float(cost.failures)
     if outcome.coverage is not None:
         metrics["plan_coverage"] = outcome.coverage.mean

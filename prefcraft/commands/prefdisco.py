@@ -24,7 +24,7 @@ from typing import Any
 import dspy
 
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import evaluate_program
+from prefcraft.evaluation import StepCost, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, Scenario, load_scenarios
 from prefcraft.metrics.prefdisco import NormAlignSummary, norm_align, summarize_norm_align
@@ -42,7 +42,6 @@ from prefcraft.programs.prefdisco import (
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage
 
 logger = logging.getLogger(__name__)
 
@@ -73,16 +72,6 @@ class EvaluationJob:
     compiled: Path | None = None
     use_shipped: bool = True
     output_dir: Path = RUNS
-
-
-@dataclass
-class StepCost:
-    """One step of one condition over all scenarios: LM requests and tokens (cache hits are free), wall seconds, and
-    the scenarios whose call or parse failed."""
-
-    usage: LMUsage
-    seconds: float
-    failures: int
 
 
 @dataclass

@@ -8,6 +8,7 @@ import mlflow
 import pytest
 from dspy.utils import DummyLM
 
+from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.commands import cupid
 from prefcraft.commands.cupid import CupidData, EvaluationJob, evaluate_instances, select_instances
@@ -20,7 +21,7 @@ from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_insta
 def role_models(monkeypatch):
     """No server and no MLflow; the task and judge roles each answer from their own scripted LM."""
     models = {role: DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter()) for role in ("task", "judge")}
-    monkeypatch.setattr(cupid, "lm_context",
+    monkeypatch.setattr(evaluation, "lm_context",
                         lambda session, role="task": dspy.context(lm=models[role], adapter=dspy.JSONAdapter()))
     monkeypatch.setattr(cupid, "tracked_run", lambda *args, **kwargs: nullcontext())
     for name in ("log_metrics", "log_json"):

@@ -9,6 +9,7 @@ import dspy
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
+from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.commands import lampqa, lampqa_compile
 from prefcraft.commands.lampqa import EvaluationJob, LampQAData, RetrievalConfig, evaluate_methods, method_programs
@@ -43,10 +44,11 @@ class FieldFiller:
 @pytest.fixture
 def fake_lm(monkeypatch):
     lm = dspy.LM("fake-model", engine=FieldFiller(), cache=False)
-    for module in (lampqa, lampqa_compile, compile_selection):
+    for module in (lampqa, lampqa_compile, compile_selection, evaluation):
         if hasattr(module, "lm_context"):
             monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
-        monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
+        if hasattr(module, "tracked_run"):
+            monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
         for name in ("log_metrics", "log_json", "log_file"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *args: None)
