@@ -20,6 +20,7 @@ from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.settings import Settings
 from prefcraft.tracking import log_file, log_metrics, tracked_run
+from prefcraft.usage import LMUsage
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +36,17 @@ class CompileVerdict:
     @property
     def won(self) -> bool:
         return self.differs and self.compiled_score > self.uncompiled_score
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    """What a component's compile command did: its data sizes, the verdict, the LM usage and the optimizer's name."""
+
+    train: int
+    val: int
+    verdict: CompileVerdict
+    usage: LMUsage
+    optimizer: str
 
 
 def keep_if_better(

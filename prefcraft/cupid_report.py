@@ -11,7 +11,7 @@ from prefcraft.report import format_verdict
 
 if TYPE_CHECKING:
     from prefcraft.commands.cupid import EvaluationOutcome
-    from prefcraft.commands.cupid_compile import CompileOutcome
+    from prefcraft.commands.cupid_compile import CupidCompileOutcome
     from prefcraft.evaluation import StepCost
 
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
@@ -41,7 +41,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     return "\n".join(lines)
 
 
-def format_compile(outcome: CompileOutcome) -> str:
+def format_compile(outcome: CupidCompileOutcome) -> str:
     lines = [
         f"{outcome.optimizer} over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation "
         "instances",

@@ -19,14 +19,14 @@ import dspy
 from prefcraft.commands.cupid import RUNS, CupidData, select_instances
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_selection import CompileVerdict, keep_if_better
+from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
 from prefcraft.optimizers.cupid import PROGRAM_NAME, InferenceGrader, compile_inferrer
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage, metered
+from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
 
@@ -40,17 +40,12 @@ class CompileJob:
     output_dir: Path = RUNS
 
 
-@dataclass
-class CompileOutcome:
+@dataclass(frozen=True)
+class CupidCompileOutcome(CompileOutcome):
     variant: str
-    train: int
-    val: int
-    verdict: CompileVerdict
-    usage: LMUsage
-    optimizer: str
 
 
-def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
+def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CupidCompileOutcome:
     from prefcraft.cupid_report import format_compile
 
     train, _ = select_instances(job.data, "train")
@@ -66,7 +61,7 @@ def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str],
 
 def compile_and_select(
     session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example]
-) -> CompileOutcome:
+) -> CupidCompileOutcome:
     """The optimizer, then `keep_if_better`: save (and ship) only a winner."""
     grader = InferenceGrader(lambda: lm_context(session, "judge"))
     params = {"program": PROGRAM_NAME, "variant": job.variant, "data": str(job.data.source),
@@ -85,5 +80,5 @@ def compile_and_select(
             metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
             optimizer=job.config.as_params(),
         )  # fmt: skip
-    return CompileOutcome(job.variant, len(trainset), len(valset), verdict, meter.usage, job.config.name)
+    return CupidCompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name, job.variant)
 

@@ -20,14 +20,14 @@ from prefcraft.commands.lampqa import RUNS, LampQAData, RetrievalConfig
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
 from prefcraft.loaders.lampqa import SUFFIXES
-from prefcraft.optimizers.compile_selection import CompileVerdict, keep_if_better
+from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, AspectGrader, compile_planpers
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.lampqa import PlanPers
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage, metered
+from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
 
@@ -41,15 +41,6 @@ class CompileJob:
     config: OptimizerConfig = field(default_factory=OptimizerConfig)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     output_dir: Path = RUNS
-
-
-@dataclass
-class CompileOutcome:
-    train: int
-    val: int
-    verdict: CompileVerdict
-    usage: LMUsage
-    optimizer: str
 
 
 def run_lampqa_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:

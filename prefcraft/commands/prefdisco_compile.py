@@ -19,14 +19,14 @@ from prefcraft.commands.prefdisco import RUNS, PrefDiscoData, select_scenarios, 
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
 from prefcraft.loaders.prefdisco import Scenario
-from prefcraft.optimizers.compile_selection import CompileVerdict, keep_if_better
+from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, GatedPrefAlign, asker_example, compile_asker
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS, QuestionAsker
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage, metered
+from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
 
@@ -39,15 +39,6 @@ class CompileJob:
     max_turns: int = DEFAULT_MAX_TURNS
     config: OptimizerConfig = field(default_factory=OptimizerConfig)
     output_dir: Path = RUNS
-
-
-@dataclass
-class CompileOutcome:
-    train: int
-    val: int
-    verdict: CompileVerdict
-    usage: LMUsage
-    optimizer: str
 
 
 def run_prefdisco_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
