@@ -21,7 +21,8 @@ SENSEJUDGE_STEPS = {
     "evaluate": "accuracy, consistency, position bias and model ranking of a selected judge on the test pairs",
     "demo": "simulate, select and evaluate on the embedded model",
 }
-COMPONENTS = ("prefdisco", "cupid", "lampqa")  # each has its command line in prefcraft/commands/<name>_cli.py
+# Each has its command line in prefcraft/commands/<name>_cli.py: HELP, add_steps(parser, ...) and run(args, ...).
+SUBCOMMANDS = ("prefdisco", "cupid", "lampqa")
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 
@@ -73,14 +74,14 @@ def make_parser() -> argparse.ArgumentParser:
         step_parser = steps.add_parser(step, help=step_help)
         _add_settings_flags(step_parser)
         _add_sensejudge_flags(step_parser, step)
-    for name in COMPONENTS:
-        component = _component_cli(name)
-        component.add_steps(commands.add_parser(name, help=component.HELP), _add_settings_flags)
+    for name in SUBCOMMANDS:
+        subcommand = _subcommand_cli(name)
+        subcommand.add_steps(commands.add_parser(name, help=subcommand.HELP), _add_settings_flags)
     return parser
 
 
-def _component_cli(name: str) -> Any:
-    """A component's command line: `HELP`, `add_steps(parser, add_settings_flags)` and `run(args, settings, echo)`."""
+def _subcommand_cli(name: str) -> Any:
+    """A subcommand's command line: `HELP`, `add_steps(parser, add_settings_flags)` and `run(args, settings, echo)`."""
     return importlib.import_module(f"prefcraft.commands.{name}_cli")
 
 
@@ -284,8 +285,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
 
         serve(settings, print)
         return
-    if args.command in COMPONENTS:
-        _component_cli(args.command).run(args, settings, print)
+    if args.command in SUBCOMMANDS:
+        _subcommand_cli(args.command).run(args, settings, print)
         return
     if args.command == "sensejudge":
         from prefcraft.commands.sensejudge import run_sensejudge

@@ -32,9 +32,10 @@ def start_tracking(settings: Settings) -> None:
 
 @contextmanager
 def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False) -> Iterator[Any]:
+    """A run; one started while another is active (a command inside a tour or an experiment) nests under it."""
     import mlflow
 
-    with mlflow.start_run(run_name=name, nested=nested) as run:
+    with mlflow.start_run(run_name=name, nested=nested or mlflow.active_run() is not None) as run:
         if params:
             mlflow.log_params({key: _param_value(value) for key, value in params.items()})
         yield run
