@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.prefcraft-installed
+# SenseBench is not shipped (no licence upstream); the tour runs SenseJudge when the dialogues are here.
+SENSEBENCH ?= ../shared/data/sensebench
 
 .PHONY: demo test bench-structured bench-fit bench-replay clean
 
@@ -14,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/prefcraft demo
+	$(BIN)/prefcraft tour $(if $(wildcard $(SENSEBENCH)),--sensebench $(SENSEBENCH))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

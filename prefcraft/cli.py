@@ -22,7 +22,7 @@ SENSEJUDGE_STEPS = {
     "demo": "simulate, select and evaluate on the embedded model",
 }
 # Each has its command line in prefcraft/commands/<name>_cli.py: HELP, add_steps(parser, ...) and run(args, ...).
-SUBCOMMANDS = ("prefdisco", "cupid", "lampqa")
+SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour")
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 
@@ -279,21 +279,20 @@ def sensejudge_job(args: argparse.Namespace, settings: Any) -> Any:
     return job
 
 
-def run_command(args: argparse.Namespace, settings: Any) -> None:
+def run_command(args: argparse.Namespace, settings: Any) -> Any:
+    """Runs the parsed command; returns its outcome (what its report was made from), for a tour or an experiment."""
     if args.command == "serve":
         from prefcraft.commands.serve import serve
 
         serve(settings, print)
-        return
+        return None
     if args.command in SUBCOMMANDS:
-        _subcommand_cli(args.command).run(args, settings, print)
-        return
+        return _subcommand_cli(args.command).run(args, settings, print)
     if args.command == "sensejudge":
         from prefcraft.commands.sensejudge import run_sensejudge
 
         steps = ["simulate", "select", "evaluate"] if args.step == "demo" else [args.step]
-        run_sensejudge(settings, sensejudge_job(args, settings), steps, print)
-        return
+        return run_sensejudge(settings, sensejudge_job(args, settings), steps, print)
     from prefcraft.commands.evaluate import evaluate_methods
     from prefcraft.report import format_comparison, format_fit_summary, format_report
 
@@ -304,7 +303,7 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
         path = compile_persona(settings, data, args.output, train_users=args.train_users, val_users=args.val_users,
                                fit_config=search_config(args, settings), prompt_config=optimizer_config(args, settings))
         print(f"compiled persona prompt written to {path}")
-        return
+        return path
     users = args.users
     if args.command == "demo" and not args.data and not users:
         users = DEMO_USERS
@@ -317,6 +316,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
         summary = fit_users(settings, data, args.fitted_dir, users=users, config=search_config(args, settings),
                             persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model))
         print(format_fit_summary(summary))
+        if not methods:
+            return summary
         fitted = summary.judges
     elif args.command == "evaluate":
         fitted = {path.stem: path for path in sorted(args.fitted_dir.glob("*.json"))}
@@ -332,6 +333,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> None:
             print(format_report(method, outcome.report, outcome.usage))
         if len(outcomes) > 1:
             print(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
+        return outcomes
+    return None
 
 
 if __name__ == "__main__":

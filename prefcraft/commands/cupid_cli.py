@@ -48,7 +48,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
                                      help="response methods to generate and judge (none given: inference only)")
 
 
-def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> None:
+def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
+    """Runs the step; returns its outcome."""
     from prefcraft.commands.cupid import CupidData, EvaluationJob, run_cupid_evaluation
     from prefcraft.loaders.cupid import SAMPLE_INSTANCES
 
@@ -60,11 +61,10 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
 
         job = CompileJob(output=args.output, data=data, variant=args.variant, config=optimizer_config(args, settings),
                          output_dir=args.output_dir)
-        run_cupid_compile(settings, job, echo)
-        return
+        return run_cupid_compile(settings, job, echo)
     job = EvaluationJob(data=data, variants=args.variants, compiled=args.compiled, split=args.split,
                         use_shipped=args.use_shipped, response_methods=args.responses, output_dir=args.output_dir)
-    run_cupid_evaluation(settings, job, echo)
+    return run_cupid_evaluation(settings, job, echo)
 
 
 def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> None:

@@ -46,7 +46,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
             step_parser.set_defaults(**DEMO)
 
 
-def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> None:
+def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
+    """Runs the step; returns its outcome."""
     from prefcraft.commands.lampqa import EvaluationJob, LampQAData, RetrievalConfig, run_lampqa_evaluation
     from prefcraft.loaders.lampqa import CONFIGS, SAMPLE_QUESTIONS
 
@@ -58,12 +59,12 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         from prefcraft.cli import optimizer_config
         from prefcraft.commands.lampqa_compile import CompileJob, run_lampqa_compile
 
-        run_lampqa_compile(settings, CompileJob(output=args.output, data=data, config=optimizer_config(args, settings),
-                                                retrieval=retrieval, output_dir=args.output_dir), echo)
-        return
+        job = CompileJob(output=args.output, data=data, config=optimizer_config(args, settings), retrieval=retrieval,
+                         output_dir=args.output_dir)
+        return run_lampqa_compile(settings, job, echo)
     job = EvaluationJob(data=data, split=getattr(args, "split", "test"), methods=args.methods, compiled=args.compiled,
                         use_shipped=args.use_shipped, retrieval=retrieval, output_dir=args.output_dir)
-    run_lampqa_evaluation(settings, job, echo)
+    return run_lampqa_evaluation(settings, job, echo)
 
 
 def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> None:

@@ -49,15 +49,15 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
                                  help="without --compiled, compare no compiled asker")
 
 
-def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> None:
+def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
+    """Runs the step; returns its outcome."""
     if args.step == "build-scenarios":
         from prefcraft.commands.prefdisco_build import BuildJob, run_build
 
         job = BuildJob(problems=args.problems or BuildJob.problems, output=args.output, personas=args.personas,
                        personas_per_problem=args.personas_per_problem, attributes_per_profile=args.attributes,
                        seed=settings.seed)
-        run_build(settings, job, echo)
-        return
+        return run_build(settings, job, echo)
     from prefcraft.commands.prefdisco import EvaluationJob, PrefDiscoData, run_prefdisco_evaluation
     from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS
 
@@ -67,14 +67,13 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         from prefcraft.cli import optimizer_config
         from prefcraft.commands.prefdisco_compile import CompileJob, run_prefdisco_compile
 
-        run_prefdisco_compile(settings, CompileJob(output=args.output, data=data, max_turns=args.max_turns,
-                                                   config=optimizer_config(args, settings),
-                                                   output_dir=args.output_dir), echo)
-        return
+        return run_prefdisco_compile(settings, CompileJob(output=args.output, data=data, max_turns=args.max_turns,
+                                                          config=optimizer_config(args, settings),
+                                                          output_dir=args.output_dir), echo)
     job = EvaluationJob(data=data, split=args.split, max_turns=args.max_turns, forced_questions=args.forced_questions,
                         collaborative=args.collaborative, compiled=args.compiled, use_shipped=args.use_shipped,
                         output_dir=args.output_dir)
-    run_prefdisco_evaluation(settings, job, echo)
+    return run_prefdisco_evaluation(settings, job, echo)
 
 
 def _add_build_flags(parser: argparse.ArgumentParser) -> None:

@@ -22,6 +22,7 @@ import dspy
 from prefcraft.commands.evaluate import select_users
 from prefcraft.commands.sensejudge_simulate import (
     SimulationConfig,
+    SimulationSummary,
     load_pair_annotations,
     sample_dialogues,
     simulate_pairs,
@@ -125,8 +126,10 @@ class EvaluationOutcome:
     usage: dict[str, LMUsage]
 
 
-def run_sensejudge(settings: Settings, job: SenseJudgeJob, steps: Sequence[Step], emit: Callable[[str], None]) -> None:
-    """Run `steps` in order on one model session (one server for all of them)."""
+def run_sensejudge(
+    settings: Settings, job: SenseJudgeJob, steps: Sequence[Step], emit: Callable[[str], None]
+) -> dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome]:
+    """Run `steps` in order on one model session (one server for all of them); returns each step's outcome."""
     from prefcraft.sensejudge_report import format_evaluation, format_selection, format_simulation
 
     if "simulate" in steps:
@@ -135,12 +138,17 @@ def run_sensejudge(settings: Settings, job: SenseJudgeJob, steps: Sequence[Step]
         sampled = sample_dialogues(job.dialogues, job.simulation)
     with model_session(settings) as session:
         start_tracking(session)
+        outcomes: dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome] = {}
         if "simulate" in steps:
-            emit(format_simulation(simulate_pairs(session, sampled, job.dialogues, job.pairs, job.simulation)))
+            outcomes["simulate"] = simulate_pairs(session, sampled, job.dialogues, job.pairs, job.simulation)
+            emit(format_simulation(outcomes["simulate"]))
         if "select" in steps:
-            emit(format_selection(select_descriptions(session, job)))
+            outcomes["select"] = select_descriptions(session, job)
+            emit(format_selection(outcomes["select"]))
         if "evaluate" in steps:
-            emit(format_evaluation(evaluate_judge(session, job)))
+            outcomes["evaluate"] = evaluate_judge(session, job)
+            emit(format_evaluation(outcomes["evaluate"]))
+    return outcomes
 
 
 def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutcome:
