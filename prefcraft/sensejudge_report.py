@@ -18,8 +18,8 @@ def format_simulation(summary: SimulationSummary) -> str:
         f"wrote {summary.dev_pairs} dev and {summary.test_pairs} test pairs to {summary.path}",
         f"  {SIMULATED_NOTE}",
         f"  dialogues used (file positions, dev first) {summary.dialogues}, replaced {summary.replaced_dialogues}",
-        f"  failed responses {summary.failed_responses}, failed labels {summary.failed_labels}, pairs with identical "
-        f"responses dropped {summary.identical_pairs}",
+        f"  failed responses {summary.failed_responses}, failed labels {summary.failed_labels}, pairs dropped as "
+        f"identical (both responses the same, or the same two as another pair) {summary.identical_pairs}",
         *_usage_lines(summary.usage),
     ])
 

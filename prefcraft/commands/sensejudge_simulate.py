@@ -167,13 +167,16 @@ def _simulate(
             responses = _respond(dialogues, config, session.num_threads)
     jobs = []
     for dialogue in dialogues:
+        seen: set[frozenset[str]] = set()
         for pair in itertools.combinations(config.variants, 2):
             texts = [responses[(dialogue.index, variant)] for variant in pair]
             if None in texts:
                 continue
-            if texts[0] == texts[1]:
+            # Two variants that answered alike would make two rows of one pair (the same pair id): keep the first.
+            if texts[0] == texts[1] or frozenset(texts) in seen:
                 summary.identical_pairs += 1
                 continue
+            seen.add(frozenset(texts))
             jobs.append((dialogue, *(pair if rng.random() < 0.5 else pair[::-1])))
     with lm_context(session, "judge"), metered() as labelling:
         labelled = _label(jobs, responses, config, session.num_threads)

@@ -14,7 +14,7 @@ from prefcraft.commands import sensejudge, sensejudge_simulate
 from prefcraft.commands.sensejudge import SenseJudgeJob, description_names, evaluate_judge, select_descriptions
 from prefcraft.commands.sensejudge_simulate import SimulationConfig, sample_dialogues, simulate_pairs
 from prefcraft.errors import ConfigError
-from prefcraft.loaders.personal_reward_bench import load_pairs
+from prefcraft.loaders.personal_reward_bench import load_pairs, pair_id
 from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.optimizers.subset_selection import SubsetSelectionConfig
 from prefcraft.programs.sensejudge import SelectedJudge
@@ -101,6 +101,21 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
     rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
     assert [row["split"] for row in rows] == ["train", "test"]
     assert [row["conversation_id"] for row in rows] == [f"sensebench-{pool[i].index}" for i in (1, 2)]
+
+
+def test_two_variants_that_answer_alike_make_one_pair_not_two_with_the_same_id(monkeypatch, tmp_path):
+    def answer(response, preference="First"):
+        return {"response": response, "reasoning": "r", "preference": preference}
+
+    # One dialogue per split; plain and concise answer alike, so (plain, detailed) and (concise, detailed) are one pair.
+    offline(monkeypatch, DummyLM([answer("A same"), answer("B plain"), answer("A same"), answer("B concise"),
+                                  answer("A long"), answer("B long"), *[answer("-")] * 6], adapter=dspy.JSONAdapter()))
+    source = write_dialogues(tmp_path)
+    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise", "detailed"))
+    summary = simulate_pairs(Settings(num_threads=1), sample_dialogues(source, config), source,
+                             tmp_path / "pairs.jsonl", config)
+    assert (summary.dev_pairs, summary.test_pairs, summary.identical_pairs) == (1, 3, 2)
+    assert len({pair_id(pair) for pair in load_pairs(summary.path)}) == 4  # the loader refuses repeated pairs
 
 
 def test_description_names_follow_the_extractor_order():
