@@ -69,7 +69,7 @@ def _synthesizeme(outcomes: dict[str, Any]) -> Comparison:
 def _sensejudge(outcomes: dict[str, Any]) -> Comparison:
     evaluation = outcomes["evaluate"]
     no_description = evaluation.rows[0]
-    return Comparison("accuracy, both orders (simulated labels)", f"{no_description.name} description",
+    return Comparison("accuracy, both orders (simulated labels)", no_description.name,
                       no_description.report.accuracy.mean, evaluation.selected.name,
                       evaluation.selected.report.accuracy.mean, "%")
 
