@@ -11,6 +11,9 @@ from dataclasses import asdict, dataclass
 from typing import Literal
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
+
+from prefcraft.errors import CompileError
 
 MINIBATCH_SIZE = 35  # MIPROv2's default; smaller valsets are evaluated whole
 OptimizerName = Literal["miprov2", "gepa", "bootstrap_rs"]
@@ -68,23 +71,30 @@ def compile_program(
     whether the score reaches `config.metric_threshold` (see `thresholded`).
     """
     trainset, valset = list(trainset), list(valset)
-    if config.name == "miprov2":
-        return _miprov2(program, trainset, valset, metric, config, prompt_model, task_model)
-    if config.name == "gepa":
-        optimizer = dspy.GEPA(
-            metric=_feedback_metric(metric), max_metric_calls=config.max_metric_calls,
-            reflection_lm=prompt_model or dspy.settings.lm, num_threads=config.num_threads, seed=config.seed,
-        )  # fmt: skip
+    try:
+        if config.name == "miprov2":
+            return _miprov2(program, trainset, valset, metric, config, prompt_model, task_model)
+        if config.name == "gepa":
+            optimizer = dspy.GEPA(
+                metric=_feedback_metric(metric), max_metric_calls=config.max_metric_calls,
+                reflection_lm=prompt_model or dspy.settings.lm, num_threads=config.num_threads, seed=config.seed,
+            )  # fmt: skip
+        else:
+            optimizer = dspy.BootstrapFewShotWithRandomSearch(
+                metric=metric, max_bootstrapped_demos=config.max_bootstrapped_demos,
+                max_labeled_demos=config.max_labeled_demos, num_candidate_programs=config.num_candidates,
+                num_threads=config.num_threads, metric_threshold=config.metric_threshold,
+            )  # fmt: skip
         with dspy.context(lm=task_model or dspy.settings.lm):
             compiled = optimizer.compile(program, trainset=trainset, valset=valset)
-    else:
-        optimizer = dspy.BootstrapFewShotWithRandomSearch(
-            metric=metric, max_bootstrapped_demos=config.max_bootstrapped_demos,
-            max_labeled_demos=config.max_labeled_demos, num_candidate_programs=config.num_candidates,
-            num_threads=config.num_threads, metric_threshold=config.metric_threshold,
-        )  # fmt: skip
-        with dspy.context(lm=task_model or dspy.settings.lm):
-            compiled = optimizer.compile(program, trainset=trainset, valset=valset)
+    except AdapterParseError as error:
+        # The optimizers' own calls (MIPROv2's proposals, GEPA's reflections) are not guarded the way evaluations are.
+        raise CompileError(
+            f"{config.name} stopped: the answer to {error.signature.__name__} could not be parsed "
+            f"({(error.lm_response or '')[:60]!r}...)",
+            "an answer cut off at max_tokens cannot be parsed: raise --prompt-max-tokens (the prompt model writes the "
+            "instruction proposals and reflections) or use a larger --prompt-model",
+        ) from None
     compiled.score = _validation_score(compiled, valset, metric, config, task_model)
     return compiled
 

@@ -52,5 +52,9 @@ class ServerUnreachableError(ServerError):
         )
 
 
+class CompileError(PrefcraftError):
+    """An optimizer stopped before it produced a program."""
+
+
 class CompiledProgramError(PrefcraftError):
     """A compiled program file is missing, unreadable or was compiled for another program."""

@@ -6,6 +6,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
+from prefcraft.errors import CompileError
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, compile_program, thresholded
 
 QUESTIONS = {f"what is {n} plus one?": str(n + 1) for n in range(6)}
@@ -58,3 +59,14 @@ def test_a_thresholded_metric_scores_when_evaluating_and_passes_or_fails_when_bo
     metric = thresholded(lambda example, prediction: 0.4, 0.5)
     assert metric(None, None) == 0.4
     assert metric(None, None, trace=[]) is False
+
+
+def test_an_unparseable_proposal_stops_the_compile_with_a_clear_error_not_a_traceback_from_dspy():
+    task_model = DummyLM({question: {"answer": answer} for question, answer in QUESTIONS.items()})
+    cut_off = DummyLM([{"proposed_": "the answer was cut off at max_tok"}] * 50)  # no field the proposer expects
+    config = OptimizerConfig(num_candidates=2, num_trials=1, max_bootstrapped_demos=0, max_labeled_demos=0,
+                             num_threads=1)
+    with dspy.context(lm=task_model), pytest.raises(CompileError, match="miprov2 stopped: the answer to") as error:
+        compile_program(dspy.Predict("question -> answer"), trainset=examples(), valset=examples(),
+                        metric=thresholded(exact, 1.0), config=config, prompt_model=cut_off, task_model=task_model)
+    assert "--prompt-max-tokens" in error.value.hint
