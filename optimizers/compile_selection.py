@@ -1,9 +1,12 @@
 """A compile ships only when it wins: the compiled and the uncompiled program scored on the same validation set.
 
 Both are scored with the compile's own metric through `evaluate_program` (one MLflow child run each); the optimizer's
-full evaluations made most of these calls already, so DSPy's cache answers them. A compiled program that changed
-nothing, or did not beat the uncompiled one, is saved beside the results as `<program>.rejected.json` and never
-registered; a winner is saved to the requested path and, inside the compiled package, registered for the task model.
+full evaluations made most of these calls already, so DSPy's cache answers them. Nothing is scored or saved unless
+every server still answers: the optimizer scores a failed call as 0 and goes on, so a server that died during the
+compile leaves a program chosen on zeros, and its validation here may come from the cache alone. A compiled program
+that changed nothing, or did not beat the uncompiled one, is saved beside the results as `<program>.rejected.json` and
+never registered; a winner is saved to the requested path and, inside the compiled package, registered for the task
+model.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import dspy
 
 from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.runtime import check_servers
 from prefcraft.settings import Settings
 from prefcraft.tracking import log_file, log_metrics, tracked_run
 from prefcraft.usage import LMUsage
@@ -62,6 +66,7 @@ def keep_if_better(
     **metadata: Any,
 ) -> CompileVerdict:
     """Score both programs on `valset`, save the compiled one where its verdict says, and log the verdict."""
+    check_servers(session)
     uncompiled_score = validation_score(session, "uncompiled", uncompiled, valset, score)
     compiled_score = validation_score(session, "compiled", compiled, valset, score)
     differs = differs_from(compiled, uncompiled)

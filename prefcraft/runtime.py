@@ -27,8 +27,7 @@ def model_session(settings: Settings) -> Iterator[Settings]:
         if settings.roles_needing_server():
             server = stack.enter_context(managed_server(settings.server))
             settings = settings.with_api_base(server.base_url)
-        for role in ("task", "prompt", "judge"):
-            check_reachable(settings.model_for(role))
+        check_servers(settings)
         logger.info("DSPy cache: %s", cache_dir)
         try:
             yield settings
@@ -36,9 +35,14 @@ def model_session(settings: Settings) -> Iterator[Settings]:
             raise
         except Exception:
             # A model call failed somewhere inside DSPy: if a server stopped answering, say that instead.
-            for role in ("task", "prompt", "judge"):
-                check_reachable(settings.model_for(role))
+            check_servers(settings)
             raise
+
+
+def check_servers(settings: Settings) -> None:
+    """Raise ServerUnreachableError when the server of any role's model no longer answers."""
+    for role in ("task", "prompt", "judge"):
+        check_reachable(settings.model_for(role))
 
 
 def lm_context(settings: Settings, role: Role = "task") -> dspy.context:

@@ -27,7 +27,11 @@ def start_tracking(settings: Settings) -> None:
     mlflow.set_tracking_uri(settings.tracking_uri)
     mlflow.set_experiment(settings.experiment)
     # Autolog patches compile/Evaluate and must run in the thread that owns DSPy's settings (the main thread).
-    mlflow.dspy.autolog(log_compiles=True, log_evals=True, log_traces_from_compile=False, silent=True)
+    # No traces from evaluations: their wrapper turns a metric that raises into a None score, which dspy.Evaluate
+    # cannot add up, so one unparseable judge reply would fail the whole evaluation instead of that example.
+    mlflow.dspy.autolog(
+        log_compiles=True, log_evals=True, log_traces_from_compile=False, log_traces_from_eval=False, silent=True
+    )
 
 
 @contextmanager

@@ -7,25 +7,13 @@ already computed stay on disk, and running the same command again repeats no LM 
 import json
 
 import dspy
-import mlflow
 import pytest
+from fault_commands import assert_one_unreachable_line, flags, parent_runs
 from fault_proxy import fault_proxy
 
 from prefcraft.cli import main
 
 pytestmark = pytest.mark.server
-
-
-def flags(tmp_path, api_base, *extra):
-    return ["--no-serve", "--task-api-base", api_base, "--task-max-tokens", "256", "--task-timeout-s", "600",
-            "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
-            "--cache-dir", str(tmp_path / "cache"), *extra]
-
-
-def parent_runs(tmp_path):
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list", order_by=["start_time ASC"])
-    return [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
 
 
 def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_completed_call(
@@ -35,8 +23,7 @@ def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_com
     evaluate = ["evaluate", "--users", "sample_user_01", "--output-dir", str(results)]
     with fault_proxy(embedded_server.base_url, die_after=3) as proxy:
         assert main([*evaluate, *flags(tmp_path, proxy.base_url)]) == 2
-        error = capsys.readouterr().err
-        assert error.count(f"model server at {proxy.base_url} is unreachable") == 1 and "Traceback" not in error
+        assert_one_unreachable_line(capsys.readouterr().err, proxy.base_url)
         assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
         before = list(proxy.answered)
         assert len(before) >= 3

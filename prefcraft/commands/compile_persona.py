@@ -32,7 +32,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import check_servers, lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import metered
@@ -63,6 +63,7 @@ def compile_persona(
                 train_evidence, val_evidence, prompt_config,
                 prompt_model=build_lm(session.model_for("prompt")), task_model=build_lm(session.task),
             )  # fmt: skip
+            check_servers(session)  # the optimizer scores a failed call as 0: no program chosen on a dead server
             save_compiled(
                 compiled, output, program_name=PERSONA_SYNTHESIZER, model=session.task.model,
                 prompt_model=session.model_for("prompt").model, data_digest=data_digest(data),

@@ -21,6 +21,7 @@ import dspy
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.lm import check_reachable
 from prefcraft.loaders.lampqa import CONFIGS, SAMPLE_QUESTIONS, LampQAQuestion, LoadedQuestions, load_questions
 from prefcraft.metrics.lampqa import MethodReport, QuestionResult, method_report, question_score, relative_gain
 from prefcraft.metrics.stats import Estimate, bootstrap_mean
@@ -200,7 +201,11 @@ def judge_example(example: dspy.Example, response: str) -> dspy.Example:
 def _judge(
     session: Settings, examples: Sequence[dspy.Example], responses: Sequence[str | None]
 ) -> tuple[list[QuestionResult], StepCost]:
-    """Each response judged on every gold aspect; a missing response (its answer failed) is not judged."""
+    """Each response judged on every gold aspect; a missing response (its answer failed) is not judged.
+
+    AspectJudge goes on past a failed aspect, so a question can be partly judged: any failed judgment is checked
+    against the judge's server, which names a server that died instead of counting its silence as failed judgments.
+    """
     to_judge = [judge_example(example, response) for example, response in zip(examples, responses, strict=True)
                 if response is not None]
     judged, cost = run_step(session, AspectJudge(), to_judge, _scored, "judge")
@@ -209,6 +214,8 @@ def _judge(
     results = [QuestionResult(example.id, example.category, scores.get(example.id, ()),
                               answer_failed=example.id not in scores) for example in examples]
     cost.failures = sum(result.failed_judgments for result in results)
+    if cost.failures:
+        check_reachable(session.model_for("judge"))
     return results, cost
 
 

@@ -98,6 +98,7 @@ class ConditionSummary:
     pref_align: Estimate
     accuracy: Estimate
     questions: float
+    """Questions asked per dialogue, over the dialogues that were generated (NaN when none was)."""
     failures: int
     norm_align: NormAlignSummary | None
 
@@ -223,6 +224,7 @@ def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[Cond
         for condition, rows in results.items():
             kept = [row for row in rows if task in ("all", row.task)]
             scored = [row for row in kept if row.pref_align is not None]
+            generated = [row for row in kept if row.failed != "generation"]
             normalized = None
             if condition not in (BASELINE, ORACLE):
                 normalized = summarize_norm_align(list(_norm_aligns(kept, results).values()), seed=seed)
@@ -230,7 +232,7 @@ def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[Cond
                 task=task, condition=condition,
                 pref_align=bootstrap_mean([row.pref_align for row in scored], seed=seed),
                 accuracy=bootstrap_mean([float(bool(row.correct)) for row in scored], seed=seed),
-                questions=sum(len(row.turns) for row in kept) / len(kept),
+                questions=sum(len(row.turns) for row in generated) / len(generated) if generated else float("nan"),
                 failures=len(kept) - len(scored), norm_align=normalized))
     return summaries
 
