@@ -12,6 +12,7 @@ from prefcraft.settings import ModelSettings
 # Program name in compiled/index.json -> the uncompiled program it starts from. A new shipped program adds itself here.
 STARTING_PROGRAMS = {
     "persona_synthesizer": "prefcraft.programs.persona:PersonaSynthesizer",
+    "cupid_inferrer": "prefcraft.programs.cupid:PreferenceInferrer",
 }
 
 

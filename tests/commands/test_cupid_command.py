@@ -31,7 +31,7 @@ def role_models(monkeypatch):
 
 def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
     instances = [marked_instance(), marked_instance(sessions=2)]
-    job = EvaluationJob(variants=("all", "relevant"), compiled=None, output_dir=tmp_path,
+    job = EvaluationJob(variants=("all", "relevant"), use_shipped=False, output_dir=tmp_path,
                         response_methods=("none", "sessions", "inferred"))
     outcome = evaluate_instances(Settings(num_threads=1), job, instances)
 
