@@ -25,7 +25,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -80,5 +80,6 @@ def compile_and_select(
             metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
             optimizer=job.config.as_params(),
         )  # fmt: skip
+        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CupidCompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name, job.variant)
 

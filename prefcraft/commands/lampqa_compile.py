@@ -26,7 +26,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.lampqa import PlanPers
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -77,5 +77,6 @@ def compile_and_select(
             split={"train": len(trainset), "val": len(valset), "max_questions": job.data.max_questions},
             metric=METRIC, optimizer=job.config.as_params(),
         )  # fmt: skip
+        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name)
 

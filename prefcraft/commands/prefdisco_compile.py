@@ -25,7 +25,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS, QuestionAsker
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking, tracked_run
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -76,5 +76,6 @@ def compile_and_select(session: Settings, job: CompileJob, train: Sequence[Scena
             metric="PrefAlign / 5 of the final answer when the correctness judge accepts it, else 0",
             optimizer=job.config.as_params(),
         )  # fmt: skip
+        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CompileOutcome(len(train), len(val), verdict, meter.usage, job.config.name)
 
