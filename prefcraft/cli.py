@@ -22,7 +22,7 @@ SENSEJUDGE_STEPS = {
     "demo": "simulate, select and evaluate on the embedded model",
 }
 # Each has its command line in prefcraft/commands/<name>_cli.py: HELP, add_steps(parser, ...) and run(args, ...).
-SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour")
+SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour", "experiment", "report")
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 
@@ -32,16 +32,16 @@ def make_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start a model server and keep it up")
-    _add_settings_flags(serve)
+    add_settings_flags(serve)
 
     fit = commands.add_parser("fit", help="fit SynthesizeMe personal judges, one compiled JSON per user")
-    _add_settings_flags(fit)
+    add_settings_flags(fit)
     _add_data_flags(fit)
     _add_fit_flags(fit)
 
     compile_persona = commands.add_parser("compile-persona",
                                           help="optimize the persona prompt (MIPROv2 by default), once")
-    _add_settings_flags(compile_persona)
+    add_settings_flags(compile_persona)
     compile_persona.add_argument("--data", help="PersonalRewardBench file or dataset name (default: sample users)")
     compile_persona.add_argument("--train-users", nargs="+", required=True)
     compile_persona.add_argument("--val-users", nargs="+", required=True)
@@ -50,7 +50,7 @@ def make_parser() -> argparse.ArgumentParser:
     _add_search_flags(compile_persona)
 
     evaluate = commands.add_parser("evaluate", help="judge a split's pairs in both orders and report accuracy")
-    _add_settings_flags(evaluate)
+    add_settings_flags(evaluate)
     _add_data_flags(evaluate)
     evaluate.add_argument("--methods", nargs="+", default=["default"],
                           help="default, demographics, memory, demos, persona, synthesizeme")
@@ -63,7 +63,7 @@ def make_parser() -> argparse.ArgumentParser:
                           "they learned from (optimistic: for debugging, not for reporting)")
 
     demo = commands.add_parser("demo", help="the main job: fit sample users, compare with the default judge")
-    _add_settings_flags(demo)
+    add_settings_flags(demo)
     _add_data_flags(demo)
     _add_fit_flags(demo)
     demo.set_defaults(subsets=DEMO_SEARCH_SIZE, demo_candidates=DEMO_SEARCH_SIZE)
@@ -72,11 +72,11 @@ def make_parser() -> argparse.ArgumentParser:
     steps = sensejudge.add_subparsers(dest="step", required=True)
     for step, step_help in SENSEJUDGE_STEPS.items():
         step_parser = steps.add_parser(step, help=step_help)
-        _add_settings_flags(step_parser)
+        add_settings_flags(step_parser)
         _add_sensejudge_flags(step_parser, step)
     for name in SUBCOMMANDS:
         subcommand = _subcommand_cli(name)
-        subcommand.add_steps(commands.add_parser(name, help=subcommand.HELP), _add_settings_flags)
+        subcommand.add_steps(commands.add_parser(name, help=subcommand.HELP), add_settings_flags)
     return parser
 
 
@@ -169,7 +169,7 @@ def _add_search_flags(parser: argparse.ArgumentParser) -> None:
                         help="how candidates are scored: successive halving (fewer calls) or all on every pair")
 
 
-def _add_settings_flags(parser: argparse.ArgumentParser) -> None:
+def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (override the config file and PREFCRAFT_* environment variables)")
     group.add_argument("--config", type=Path, help="TOML settings file")
     for role in ("task", "prompt", "judge"):

@@ -1,0 +1,58 @@
+"""`prefcraft experiment`: run an experiment file (`run`), or only validate experiment files (`check`).
+
+An experiment file names a component, its steps in order with their options, and the settings (experiments/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HELP = "experiments as configuration: run a TOML file's steps under one MLflow run (run), or validate files (check)"
+
+
+def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    steps = parser.add_subparsers(dest="step", required=True)
+    run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
+    run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml")
+    add_settings_flags(run_parser)  # over the file's [settings]: a test's server, a tmp store
+    check_parser = steps.add_parser("check", help="validate experiment files against the commands' options; runs "
+                                    "nothing")
+    check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml")
+    check_parser.set_defaults(config=None)  # main() reads --config before any command; check takes no settings
+
+
+def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
+    """Runs the experiment (returns each step's outcome) or checks the files (returns the experiments). `settings` is
+    not used: an experiment runs on its own [settings] under the flags."""
+    from prefcraft.experiments import experiment_settings, load_experiment
+
+    if args.step == "check":
+        return _check(args.files, echo)
+    from prefcraft.cli import settings_overrides
+    from prefcraft.commands.experiment import run_experiment
+
+    experiment = load_experiment(args.file)
+    return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),
+                          echo)
+
+
+def _check(paths: list[Path], echo: Callable[[str], None]) -> list[Any]:
+    """Every file is checked; the invalid ones are reported together, one line each."""
+    from prefcraft.errors import ConfigError
+    from prefcraft.experiments import load_experiment
+
+    experiments, errors = [], []
+    for path in paths:
+        try:
+            experiment = load_experiment(path)
+        except ConfigError as error:
+            errors.append(error)
+            continue
+        experiments.append(experiment)
+        echo(f"{path}: ok ({experiment.component}: {', '.join(experiment.steps)})")
+    if errors:
+        raise ConfigError("\n".join(error.message for error in errors), next((e.hint for e in errors if e.hint), None))
+    return experiments

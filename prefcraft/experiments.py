@@ -1,0 +1,192 @@
+"""Experiments as configuration: one TOML file names a component, its steps in the order they run with their options,
+and the settings. `prefcraft experiment run FILE` runs it (prefcraft/commands/experiment.py); `check` validates it.
+
+A step's options are its command-line flags keyed by dest (`--max-instances 3` is `max_instances = 3`). What a step
+accepts, and of which type, is read from the command line's own parser, so a flag added to a command is an option of
+its step with nothing to change here. Settings flags (models, server, tracking) are not step options: they go in the
+`[settings]` tables, which are the tables of a `--config` settings file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from prefcraft.errors import ConfigError
+from prefcraft.settings import Settings, load_settings
+
+Component = Literal["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
+# SynthesizeMe's steps are top-level commands (`prefcraft fit`); every other component is a command with steps.
+SYNTHESIZEME_COMMANDS = ("fit", "compile-persona", "evaluate", "demo")
+OPTIONS_HINT = ("a step's options are its flags, '-' written '_' (`--max-instances 3` is `max_instances = 3`; see "
+                "`prefcraft <component> <step> --help`); models, server and tracking go in the [settings] tables")
+
+
+class Experiment(BaseModel):
+    """An experiment file. `steps` maps each step to its options, in the order the file lists them (and they run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, description="names the MLflow parent run, experiment:<name>")
+    description: str = ""
+    component: Component
+    steps: dict[str, dict[str, Any]] = Field(min_length=1)
+    settings: Settings = Field(default_factory=Settings, description="the tables of a --config settings file")
+
+    def commands(self) -> list[Step]:
+        """Each step as the command it runs: the parser's defaults, then the file's options."""
+        steps = []
+        for step, options in self.steps.items():
+            words = _words(self.component, step)
+            parser = _step_parsers(self.component)[step]
+            defaults = {action.dest: parser.get_default(action.dest) for action in _option_actions(parser)}
+            args = argparse.Namespace(command=words[0], **({"step": step} if len(words) > 1 else {}),
+                                      **{**defaults, **options})
+            steps.append(Step(step, words, options, args))
+        return steps
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    words: tuple[str, ...]
+    """The command line without flags: ("cupid", "evaluate"), or ("fit",) for SynthesizeMe."""
+    options: dict[str, Any]
+    args: argparse.Namespace
+
+    def __str__(self) -> str:
+        given = ", ".join(f"{key}={value}" for key, value in self.options.items())
+        return f"prefcraft {' '.join(self.words)}" + (f" ({given})" if given else "")
+
+
+def load_experiment(path: Path) -> Experiment:
+    """The experiment in `path`, its step options checked against their commands' parsers. Every problem is reported
+    at once, as one ConfigError naming the file and each key."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such experiment file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    problems: list[str] = []
+    try:
+        experiment = Experiment.model_validate(table)
+    except ValidationError as error:
+        problems += [_problem(issue) for issue in error.errors()]
+    validated = _validated_steps(table, problems)
+    if problems:
+        hint = OPTIONS_HINT if any(problem.startswith("steps.") for problem in problems) else None
+        raise ConfigError(f"{path}: {'; '.join(problems)}", hint)
+    return experiment.model_copy(update={"steps": validated})
+
+
+def experiment_settings(experiment: Experiment, config_file: Path | None, overrides: dict[str, Any]) -> Settings:
+    """The settings an experiment runs on. Lowest first: defaults, a `--config` file, `PREFCRAFT_*` variables, the
+    experiment's [settings], flags. The file beats the environment: a variable left in a shell does not change what an
+    experiment runs, while a flag, given on purpose (a test's server, a tmp store), does."""
+    return load_settings(config_file, _merged(experiment.settings.model_dump(exclude_unset=True), overrides))
+
+
+def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
+    """Each step's options, validated by a model built from its parser; problems are added to `problems`."""
+    component, steps = table.get("component"), table.get("steps")
+    if component not in get_args(Component) or not isinstance(steps, dict):
+        return {}  # the experiment's own validation has reported it
+    validated = {}
+    for step, options in steps.items():
+        parsers = _step_parsers(component)
+        if step not in parsers:
+            problems.append(f"steps.{step}: not a step of {component} (its steps: {', '.join(parsers)})")
+            continue
+        if not isinstance(options, dict):
+            continue  # reported as not a table
+        try:
+            values = _options_model(component, step).model_validate(options).model_dump(exclude_unset=True)
+            validated[step] = {key: values[key] for key in options}  # in the file's order
+        except ValidationError as error:
+            command = f"'prefcraft {' '.join(_words(component, step))}'"
+            problems += [_problem(issue, ("steps", step), command) for issue in error.errors()]
+    return validated
+
+
+def _problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None = None) -> str:
+    loc = (*prefix, *issue["loc"])
+    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    if issue["type"] == "extra_forbidden" and command and loc[-1] in _settings_dests():
+        return f"{key}: a settings flag, not an option of {command}: set it in the [settings] tables"
+    if issue["type"] == "extra_forbidden":
+        return f"{key}: unknown option of {command}" if command else f"{key}: unknown key"
+    if issue["type"] == "missing":
+        return f"{key}: required option of {command} is missing" if command else f"{key}: missing"
+    return f"{key}: {issue['msg']}"
+
+
+def _words(component: str, step: str) -> tuple[str, ...]:
+    return (step,) if component == "synthesizeme" else (component, step)
+
+
+@cache
+def _step_parsers(component: str) -> dict[str, argparse.ArgumentParser]:
+    from prefcraft.cli import make_parser
+
+    commands = _subparsers(make_parser())
+    if component == "synthesizeme":
+        return {name: commands[name] for name in SYNTHESIZEME_COMMANDS}
+    return _subparsers(commands[component])
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    # argparse offers no public way to reach a subparser; its _SubParsersAction's `choices` is the usual route.
+    (action,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return dict(action.choices)
+
+
+@cache
+def _settings_dests() -> frozenset[str]:
+    """Every settings flag's dest, from the function that adds them to each command."""
+    from prefcraft.cli import add_settings_flags
+
+    probe = argparse.ArgumentParser(add_help=False)
+    add_settings_flags(probe)
+    return frozenset(action.dest for action in probe._actions)
+
+
+def _option_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """A step's own flags: not --help, not the settings flags."""
+    return [action for action in parser._actions
+            if action.default is not argparse.SUPPRESS and action.dest not in _settings_dests()]
+
+
+@cache
+def _options_model(component: str, step: str) -> type[BaseModel]:
+    """A pydantic model of one step's options: a field per flag, of the flag's type, required where the flag is."""
+    fields = {action.dest: (_option_type(action), ... if action.required else None)
+              for action in _option_actions(_step_parsers(component)[step])}
+    # Strict: TOML says what it means, so "3" is no int and 1 is no bool. Paths are written as strings.
+    return create_model(f"{component}_{step}_options", __config__=ConfigDict(extra="forbid", strict=True), **fields)
+
+
+def _option_type(action: argparse.Action) -> Any:
+    if action.nargs == 0:
+        return bool  # a switch: store_true, or store_false (`--no-shipped` is `use_shipped = false`)
+    value: Any = {int: int, float: float, Path: Annotated[Path, Field(strict=False)], None: str}[action.type]
+    if action.choices:
+        value = Literal[tuple(action.choices)]
+    if action.nargs in ("+", "*"):
+        return Annotated[list[value], Field(min_length=1 if action.nargs == "+" else 0)]
+    return value
+
+
+def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, table by table (a flag for the task's api_base keeps the file's task model)."""
+    merged = dict(base)
+    for key, value in top.items():
+        both_tables = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _merged(merged[key], value) if both_tables else value
+    return merged
