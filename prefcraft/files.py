@@ -17,11 +17,19 @@ def write_text_atomic(path: Path, text: str) -> Path:
                                      suffix=".tmp", delete=False) as scratch:
         scratch.write(text)
     try:
+        # The temporary file is private (0600); the result gets the mode any new file of the user would get.
+        os.chmod(scratch.name, _new_file_mode())
         os.replace(scratch.name, path)
     except BaseException:
         os.unlink(scratch.name)
         raise
     return path
+
+
+def _new_file_mode() -> int:
+    umask = os.umask(0)  # reading the umask means setting it: put it straight back
+    os.umask(umask)
+    return 0o666 & ~umask
 
 
 def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:

@@ -1,4 +1,6 @@
 import json
+import os
+import stat
 
 import pytest
 
@@ -23,3 +25,12 @@ def test_a_failure_while_producing_the_rows_leaves_the_previous_file_and_no_scra
     with pytest.raises(RuntimeError):
         write_jsonl_atomic(path, rows())
     assert path.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
+def test_a_written_file_gets_the_mode_of_any_new_file_not_the_temporary_files(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        path = write_text_atomic(tmp_path / "report.html", "<p>shared</p>")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
