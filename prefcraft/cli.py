@@ -22,7 +22,7 @@ SENSEJUDGE_STEPS = {
     "demo": "simulate, select and evaluate on the embedded model",
 }
 # Each has its command line in prefcraft/commands/<name>_cli.py: HELP, add_steps(parser, ...) and run(args, ...).
-SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour", "experiment", "report")
+SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour", "experiment", "report", "sweep")
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
 
 

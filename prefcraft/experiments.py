@@ -68,22 +68,27 @@ class Step:
 def load_experiment(path: Path) -> Experiment:
     """The experiment in `path`, its step options checked against their commands' parsers. Every problem is reported
     at once, as one ConfigError naming the file and each key."""
-    try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such experiment file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    table = read_toml(path, "experiment")
     problems: list[str] = []
     try:
         experiment = Experiment.model_validate(table)
     except ValidationError as error:
-        problems += [_problem(issue) for issue in error.errors()]
+        problems += [format_problem(issue) for issue in error.errors()]
     validated = _validated_steps(table, problems)
     if problems:
         hint = OPTIONS_HINT if any(problem.startswith("steps.") for problem in problems) else None
         raise ConfigError(f"{path}: {'; '.join(problems)}", hint)
     return experiment.model_copy(update={"steps": validated})
+
+
+def read_toml(path: Path, kind: str) -> dict[str, Any]:
+    """The table in `path`; a missing or malformed file is a ConfigError naming it (`kind`: what the file holds)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such {kind} file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
 
 
 def experiment_settings(experiment: Experiment, config_file: Path | None, overrides: dict[str, Any]) -> Settings:
@@ -106,16 +111,26 @@ def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, di
             continue
         if not isinstance(options, dict):
             continue  # reported as not a table
-        try:
-            values = _options_model(component, step).model_validate(options).model_dump(exclude_unset=True)
-            validated[step] = {key: values[key] for key in options}  # in the file's order
-        except ValidationError as error:
-            command = f"'prefcraft {' '.join(_words(component, step))}'"
-            problems += [_problem(issue, ("steps", step), command) for issue in error.errors()]
+        values = validated_options(component, step, options, ("steps", step), problems)
+        if values is not None:
+            validated[step] = values
     return validated
 
 
-def _problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None = None) -> str:
+def validated_options(component: str, step: str, options: dict[str, Any], key: tuple[str, ...],
+                      problems: list[str]) -> dict[str, Any] | None:
+    """`options` checked against the step's parser, in the given order; or None, their problems (named under `key`)
+    added to `problems`."""
+    try:
+        values = _options_model(component, step).model_validate(options).model_dump(exclude_unset=True)
+        return {name: values[name] for name in options}
+    except ValidationError as error:
+        command = f"'prefcraft {' '.join(_words(component, step))}'"
+        problems += [format_problem(issue, key, command) for issue in error.errors()]
+        return None
+
+
+def format_problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None = None) -> str:
     loc = (*prefix, *issue["loc"])
     key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
     if issue["type"] == "extra_forbidden" and command and loc[-1] in _settings_dests():

@@ -30,7 +30,8 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
     from prefcraft.experiments import experiment_settings, load_experiment
 
     if args.step == "check":
-        return _check(args.files, echo)
+        return check_files(args.files, load_experiment,
+                           lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo)
     from prefcraft.cli import settings_overrides
     from prefcraft.commands.experiment import run_experiment
 
@@ -39,20 +40,20 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
                           echo)
 
 
-def _check(paths: list[Path], echo: Callable[[str], None]) -> list[Any]:
-    """Every file is checked; the invalid ones are reported together, one line each."""
+def check_files(paths: list[Path], load: Callable[[Path], Any], describe: Callable[[Any], str],
+                echo: Callable[[str], None]) -> list[Any]:
+    """Every file is loaded with `load`; the invalid ones are reported together, one line each."""
     from prefcraft.errors import ConfigError
-    from prefcraft.experiments import load_experiment
 
-    experiments, errors = [], []
+    loaded, errors = [], []
     for path in paths:
         try:
-            experiment = load_experiment(path)
+            item = load(path)
         except ConfigError as error:
             errors.append(error)
             continue
-        experiments.append(experiment)
-        echo(f"{path}: ok ({experiment.component}: {', '.join(experiment.steps)})")
+        loaded.append(item)
+        echo(f"{path}: ok ({describe(item)})")
     if errors:
         raise ConfigError("\n".join(error.message for error in errors), next((e.hint for e in errors if e.hint), None))
-    return experiments
+    return loaded
