@@ -6,6 +6,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+from toml_files import write
 
 from prefcraft.cli import main, make_parser
 from prefcraft.commands.experiment import run_experiment
@@ -23,12 +24,6 @@ EXPERIMENTS = Path(__file__).parents[1] / "experiments"
 SETTINGS_FILES = {"embedded.toml", "vllm-qwen7b.toml"}  # --config settings files, not experiments
 SHIPPED = sorted(path for path in EXPERIMENTS.glob("*.toml") if path.name not in SETTINGS_FILES)
 COMPONENTS = ["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
-
-
-def write(tmp_path: Path, text: str, name: str = "x.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda path: path.name)

@@ -9,6 +9,7 @@ import mlflow
 import optuna
 import pytest
 from optuna.trial import TrialState
+from toml_files import write
 
 from prefcraft.cli import main
 from prefcraft.errors import ConfigError, ServerUnreachableError
@@ -30,12 +31,6 @@ task.temperature = { type = "float", low = 0.0, high = 1.0 }
 [study]
 n_trials = 4
 """
-
-
-def write(tmp_path: Path, text: str, name: str = "x.toml") -> Path:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("path", SWEEPS, ids=lambda path: path.name)
