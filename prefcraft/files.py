@@ -1,13 +1,49 @@
-"""Writing result files so that a crash never leaves a half-written one: a temporary file beside it, then a rename."""
+"""Writing result files so that a crash never leaves a half-written one: a temporary file beside it, then a rename.
+And naming a file after an id read from data (`safe_name`, `path_in`) so that no id can put it outside its directory."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+
+MAX_NAME_CHARS = 120
+"""Longest name `safe_name` returns: room for a suffix and the `.<name>.<random>.tmp` scratch file within the 255
+bytes most file systems allow a name."""
+DIGEST_CHARS = 16
+_SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+_UNSAFE_CHAR = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def safe_name(value: str) -> str:
+    """`value` (an id read from data: a user id, a scenario id) as one file-name component inside a directory.
+
+    An id of ASCII letters, digits, `_`, `-` and `.` that does not start with a dot and fits in MAX_NAME_CHARS is
+    kept as it is (`user123.json` stays `user123.json`). Any other id (a separator, `..`, a leading dot, a NUL byte,
+    other characters, too long, empty) has each other character replaced by `_`, a leading dot by `_`, is cut to fit,
+    and gets `~` and a digest of the whole id appended: `~` never occurs in a kept id, so two distinct ids never share
+    a name. Only the file name changes: the id itself stays as it is in metadata, metrics and results.
+    """
+    if len(value) <= MAX_NAME_CHARS and _SAFE.fullmatch(value):
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:DIGEST_CHARS]
+    readable = _UNSAFE_CHAR.sub("_", value)[: MAX_NAME_CHARS - DIGEST_CHARS - 1]
+    if readable.startswith(".") or not readable:
+        readable = "_" + readable[1:]
+    return f"{readable}~{digest}"
+
+
+def path_in(directory: Path, value: str, suffix: str = "") -> Path:
+    """The file `<directory>/<safe_name(value)><suffix>`: always a direct child of `directory`, whatever `value` is."""
+    path = directory / f"{safe_name(value)}{suffix}"
+    if path.parent != directory or path.name in {".", ".."}:  # only a suffix with a separator could do this
+        raise ValueError(f"{value!r} with suffix {suffix!r} does not name a file inside {directory}")
+    return path
 
 
 def write_text_atomic(path: Path, text: str) -> Path:

@@ -120,7 +120,8 @@ class Study(BaseModel):
 class Sweep(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(pattern=r"^[\w.-]+$", description="the Optuna study, runs/sweeps/<name>/, MLflow's sweep:<name>")
+    name: str = Field(pattern=r"^\w[\w.-]*$",
+                      description="the Optuna study, runs/sweeps/<name>/, MLflow's sweep:<name>")
     description: str = ""
     component: SweepComponent
     step: Literal["compile"]

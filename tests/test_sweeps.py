@@ -68,6 +68,7 @@ BAD = {
                              "study.directions[1]: Value error, 'minimize cost' is not"),
     "a bad option": (GOOD.replace('"bootstrap_rs"', '"sgd"'), "options.optimizer: Input should be 'miprov2'"),
     "no study": (GOOD.split("[study]")[0], "study: missing"),
+    "a name that leaves runs/sweeps/": (GOOD.replace('name = "t"', 'name = ".."'), "name: String should match"),
 }
 
 

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.files import write_jsonl_atomic
+from prefcraft.files import safe_name, write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
@@ -112,7 +112,7 @@ def evaluate_methods(
     digest = data_digest(data)
     selected = select_users(group_by_user(load_pairs(data)), users)
     if set(methods) & NEEDS_FIT:
-        selected = _with_fitted_judges(selected, fitted, data, digest)
+        selected, fitted = _with_fitted_judges(selected, fitted, data, digest)
     profiles = profiles or {}
     with_profile = {user_id: user for user_id, user in selected.items() if user_id in profiles}
     if "demographics" in methods:
@@ -162,20 +162,36 @@ def _check_split(methods: Sequence[str], split: str, allow_fitted_pairs: bool) -
 
 def _with_fitted_judges(
     users: dict[str, UserPairs], fitted: dict[str, Path], data: str | Path, digest: str
-) -> dict[str, UserPairs]:
-    """The users with a judge fitted on `data`; raises ConfigError for a judge fitted on other data."""
-    missing = sorted(set(users) - set(fitted))
+) -> tuple[dict[str, UserPairs], dict[str, Path]]:
+    """The users with a judge fitted on `data`, and each one's judge; raises ConfigError for a judge fitted on other
+    data."""
+    found = {user_id: path for user_id in users if (path := fitted_judge_path(fitted, user_id)) is not None}
+    missing = sorted(set(users) - set(found))
     if missing:
         logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
-    users = {user_id: user for user_id, user in users.items() if user_id in fitted}
+    users = {user_id: user for user_id, user in users.items() if user_id in found}
     for user_id in users:
-        fitted_digest = read_metadata(fitted[user_id]).get("data_digest")
+        fitted_digest = read_metadata(found[user_id]).get("data_digest")
         if fitted_digest != digest:
             raise ConfigError(
-                f"{fitted[user_id]} was fitted on data with digest {fitted_digest}, not on {data} (digest {digest})",
+                f"{found[user_id]} was fitted on data with digest {fitted_digest}, not on {data} (digest {digest})",
                 "fit the users on this data with `prefcraft fit`, or point --fitted-dir at judges fitted on it",
             )
-    return users
+    return users, found
+
+
+def fitted_judge_path(fitted: dict[str, Path], user_id: str) -> Path | None:
+    """`user_id`'s judge in `fitted`, which is keyed by user id or by the stems of a fitted directory's files (`fit`
+    names a file after the id's `safe_name`). A file whose metadata names another user is not this user's judge."""
+    for key in dict.fromkeys((user_id, safe_name(user_id))):
+        path = fitted.get(key)
+        if path is None:
+            continue
+        owner = read_metadata(path).get("user_id")
+        if owner is None or owner == user_id:
+            return path
+        logger.warning("%s holds the judge of user %r, not of %r: not used for %r", path, owner, user_id, user_id)
+    return None
 
 
 def _evaluate_method(

@@ -12,6 +12,7 @@ from tqdm import tqdm
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.files import path_in
 from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
@@ -78,8 +79,8 @@ def fit_users(
         with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
             fitter = SynthesizeMe(synthesizer, config)
             for user_id, user in tqdm(selected.items(), desc="fitting users", unit="user"):
-                path = output_dir / f"{user_id}.json"
-                reason = _refit_reason(path, {"data_digest": digest, "model": session.task.model,
+                path = fitted_path(output_dir, user_id)
+                reason = _refit_reason(path, {"user_id": user_id, "data_digest": digest, "model": session.task.model,
                                               "persona_prompt": prompt_source, "optimizer": fit_settings(config)})
                 if reason is None:
                     summary.resumed[user_id] = path
@@ -111,6 +112,12 @@ def fit_users(
             log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
                          "users_skipped": len(summary.skipped)})
     return summary
+
+
+def fitted_path(output_dir: Path, user_id: str) -> Path:
+    """Where `fit` keeps a user's judge: `<output_dir>/<user_id>.json` for an id that is a plain file name, else a file
+    named after the id's safe form (`safe_name`). Whatever a data row says its user is, the file is in `output_dir`."""
+    return path_in(output_dir, user_id, ".json")
 
 
 def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:

@@ -1,0 +1,141 @@
+"""`prefcraft fit` and `evaluate` with hostile user ids, without a model server: a data row's `user_id` names a file
+inside the fitted directory and nowhere else, and two users never share one."""
+
+import json
+from contextlib import nullcontext
+from types import SimpleNamespace
+
+import pytest
+
+from prefcraft.commands import fit
+from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.commands.fit import fit_settings, fit_users
+from prefcraft.optimizers.artifacts import read_metadata, save_compiled
+from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest
+
+# Each would name a file outside (or beside) the fitted directory if it were used as a file name as it is. The
+# absolute one is built under the test's own folder (ABSOLUTE), so that a file written there is found and removed.
+ABSOLUTE = "<tmp>/abs/path"
+HOSTILE = ["../../outside", ABSOLUTE, "..", "a/b", "nul\0byte", "x" * 300]
+
+
+class FakeFitter:
+    """SynthesizeMe without model calls: a judge whose persona names its user."""
+
+    def __init__(self, synthesizer, config):
+        self.config = config
+
+    def compile(self, program, *, trainset, valset):
+        user_id = trainset[0].user_id
+        program.fit_record = FitRecord(user_id, len(trainset) // 2, len(valset) // 2, 0, f"persona of {user_id}")
+        return program
+
+
+@pytest.fixture
+def offline_fit(monkeypatch):
+    """`fit_users` with no server, no MLflow and no model calls."""
+    monkeypatch.setattr(fit, "model_session", nullcontext)
+    monkeypatch.setattr(fit, "lm_context", lambda *args: nullcontext())
+    monkeypatch.setattr(fit, "tracked_run", lambda *args, **kwargs: nullcontext())
+    monkeypatch.setattr(fit, "metered_prompt_cache", lambda api_base: nullcontext(SimpleNamespace(usage=None)))
+    for name in ("start_tracking", "log_metrics", "check_reachable"):
+        monkeypatch.setattr(fit, name, lambda *args: None)
+    monkeypatch.setattr(fit, "SynthesizeMe", FakeFitter)
+
+
+def real_id(user_id, tmp_path):
+    return user_id.replace("<tmp>", str(tmp_path))
+
+
+def write_pairs(path, users, user_with):
+    rows = [pair.model_dump() for user_id in users for user in [user_with(2, 1, user_id=user_id)]
+            for pair in user.train + user.val + user.test]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def files_under(folder):
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("user_id", HOSTILE, ids=["dotdot", "absolute", "parent", "slash", "nul", "long"])
+def test_a_hostile_user_id_is_fitted_into_a_file_inside_the_fitted_directory(offline_fit, tmp_path, user_with,
+                                                                             user_id):
+    user_id = real_id(user_id, tmp_path)
+    data = write_pairs(tmp_path / "pairs.jsonl", ["user123", user_id], user_with)
+    out = tmp_path / "work" / "fitted"
+    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    assert set(summary.fitted) == {"user123", user_id} and not summary.skipped
+    assert summary.fitted["user123"] == out / "user123.json"  # a plain id keeps its file name
+    path = summary.fitted[user_id]
+    assert path.parent == out and path != out / "user123.json" and not path.name.startswith(".")
+    assert read_metadata(path)["user_id"] == user_id  # the id itself is kept as it is
+    assert files_under(tmp_path) == sorted([data, out / "user123.json", path])
+    assert [p for p in out.iterdir() if p.is_dir()] == []
+    assert not (tmp_path.parent / "outside.json").exists()
+
+
+def test_a_refit_resumes_every_user_from_the_same_files(offline_fit, tmp_path, user_with):
+    users = ["user123", *(real_id(user_id, tmp_path) for user_id in HOSTILE)]
+    data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
+    out = tmp_path / "work" / "fitted"
+    first = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    again = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    assert set(first.fitted) == set(users) and again.fitted == {} and again.resumed == first.fitted
+    assert len(set(first.fitted.values())) == len(users)
+
+
+def test_a_judge_planted_where_a_hostile_id_points_is_neither_read_nor_resumed(offline_fit, tmp_path, user_with):
+    user_id = "../../outside"
+    data = write_pairs(tmp_path / "pairs.jsonl", [user_id], user_with)
+    out = tmp_path / "work" / "fitted"
+    config = SynthesizeMeConfig(num_threads=1)
+    planted = save_compiled(PreferenceJudge("planted"), out / f"{user_id}.json", program_name=PERSONAL_JUDGE,
+                            user_id=user_id, data_digest=data_digest(data), model=Settings().task.model,
+                            persona_prompt="uncompiled", optimizer=fit_settings(config), persona="planted")
+    assert planted.resolve() == (tmp_path / "outside.json").resolve()
+    summary = fit_users(Settings(), data, out, config=config)
+    assert summary.resumed == {} and summary.fitted[user_id].parent == out
+    assert read_metadata(summary.fitted[user_id])["persona"] == f"persona of {user_id}"
+    assert read_metadata(planted)["persona"] == "planted"  # left as it was
+
+
+def test_ids_that_differ_only_in_unsafe_characters_get_files_of_their_own(offline_fit, tmp_path, user_with):
+    users = ["a/b", "a\\b", "a:b", "a b", "a_b", "../x", "..\\x", "x" * 300, "x" * 299 + "y"]
+    data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
+    out = tmp_path / "work" / "fitted"
+    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    assert set(summary.fitted) == set(users)
+    assert len({path.name for path in summary.fitted.values()}) == len(users)
+    assert summary.fitted["a_b"] == out / "a_b.json"
+    for user_id, path in summary.fitted.items():
+        assert path.parent == out and read_metadata(path)["persona"] == f"persona of {user_id}"
+
+
+def test_evaluate_finds_each_hostile_users_judge_in_the_fitted_directory(offline_fit, offline, tmp_path, user_with):
+    users = ["user123", *(real_id(user_id, tmp_path) for user_id in HOSTILE)]
+    data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
+    out = tmp_path / "work" / "fitted"
+    fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}  # as `prefcraft evaluate --fitted-dir` reads it
+    outcomes = evaluate_methods(Settings(), data, methods=["persona"], fitted=fitted, output_dir=tmp_path / "results")
+    assert set(outcomes["persona"].report.per_user) == set(users)
+    for user_id in users:
+        assert f"persona of {user_id}" in offline[user_id][0]
+    assert files_under(tmp_path / "results") == [tmp_path / "results" / "judgments-persona.jsonl"]
+
+
+def test_a_file_holding_another_users_judge_is_not_used_for_this_user(offline_fit, offline, tmp_path, user_with):
+    data = write_pairs(tmp_path / "pairs.jsonl", ["u1", "u2"], user_with)
+    out = tmp_path / "work" / "fitted"
+    fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    (out / "u1.json").replace(out / "u2.json")  # u2's file now holds u1's judge
+    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}
+    outcomes = evaluate_methods(Settings(), data, methods=["persona"], fitted=fitted)
+    assert list(outcomes["persona"].report.per_user) == []
+    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    assert set(summary.fitted) == {"u1", "u2"}  # u1 had no file; u2's held u1's judge
+    assert read_metadata(out / "u2.json")["user_id"] == "u2"
