@@ -172,6 +172,8 @@ def _add_search_flags(parser: argparse.ArgumentParser) -> None:
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("settings (override the config file and PREFCRAFT_* environment variables)")
     group.add_argument("--config", type=Path, help="TOML settings file")
+    group.add_argument("--resume", action="store_true", default=None,
+                       help="continue this command's interrupted MLflow run (same params) instead of opening a new one")
     for role in ("task", "prompt", "judge"):
         group.add_argument(f"--{role}-model", help=f"litellm model string of the {role} model")
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
@@ -214,7 +216,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
               "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len")}
     if any(value is not None for value in server.values()):
         overrides["server"] = {name: value for name, value in server.items() if value is not None}
-    for name in ("serve", "num_threads", "tracking_uri", "experiment", "cache_dir"):
+    for name in ("serve", "num_threads", "tracking_uri", "experiment", "cache_dir", "resume"):
         if flags.get(name) is not None:
             overrides[name] = flags[name]
     return overrides

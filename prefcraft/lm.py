@@ -68,8 +68,7 @@ def configure_cache(settings: Settings) -> Path:
     """
     endpoints = sorted({(m.model, m.api_base or "") for m in map(settings.model_for, ("task", "prompt", "judge"))})
     if settings.roles_needing_server():
-        server = settings.server
-        endpoints.append(("served", f"{server.backend}:{server.model or 'bundled'}:{server.served_model_name}"))
+        endpoints.append(("served", settings.server.identity))
     digest = hashlib.sha256(repr(endpoints).encode()).hexdigest()[:12]
     directory = settings.cache_dir / digest
     dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -72,6 +72,11 @@ class ServerSettings(BaseModel):
     startup_timeout_s: float = Field(300.0, gt=0)
     log_dir: Path = Path(".prefcraft/logs")
 
+    @property
+    def identity(self) -> str:
+        """What answers on a server prefcraft starts: backend and model, not the address (its port changes per run)."""
+        return f"{self.backend}:{self.model or 'bundled'}:{self.served_model_name}"
+
 
 class Settings(BaseSettings):
     """Everything a command needs. `Settings(...)` holds only what it is given; `load_settings` layers the sources."""
@@ -88,6 +93,8 @@ class Settings(BaseSettings):
     experiment: str = "prefcraft"
     num_threads: int = Field(4, ge=1)
     seed: int = 0
+    resume: bool = Field(False, description="continue a command's interrupted MLflow run when its params are the same")
+    _served_api_base: str | None = PrivateAttr(None)  # where `with_api_base` pointed the models prefcraft serves
 
     def model_for(self, role: Role) -> ModelSettings:
         return getattr(self, role) or self.task
@@ -102,7 +109,16 @@ class Settings(BaseSettings):
             role: self.model_for(role).model_copy(update={"api_base": api_base})
             for role in self.roles_needing_server()
         }
-        return self.model_copy(update=updates)
+        served = self.model_copy(update=updates)
+        served._served_api_base = api_base
+        return served
+
+    def endpoint(self, role: Role) -> str:
+        """Where `role`'s model answers, as a run records it: its api_base, or the server prefcraft starts for it."""
+        api_base = self.model_for(role).api_base
+        if role in self.roles_needing_server() or (api_base is not None and api_base == self._served_api_base):
+            return f"served {self.server.identity}"
+        return api_base or ""
 
     @classmethod
     def settings_customise_sources(

@@ -1,6 +1,7 @@
 """MLflow glue: every command that compiles or evaluates is one run (child runs per user), with DSPy autologging.
 
 A run that raises is ended with status FAILED by `mlflow.start_run`'s context manager; whatever was logged stays.
+With `--resume` the next run of the same command and params continues it instead of opening a new one.
 """
 
 from __future__ import annotations
@@ -19,10 +20,17 @@ from prefcraft.settings import Settings
 logger = logging.getLogger(__name__)
 
 MAX_PARAM_CHARS = 500
+SHOWN_PARAM_CHARS = 40
+RESUMED_TAG = "prefcraft.resumed"
+INTERRUPTED = ("FAILED", "KILLED", "RUNNING")  # RUNNING: a process killed hard never ended its run
+_resume = False  # set by start_tracking from the settings, for the rest of the process
 
 
 def start_tracking(settings: Settings) -> None:
     import mlflow
+
+    global _resume
+    _resume = settings.resume
 
     mlflow.set_tracking_uri(settings.tracking_uri)
     mlflow.set_experiment(settings.experiment)
@@ -36,13 +44,46 @@ def start_tracking(settings: Settings) -> None:
 
 @contextmanager
 def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False) -> Iterator[Any]:
-    """A run; one started while another is active (a command inside a tour or an experiment) nests under it."""
+    """A run; one started while another is active (a command inside a tour or an experiment) nests under it.
+
+    With `--resume` a top-level run continues the newest run called `name` if that one was interrupted and logged the
+    same params; otherwise it starts anew and says why.
+    """
     import mlflow
 
-    with mlflow.start_run(run_name=name, nested=nested or mlflow.active_run() is not None) as run:
-        if params:
-            mlflow.log_params({key: _param_value(value) for key, value in params.items()})
+    logged = {key: _param_value(value) for key, value in (params or {}).items()}
+    nested = nested or mlflow.active_run() is not None
+    run_id = _interrupted_run(name, logged) if _resume and not nested else None
+    with mlflow.start_run(run_id=run_id, run_name=name, nested=nested) as run:
+        if run_id:
+            mlflow.set_tag(RESUMED_TAG, int(run.data.tags.get(RESUMED_TAG, 0)) + 1)
+        if logged:
+            mlflow.log_params(logged)
         yield run
+
+
+def _interrupted_run(name: str, params: Mapping[str, str]) -> str | None:
+    """The id of the newest top-level run called `name` if it was interrupted with the same `params`, else None.
+
+    Params are compared as MLflow stores them; ones the old run has beyond `params` (DSPy autologging's) don't count.
+    """
+    import mlflow
+
+    runs = mlflow.search_runs(filter_string=f"tags.mlflow.runName = {name!r} AND tags.mlflow.parentRunId IS NULL",
+                              order_by=["attributes.start_time DESC"], max_results=1, output_format="list")
+    if not runs or runs[0].info.status not in INTERRUPTED:
+        last = f" (run {runs[0].info.run_id} finished)" if runs else ""
+        logger.warning("nothing to resume for %s%s; starting a new run", name, last)
+        return None
+    run = runs[0]
+    old = run.data.params
+    changed = [f"{key} changed ({_param_value(old.get(key, 'unset'), SHOWN_PARAM_CHARS)} -> "
+               f"{_param_value(value, SHOWN_PARAM_CHARS)})" for key, value in params.items() if old.get(key) != value]
+    if changed:
+        logger.warning("not resuming run %s: %s; starting a new run", run.info.run_id, ", ".join(changed))
+        return None
+    logger.info("resuming run %s (%s)", run.info.run_id, name)
+    return run.info.run_id
 
 
 def log_metrics(metrics: Mapping[str, float]) -> None:
@@ -68,12 +109,12 @@ def log_file(path: Path) -> None:
 
 
 def model_params(settings: Settings) -> dict[str, Any]:
-    """What a run needs to say about its models. Never the keys themselves."""
+    """What a run needs to say about its models: a served one by its server, not its per-run address. Never the keys."""
     params: dict[str, Any] = {}
     for role in ("task", "prompt", "judge"):
         model = settings.model_for(role)
         params[f"{role}_model"] = model.model
-        params[f"{role}_api_base"] = model.api_base or ""
+        params[f"{role}_api_base"] = settings.endpoint(role)
         params[f"{role}_temperature"] = model.temperature
         params[f"{role}_max_tokens"] = model.max_tokens
         params[f"{role}_structured_output"] = model.structured_output
@@ -88,6 +129,6 @@ def data_digest(source: str | Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
-def _param_value(value: Any) -> str:
+def _param_value(value: Any, limit: int = MAX_PARAM_CHARS) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= MAX_PARAM_CHARS else text[: MAX_PARAM_CHARS - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

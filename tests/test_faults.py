@@ -1,7 +1,8 @@
 """Faults against the real embedded server, through a proxy that dies, stalls or corrupts replies.
 
 In each case the command ends with a clear message or a counted failure, the MLflow run says what happened, results
-already computed stay on disk, and running the same command again repeats no LM call that had completed.
+already computed stay on disk, and running the same command again with `--resume` continues the failed run and
+repeats no LM call that had completed.
 """
 
 import json
@@ -30,11 +31,11 @@ def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_com
 
         proxy.heal()
         proxy.answered.clear()
-        assert main([*evaluate, *flags(tmp_path, proxy.base_url)]) == 0
+        assert main([*evaluate, "--resume", *flags(tmp_path, proxy.base_url)]) == 0
         assert not set(before) & set(proxy.answered), "a completed call was sent again"
         assert len(set(before) | set(proxy.answered)) == 8  # 4 test pairs, both orders
     assert len((results / "judgments-default.jsonl").read_text().splitlines()) == 8
-    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED", "FINISHED"]
+    assert_resumed_once(parent_runs(tmp_path))
 
 
 def test_a_server_dying_mid_fit_keeps_fitted_users_and_the_rerun_repeats_no_completed_call(
@@ -53,11 +54,16 @@ def test_a_server_dying_mid_fit_keeps_fitted_users_and_the_rerun_repeats_no_comp
         fitted_before = sorted(path.name for path in (tmp_path / "fitted").glob("*.json"))
         proxy.heal()
         proxy.answered.clear()
-        assert main([*fit, *flags(tmp_path, proxy.base_url)]) == 0
+        assert main([*fit, "--resume", *flags(tmp_path, proxy.base_url)]) == 0
         assert f"resumed {len(fitted_before)}" in capsys.readouterr().out
         assert not set(before) & set(proxy.answered), "a completed call was sent again"
     assert sorted(path.name for path in (tmp_path / "fitted").glob("*.json")) == ["a_short_fan.json", "b_long_fan.json"]
-    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED", "FINISHED"]
+    assert_resumed_once(parent_runs(tmp_path))
+
+
+def assert_resumed_once(runs) -> None:
+    """One run: the failed one, continued by `--resume` to the end."""
+    assert [(run.info.status, run.data.tags.get("prefcraft.resumed")) for run in runs] == [("FINISHED", "1")]
 
 
 def test_slow_and_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_server, tmp_path, capsys):
