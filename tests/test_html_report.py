@@ -9,12 +9,16 @@ from contextlib import contextmanager
 import mlflow
 import pytest
 from matplotlib.image import imread
+from test_sweeps import GOOD, fake_compile, non_dominated
+from toml_files import write
 
 from prefcraft.cli import main
 from prefcraft.errors import ConfigError
 from prefcraft.html_report import write_report
 from prefcraft.html_report.collect import read_store
 from prefcraft.html_report.plots import EstimateRow, estimate_chart, grouped_bars
+from prefcraft.sweeps import load_sweep, run_sweep
+from prefcraft.tracking import log_metrics, tracked_run
 
 EXPERIMENT = "prefcraft"
 
@@ -215,6 +219,71 @@ def test_report_command_writes_the_page(tmp_path, capsys):
     assert str(output) in capsys.readouterr().out
     assert "<td>tour</td>" in output.read_text()
     assert main(["report", "--tracking-uri", uri, "--runs", "0"]) == 2
+
+
+def logging_compile(calls, fail):
+    """The sweep tests' fake compile inside the run `cupid-compile` opens, logging what that run logs: the optimizer's
+    settings, DSPy's `eval` per candidate (bootstrap_rs), the validation scores and the LM usage."""
+    compile_ = fake_compile(calls, fail)
+
+    def run_command(args, settings):
+        with tracked_run("cupid-compile", {"name": args.optimizer, "num_candidates": args.candidates,
+                                           "max_bootstrapped_demos": args.max_bootstrapped_demos}):
+            for candidate in range(args.candidates):
+                mlflow.log_metric("eval", 40.0 + 5 * candidate)
+            outcome = compile_(args, settings)
+            verdict = outcome.verdict
+            log_metrics({"val_compiled": verdict.compiled_score, "val_uncompiled": verdict.uncompiled_score,
+                         "won": float(verdict.won), **outcome.usage.as_metrics()})
+        return outcome
+
+    return run_command
+
+
+def test_a_sweep_shows_its_trials_and_draws_each_trials_compile(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the sweep's study and MLflow's artifacts
+    path = write(tmp_path, GOOD)
+    monkeypatch.setattr("prefcraft.cli.run_command", logging_compile([], {1: RuntimeError("the optimizer tripped")}))
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    outcome = run_sweep(path, load_sweep(path), None, {"tracking_uri": uri}, lambda line: None)
+    complete = {trial.number: trial for trial in outcome.complete}
+    assert outcome.ran == 4 and set(complete) == {0, 2, 3}  # trial 1 failed
+
+    store = read_store(uri, EXPERIMENT, max_runs=5)
+    (sweep,) = store.runs
+    assert [trial.name for trial in sweep.trials] == [f"trial-{n}" for n in range(4)]
+    assert sweep.pareto == [t.number for t in outcome.pareto] and set(sweep.pareto) == non_dominated(complete.values())
+    compiles = [run for depth, run in store.command_runs() if depth == 1]
+    assert [(run.name, run.status) for run in compiles] == [("cupid-compile", "FAILED" if n == 1 else "FINISHED")
+                                                            for n in range(4)]
+    for number, run in enumerate(compiles):
+        assert run.sweep_trial.startswith(f"sweep:t trial-{number}: ") and run.sweep_trial in run.label
+        assert len(run.histories["eval"]) == int(run.params["num_candidates"])
+        if number in complete:
+            assert f"candidates={complete[number].params['candidates']}" in run.sweep_trial
+            assert run.metrics["lm_calls"] == complete[number].values[1]
+
+    html = write_report(uri, EXPERIMENT, tmp_path / "report.html", max_runs=5).read_text()
+    sweeps = section(html, "sweeps")
+    front = ", ".join(str(t.number) for t in outcome.pareto)
+    assert "sweep:t (" in sweeps and f": 4 trials; Pareto front of the study: trials {front}</caption>" in sweeps
+    assert ("<th>trial</th><th>candidates</th><th>max_bootstrapped_demos</th><th>task.temperature</th>"
+            "<th>score (maximize)</th><th>uncompiled</th><th>gain</th><th>LM calls (minimize)</th>") in sweeps
+    for trial in outcome.complete:
+        candidates, demos = trial.params["candidates"], trial.params["max_bootstrapped_demos"]
+        mark = "*" if trial in outcome.pareto else ""
+        assert re.search(rf"<tr><td>{trial.number}</td><td>{candidates}</td><td>{demos}</td><td>[0-9.]+</td>"
+                         rf"<td>{trial.values[0]:.4g}</td><td>0.3</td>.*?<td>{trial.values[1]:.0f}</td>.*?"
+                         rf"<td class=status>FINISHED</td><td>{re.escape(mark)}</td></tr>", sweeps), trial.number
+    assert re.search(r"<tr class=failed><td>1</td>.*?<td class=status>FAILED</td><td></td></tr>", sweeps)
+    trajectories = section(html, "optimizer-trajectories")
+    for number in range(4):
+        assert re.search(rf'alt="cupid-compile \([^"]*, sweep:t trial-{number}: candidates=', trajectories), number
+    assert "sweep:t trial-1: " in trajectories.split("[FAILED]")[0]  # the failed trial's compile, marked
+    runs = section(html, "runs")
+    assert "<td>sweep:t</td><td>sweep</td>" in runs and "cupid compile, 4 trials over candidates" in runs
+    assert runs.count("\u21b3 cupid-compile (sweep:t trial-") == 4
+    assert section(html, "cost").count("<td>cupid-compile (") == 3  # the failed compile logged no usage
 
 
 def test_charts_draw_without_intervals_or_points_and_with_gaps():

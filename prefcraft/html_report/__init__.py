@@ -16,11 +16,13 @@ from prefcraft.html_report.results import (
     comparisons_section,
     prefdisco_section,
     spreads_section,
+    sweeps_section,
     trajectories_section,
 )
 from prefcraft.html_report.sections import cost_section, runs_section
 
-SECTIONS = (runs_section, trajectories_section, comparisons_section, spreads_section, prefdisco_section, cost_section)
+SECTIONS = (runs_section, sweeps_section, trajectories_section, comparisons_section, spreads_section, prefdisco_section,
+            cost_section)
 
 
 def write_report(uri: str, experiment: str, output: Path, max_runs: int) -> Path:

@@ -1,12 +1,16 @@
 """Read an MLflow tracking store into plain records: the only module of the report that talks to MLflow.
 
 Every prefcraft command is one run, with child runs per user, method, inferrer or condition; a tour or an experiment
-nests whole commands under its own run. DSPy's autologging adds its own children (`eval_full_<k>`) under compiles.
+nests whole commands under its own run, a sweep (`sweep:<name>`) a run per trial (`trial-<n>`, its params the values
+tried) with the compile it ran under it. DSPy's autologging adds its own children (`eval_full_<k>`) under compiles.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -23,7 +27,8 @@ COMMAND_RUNS = {
     "cupid-compile": "CUPID", "cupid-evaluate": "CUPID", "lampqa-compile": "LaMP-QA", "lampqa-evaluate": "LaMP-QA",
     "tour": "tour",
 }
-EXPERIMENT_PREFIX = "experiment:"
+EXPERIMENT_PREFIX, SWEEP_PREFIX = "experiment:", "sweep:"
+TRIAL = re.compile(r"trial-\d+")
 # What DSPy's autologging logs on a compile's run: MIPROv2 a step series of full (and minibatch) evaluations, the
 # other optimizers one `eval` value per evaluation.
 TRAJECTORY_METRICS = ("eval_full", "eval_minibatch", "eval")
@@ -43,9 +48,16 @@ class RunRecord:
     children: list[RunRecord] = field(default_factory=list)
     # (step, value) in logging order, for a compile's trajectory metrics only
     histories: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    sweep_trial: str = ""
+    """For the command a sweep's trial ran: the sweep, the trial and the values it tried."""
+    pareto: list[int] | None = None
+    """For a sweep: the trials of its study's Pareto front (the best, for one objective), as its pareto.json lists
+    them; None where it logged none (a sweep that stopped)."""
 
     @property
     def component(self) -> str:
+        if self.name.startswith(SWEEP_PREFIX):
+            return "sweep"
         return "experiment" if self.name.startswith(EXPERIMENT_PREFIX) else COMMAND_RUNS.get(self.name, "")
 
     @property
@@ -55,6 +67,16 @@ class RunRecord:
     @property
     def is_compile(self) -> bool:
         return self.name == "compile-persona" or (self.is_command and self.name.endswith("-compile"))
+
+    @property
+    def trials(self) -> list[RunRecord]:
+        return [child for child in self.children if TRIAL.fullmatch(child.name)] if self.component == "sweep" else []
+
+    @property
+    def commands(self) -> list[RunRecord]:
+        """The commands nested under this run: its children that are, and the compile under each of a sweep's trials."""
+        return [run for run in [*self.children, *(run for trial in self.trials for run in trial.children)]
+                if run.is_command]
 
     @property
     def failed(self) -> bool:
@@ -70,8 +92,8 @@ class RunRecord:
 
     @property
     def label(self) -> str:
-        """Names repeat (every evaluate is `evaluate`): the start time tells runs apart in a figure."""
-        return f"{self.name} ({self.started[5:19]})"
+        """Names repeat (every evaluate is `evaluate`): the start time, and a sweep's trial, tell runs apart."""
+        return f"{self.name} ({self.started[5:19]}{self.sweep_trial and ', ' + self.sweep_trial})"
 
     def child(self, name: str) -> RunRecord | None:
         return next((run for run in self.children if run.name == name), None)
@@ -85,13 +107,12 @@ class Store:
     """Top-level runs, newest first, each holding its descendants."""
 
     def command_runs(self) -> Iterator[tuple[int, RunRecord]]:
-        """Every command's run with its nesting depth, depth first: top-level runs and the commands under a tour or an
-        experiment (a top-level run prefcraft did not start counts as a command too)."""
+        """Every command's run with its nesting depth, depth first: top-level runs and the commands under a tour, an
+        experiment or a sweep's trials (a top-level run prefcraft did not start counts as a command too)."""
         def walk(run: RunRecord, depth: int) -> Iterator[tuple[int, RunRecord]]:
             yield depth, run
-            for child in run.children:
-                if child.is_command:
-                    yield from walk(child, depth + 1)
+            for command in run.commands:
+                yield from walk(command, depth + 1)
 
         for run in self.runs:
             yield from walk(run, 0)
@@ -124,10 +145,28 @@ def read_store(uri: str, experiment: str, max_runs: int) -> Store:
         else:
             parent.children.insert(0, record)
     store = Store(uri, experiment, top[:max_runs])
-    for _, run in store.command_runs():
+    for _, run in store.command_runs():  # a sweep before the commands under it
         if run.is_compile:
             run.histories = _histories(client, run)
+        if run.component == "sweep":
+            run.pareto = _pareto(client, run)
+            for trial in run.trials:
+                values = ", ".join(f"{key}={param(value)}" for key, value in trial.params.items() if key != "trial")
+                for command in trial.children:
+                    command.sweep_trial = f"{run.name} {trial.name}: {values}"
     return store
+
+
+def number(value: float) -> str:
+    return f"{value:.0f}" if math.isfinite(value) and value == int(value) and abs(value) < 1e15 else f"{value:.4g}"
+
+
+def param(text: str) -> str:
+    """A param as MLflow holds it (text), a number shortened."""
+    try:
+        return number(float(text))
+    except ValueError:
+        return text
 
 
 def _check_exists(uri: str) -> None:
@@ -142,6 +181,14 @@ def _record(run: Any) -> RunRecord:
     return RunRecord(run_id=info.run_id, name=info.run_name or info.run_id, status=info.status,
                      start_ms=info.start_time, end_ms=info.end_time, params=dict(data.params),
                      metrics=dict(data.metrics), parent_id=data.tags.get("mlflow.parentRunId"))
+
+
+def _pareto(client: Any, run: RunRecord) -> list[int] | None:
+    if "pareto.json" not in {artifact.path for artifact in client.list_artifacts(run.run_id)}:
+        return None
+    with tempfile.TemporaryDirectory() as directory:
+        report = json.loads(Path(client.download_artifacts(run.run_id, "pareto.json", directory)).read_text())
+    return [entry["trial"] for entry in report["pareto"]]
 
 
 def _histories(client: Any, run: RunRecord) -> dict[str, list[tuple[int, float]]]:

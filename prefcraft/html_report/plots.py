@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
@@ -96,7 +97,7 @@ def bar_panels(panels: dict[str, dict[str, float]], *, title: str) -> bytes:
 
 
 def _png(figure: Figure, title: str) -> bytes:
-    figure.suptitle(title, fontsize="medium")
+    figure.suptitle(textwrap.fill(title, 100), fontsize="medium")  # a sweep's trial names its values: long
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)

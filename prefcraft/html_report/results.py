@@ -1,25 +1,54 @@
-"""The results' sections: optimizer trajectories, baseline against personalized, spread over units, PrefDisco.
+"""The results' sections: sweeps, optimizer trajectories, baseline against personalized, spread over units, PrefDisco.
 
 Each reads the metrics the commands log (names as in their `log_metrics` calls) and draws only what a run holds.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
 
-from prefcraft.html_report.collect import RunRecord, Store
+from prefcraft.html_report.collect import RunRecord, Store, number, param
 from prefcraft.html_report.plots import EstimateRow, estimate_chart, grouped_bars, line_chart
-from prefcraft.html_report.sections import Plot, Section, Table, number
+from prefcraft.html_report.sections import Plot, Section, Table
 from prefcraft.loaders.cupid import INSTANCE_TYPES
 from prefcraft.metrics.stats import bootstrap_mean
 
 NAN = math.nan
 PREFDISCO_METRICS = ("pref_align", "accuracy", "questions", "norm_align", "norm_align_negative_share",
                      "norm_align_undefined")
+# What a sweep's trial logs (prefcraft/sweeps.py), as the table's columns.
+TRIAL_METRICS = {"score": "score", "uncompiled_score": "uncompiled", "gain": "gain", "lm_calls": "LM calls",
+                 "seconds": "seconds"}
 # Figures of a comparison or a spread: (title, axis label, rows).
 Chart = tuple[str, str, list[EstimateRow]]
+
+
+def sweeps_section(store: Store) -> Section:
+    tables = []
+    for _, run in store.command_runs():
+        if not run.trials:
+            continue
+        goals = {objective: goal for goal, objective in map(str.split, json.loads(run.params.get("directions", "[]")))}
+        names = list(dict.fromkeys(key for trial in run.trials for key in trial.params if key != "trial"))
+        front = None if run.pareto is None else list(map(str, run.pareto))
+        mark = "front not logged" if front is None else "Pareto front" if len(goals) > 1 else "best"
+        header = ("trial", *names, *(f"{label} ({goals[key]})" if key in goals else label
+                                     for key, label in TRIAL_METRICS.items()), "status", mark)
+        rows = [(trial.params.get("trial", trial.name), *(param(trial.params.get(name, "-")) for name in names),
+                 *(number(trial.metrics[key]) if key in trial.metrics else "-" for key in TRIAL_METRICS),
+                 trial.status, "-" if front is None else "*" if trial.params.get("trial") in front else "")
+                for trial in run.trials]
+        failed = frozenset(index for index, trial in enumerate(run.trials) if trial.status != "FINISHED")
+        shown = "" if front is None else f"; {mark} of the study: trials {', '.join(front) or 'none'}"
+        tables.append(Table(header, rows, failed, f"{_title(run)}: {len(rows)} trials{shown}"))
+    return Section("Sweeps", "One row per trial of each `prefcraft sweep run`: the values it tried and what its "
+                   "compile scored and cost. * marks the study's Pareto front (its best trial, for one objective) as "
+                   "the sweep's pareto.json lists it; the caption names the whole front, earlier runs' trials "
+                   "included. Each trial's compile is drawn with the other compiles, labelled with its sweep, trial "
+                   "and values.", "No sweep: `prefcraft sweep run SWEEP.toml` fills this.", tables)
 
 
 def trajectories_section(store: Store) -> Section:

@@ -6,11 +6,10 @@ The results' figures come from `results.py`. A section whose data the store lack
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prefcraft.html_report.collect import RunRecord, Store
+from prefcraft.html_report.collect import RunRecord, Store, number
 from prefcraft.html_report.plots import bar_panels
 
 # The params that count what a command ran on, for cost per unit.
@@ -58,7 +57,8 @@ def runs_section(store: Store) -> Section:
             failed.add(len(rows))
         children = [child for child in run.children if not child.is_command]
         failed_children = sum(child.status != "FINISHED" for child in children)
-        rows.append(("\u00a0\u00a0" * depth + ("\u21b3 " if depth else "") + run.name, run.component or "-",
+        name = run.name + (f" ({run.sweep_trial})" if run.sweep_trial else "")
+        rows.append(("\u00a0\u00a0" * depth + ("\u21b3 " if depth else "") + name, run.component or "-",
                      run.status, run.started, duration(run.seconds), _models(run.params), _data(run.params),
                      _settings(run), f"{len(children)}" + (f" ({failed_children} not finished)" if failed_children
                                                           else "")))
@@ -66,8 +66,9 @@ def runs_section(store: Store) -> Section:
                                _logged(run, children), open=run.status != "FINISHED"))
     table = Table(("run", "component", "status", "started", "duration", "models", "data", "optimizer / compared",
                    "child runs"), rows, frozenset(failed))
-    return Section("Runs", "Each command is one run, newest first; commands under a tour or an experiment are "
-                   "indented beneath it. What each run logged, children included, is listed below the table.",
+    return Section("Runs", "Each command is one run, newest first; commands under a tour, an experiment or a sweep's "
+                   "trials are indented beneath it. What each run logged, children included, is listed below the "
+                   "table.",
                    "The experiment holds no runs: any prefcraft command logs one.", [table, *details] if rows else [])
 
 
@@ -138,10 +139,6 @@ def duration(seconds: float | None) -> str:
     return f"{minutes}m{rest:02d}s"
 
 
-def number(value: float) -> str:
-    return f"{value:.0f}" if math.isfinite(value) and value == int(value) and abs(value) < 1e15 else f"{value:.4g}"
-
-
 def _logged(run: RunRecord, children: list[RunRecord]) -> list[tuple[str, str]]:
     rows = [(name, number(value)) for name, value in sorted(run.metrics.items())]
     for child in children:
@@ -170,6 +167,9 @@ def _data(params: dict[str, str]) -> str:
 
 def _settings(run: RunRecord) -> str:
     params = run.params
+    if run.component == "sweep":
+        return (f"{params.get('component')} {params.get('step')}, {params.get('n_trials')} trials over "
+                f"{_listed(params.get('search', '-'))}")
     if "num_trials" in params:
         return f"{params.get('name', '?')}: {params.get('num_candidates')} candidates, {params['num_trials']} trials"
     if "search" in params:
@@ -182,12 +182,13 @@ def _settings(run: RunRecord) -> str:
 
 
 def _listed(value: str) -> str:
-    """A list param: `evaluate` joins it with commas, `tracked_run` writes other lists as JSON."""
+    """A list param: `evaluate` joins it with commas, `tracked_run` writes other lists (and a dict, listed by its keys)
+    as JSON."""
     try:
         items = json.loads(value)
     except json.JSONDecodeError:
         return value.replace(",", ", ")
-    return ", ".join(map(str, items)) if isinstance(items, list) else value
+    return ", ".join(map(str, items)) if isinstance(items, list | dict) else value
 
 
 def _units(params: dict[str, str]) -> tuple[str, int]:

@@ -1,0 +1,186 @@
+"""Settings: which models play which role, where they are served, where runs are tracked.
+
+Precedence, lowest first: defaults < TOML config file < environment (`PREFCRAFT_...`) < command-line flags.
+Nested keys in the environment use a double underscore: `PREFCRAFT_TASK__MODEL=hosted_vllm/Qwen/Qwen2.5-7B-Instruct`.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    InitSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
+
+from prefcraft.errors import ConfigError
+
+ENV_PREFIX = "PREFCRAFT_"
+EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
+Role = Literal["task", "prompt", "judge"]
+
+
+class ModelSettings(BaseModel):
+    """One model: a litellm-style string plus how to reach it and how to sample from it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(f"hosted_vllm/{EMBEDDED_MODEL_NAME}", description="litellm model string")
+    api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
+    structured_output: Literal["json_schema", "none"] = Field(
+        "json_schema",
+        description="how constrained decoding is requested: the OpenAI json_schema form (llama.cpp's server, vLLM and "
+        "hosted APIs take it) or not at all",
+    )
+    temperature: float = Field(0.0, ge=0.0)
+    max_tokens: int = Field(512, gt=0)
+    timeout_s: float = Field(60.0, gt=0)
+    num_retries: int = Field(1, ge=0)
+
+
+class ServerSettings(BaseModel):
+    """The model server that prefcraft starts itself when a model has no api_base."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    backend: Literal["llamacpp", "vllm"] = "llamacpp"
+    model: str | None = Field(None, description="GGUF path (llamacpp; default: bundled SmolLM2) or HF id (vllm)")
+    served_model_name: str = EMBEDDED_MODEL_NAME
+    host: str = "127.0.0.1"
+    port: int | None = Field(None, description="default: a free port")
+    slots: int = Field(4, ge=1, description="llamacpp parallel slots: requests decoded together in one batch")
+    ctx_per_slot: int = Field(4096, ge=512, description="llamacpp context length of each slot")
+    n_threads: int | None = Field(None, ge=1, description="llamacpp CPU threads (default: all cores)")
+    cache_ram_mib: int = Field(
+        256, ge=0, description="llamacpp host-memory prompt cache beyond the slots' own (0: off)"
+    )
+    tensor_parallel_size: int = Field(1, ge=1, description="vllm --tensor-parallel-size")
+    max_model_len: int | None = Field(None, description="vllm --max-model-len")
+    extra_args: list[str] = Field(default_factory=list, description="more flags passed to the server as they are")
+    executable: str | None = Field(None, description="vllm executable (default: `vllm` on PATH)")
+    startup_timeout_s: float = Field(300.0, gt=0)
+    log_dir: Path = Path(".prefcraft/logs")
+
+    @property
+    def identity(self) -> str:
+        """What answers on a server prefcraft starts: backend and model, not the address (its port changes per run)."""
+        return f"{self.backend}:{self.model or 'bundled'}:{self.served_model_name}"
+
+
+class Settings(BaseSettings):
+    """Everything a command needs. `Settings(...)` holds only what it is given; `load_settings` layers the sources."""
+
+    model_config = SettingsConfigDict(extra="forbid", env_prefix=ENV_PREFIX, env_nested_delimiter="__")
+
+    task: ModelSettings = Field(default_factory=ModelSettings, description="the model a program runs on")
+    prompt: ModelSettings | None = Field(None, description="proposer model for optimizers (default: task)")
+    judge: ModelSettings | None = Field(None, description="grader model for metrics (default: task)")
+    serve: bool = Field(True, description="start the configured server for every model that has no api_base")
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    cache_dir: Path = Path(".prefcraft/cache")
+    tracking_uri: str = "sqlite:///mlflow.db"
+    experiment: str = "prefcraft"
+    num_threads: int = Field(4, ge=1)
+    seed: int = 0
+    resume: bool = Field(False, description="continue a command's interrupted MLflow run when its params are the same")
+    _served_api_base: str | None = PrivateAttr(None)  # where `with_api_base` pointed the models prefcraft serves
+
+    def model_for(self, role: Role) -> ModelSettings:
+        return getattr(self, role) or self.task
+
+    def roles_needing_server(self) -> list[Role]:
+        roles: tuple[Role, ...] = ("task", "prompt", "judge")
+        return [role for role in roles if self.model_for(role).api_base is None] if self.serve else []
+
+    def with_api_base(self, api_base: str) -> Settings:
+        """A copy in which every model that had no api_base points at `api_base`."""
+        updates = {
+            role: self.model_for(role).model_copy(update={"api_base": api_base})
+            for role in self.roles_needing_server()
+        }
+        served = self.model_copy(update=updates)
+        served._served_api_base = api_base
+        return served
+
+    def endpoint(self, role: Role) -> str:
+        """Where `role`'s model answers, as a run records it: its api_base, or the server prefcraft starts for it."""
+        api_base = self.model_for(role).api_base
+        if role in self.roles_needing_server() or (api_base is not None and api_base == self._served_api_base):
+            return f"served {self.server.identity}"
+        return api_base or ""
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)
+
+
+def load_settings(
+    config_file: str | Path | None = None,
+    overrides: dict[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Build settings from defaults, an optional TOML file, the environment and explicit overrides (CLI flags)."""
+    overrides = overrides or {}
+    environ = os.environ if environ is None else environ
+    config = _config_source(Path(config_file)) if config_file is not None else None
+    # Highest precedence first; pydantic-settings merges nested tables key by key.
+    sources = (InitSettingsSource(Settings, overrides), _EnvironmentSource(environ), *([config] if config else []))
+    try:
+        return Settings(_build_sources=(sources, {}))
+    except SettingsError as error:
+        raise ConfigError(f"invalid settings ({error})", f"a {ENV_PREFIX}* table or list must be JSON") from None
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, issue['loc']))}: {issue['msg']}" for issue in error.errors())
+        source = f"config file {config_file}, " if config_file else ""
+        raise ConfigError(
+            f"invalid settings ({problems})",
+            f"check {source}the {ENV_PREFIX}* environment variables and the command-line flags",
+        ) from None
+
+
+class _EnvironmentSource(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping. It also passes on unknown `PREFCRAFT_*` names, which
+    it would ignore, so that `extra="forbid"` rejects a misspelt variable."""
+
+    def __init__(self, environ: Mapping[str, str]):
+        self.environ = environ
+        super().__init__(Settings)
+
+    def _load_env_vars(self) -> dict[str, str]:
+        return {name.lower(): value for name, value in self.environ.items()}
+
+    def __call__(self) -> dict[str, Any]:
+        prefix = ENV_PREFIX.lower()
+        unknown = {
+            name.removeprefix(prefix): value
+            for name, value in self.env_vars.items()
+            if name.startswith(prefix) and name.removeprefix(prefix).split("__")[0] not in Settings.model_fields
+        }
+        return {**unknown, **super().__call__()}
+
+
+def _config_source(path: Path) -> TomlConfigSettingsSource:
+    if not path.is_file():  # pydantic-settings skips a missing file
+        raise ConfigError(f"config file {path} does not exist")
+    try:
+        return TomlConfigSettingsSource(Settings, toml_file=path)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid TOML: {error}") from None

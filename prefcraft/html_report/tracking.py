@@ -1,0 +1,134 @@
+"""MLflow glue: every command that compiles or evaluates is one run (child runs per user), with DSPy autologging.
+
+A run that raises is ended with status FAILED by `mlflow.start_run`'s context manager; whatever was logged stays.
+With `--resume` the next run of the same command and params continues it instead of opening a new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from prefcraft.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+MAX_PARAM_CHARS = 500
+SHOWN_PARAM_CHARS = 40
+RESUMED_TAG = "prefcraft.resumed"
+INTERRUPTED = ("FAILED", "KILLED", "RUNNING")  # RUNNING: a process killed hard never ended its run
+_resume = False  # set by start_tracking from the settings, for the rest of the process
+
+
+def start_tracking(settings: Settings) -> None:
+    import mlflow
+
+    global _resume
+    _resume = settings.resume
+
+    mlflow.set_tracking_uri(settings.tracking_uri)
+    mlflow.set_experiment(settings.experiment)
+    # Autolog patches compile/Evaluate and must run in the thread that owns DSPy's settings (the main thread).
+    # No traces from evaluations: their wrapper turns a metric that raises into a None score, which dspy.Evaluate
+    # cannot add up, so one unparseable judge reply would fail the whole evaluation instead of that example.
+    mlflow.dspy.autolog(
+        log_compiles=True, log_evals=True, log_traces_from_compile=False, log_traces_from_eval=False, silent=True
+    )
+
+
+@contextmanager
+def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False) -> Iterator[Any]:
+    """A run; one started while another is active (a command inside a tour or an experiment) nests under it.
+
+    With `--resume` a top-level run continues the newest run called `name` if that one was interrupted and logged the
+    same params; otherwise it starts anew and says why.
+    """
+    import mlflow
+
+    logged = {key: _param_value(value) for key, value in (params or {}).items()}
+    nested = nested or mlflow.active_run() is not None
+    run_id = _interrupted_run(name, logged) if _resume and not nested else None
+    with mlflow.start_run(run_id=run_id, run_name=name, nested=nested) as run:
+        if run_id:
+            mlflow.set_tag(RESUMED_TAG, int(run.data.tags.get(RESUMED_TAG, 0)) + 1)
+        if logged:
+            mlflow.log_params(logged)
+        yield run
+
+
+def _interrupted_run(name: str, params: Mapping[str, str]) -> str | None:
+    """The id of the newest top-level run called `name` if it was interrupted with the same `params`, else None.
+
+    Params are compared as MLflow stores them; ones the old run has beyond `params` (DSPy autologging's) don't count.
+    """
+    import mlflow
+
+    runs = mlflow.search_runs(filter_string=f"tags.mlflow.runName = {name!r} AND tags.mlflow.parentRunId IS NULL",
+                              order_by=["attributes.start_time DESC"], max_results=1, output_format="list")
+    if not runs or runs[0].info.status not in INTERRUPTED:
+        last = f" (run {runs[0].info.run_id} finished)" if runs else ""
+        logger.warning("nothing to resume for %s%s; starting a new run", name, last)
+        return None
+    run = runs[0]
+    old = run.data.params
+    changed = [f"{key} changed ({_param_value(old.get(key, 'unset'), SHOWN_PARAM_CHARS)} -> "
+               f"{_param_value(value, SHOWN_PARAM_CHARS)})" for key, value in params.items() if old.get(key) != value]
+    if changed:
+        logger.warning("not resuming run %s: %s; starting a new run", run.info.run_id, ", ".join(changed))
+        return None
+    logger.info("resuming run %s (%s)", run.info.run_id, name)
+    return run.info.run_id
+
+
+def log_metrics(metrics: Mapping[str, float]) -> None:
+    import mlflow
+
+    mlflow.log_metrics(dict(metrics))
+
+
+def log_json(obj: Any, artifact_name: str) -> None:
+    """Log `obj` as a JSON artifact of the active run."""
+    import mlflow
+
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / artifact_name
+        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        mlflow.log_artifact(str(path))
+
+
+def log_file(path: Path) -> None:
+    import mlflow
+
+    mlflow.log_artifact(str(path))
+
+
+def model_params(settings: Settings) -> dict[str, Any]:
+    """What a run needs to say about its models: a served one by its server, not its per-run address. Never the keys."""
+    params: dict[str, Any] = {}
+    for role in ("task", "prompt", "judge"):
+        model = settings.model_for(role)
+        params[f"{role}_model"] = model.model
+        params[f"{role}_api_base"] = settings.endpoint(role)
+        params[f"{role}_temperature"] = model.temperature
+        params[f"{role}_max_tokens"] = model.max_tokens
+        params[f"{role}_structured_output"] = model.structured_output
+    return params
+
+
+def data_digest(source: str | Path) -> str:
+    """sha256 (first 16 hex) of a local data file; the name itself for a hub dataset."""
+    path = Path(source)
+    if not path.is_file():
+        return str(source)
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+
+
+def _param_value(value: Any, limit: int = MAX_PARAM_CHARS) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
