@@ -11,8 +11,9 @@ from typing import Any
 
 from prefcraft.data import DEMO_USERS, SAMPLE_USERS
 from prefcraft.errors import PrefcraftError
+from prefcraft.executors import EXECUTORS
 
-ROLE_FLAGS = ("model", "api_base", "structured_output", "max_tokens", "temperature", "timeout_s")
+ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 DEMO_METHODS = ["default", "synthesizeme"]
 DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
 SENSEJUDGE_STEPS = {
@@ -38,6 +39,9 @@ def make_parser() -> argparse.ArgumentParser:
     add_settings_flags(fit)
     _add_data_flags(fit)
     _add_fit_flags(fit)
+    fit.add_argument("--executor", choices=EXECUTORS, default="local",
+                     help="fit users one after another here, or as Ray tasks (pip install 'prefcraft[distributed]')")
+    fit.add_argument("--address", help="Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
 
     compile_persona = commands.add_parser("compile-persona",
                                           help="optimize the persona prompt (MIPROv2 by default), once")
@@ -177,6 +181,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     for role in ("task", "prompt", "judge"):
         group.add_argument(f"--{role}-model", help=f"litellm model string of the {role} model")
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
+        group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
+                           help=f"several base URLs serving the {role} model; calls are spread over them")
         group.add_argument(f"--{role}-structured-output", choices=["json_schema", "none"])
         group.add_argument(f"--{role}-max-tokens", type=int)
         group.add_argument(f"--{role}-temperature", type=float)
@@ -316,7 +322,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> Any:
         from prefcraft.commands.fit import default_persona_prompt, fit_users
 
         summary = fit_users(settings, data, args.fitted_dir, users=users, config=search_config(args, settings),
-                            persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model))
+                            persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model),
+                            executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
         print(format_fit_summary(summary))
         if not methods:
             return summary

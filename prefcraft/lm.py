@@ -11,6 +11,7 @@ import dspy
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends.process import list_models
 from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.routing import RouterEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
@@ -18,24 +19,32 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
 def build_lm(model: ModelSettings) -> dspy.LM:
-    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours."""
-    kwargs: dict[str, object] = {
-        "temperature": model.temperature,
-        "max_tokens": model.max_tokens,
-        "timeout": model.timeout_s,
-        "num_retries": model.num_retries,
-    }
+    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours.
+
+    A model on several endpoints (`api_bases`) sends each call through litellm's Router, which spreads them.
+    """
+    sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": model.num_retries}
+    api_key = _api_key(model)
+    if model.api_bases:
+        return dspy.LM(model.model, engine=RouterEngine(endpoint_router(model, api_key)), **sampling)
+    kwargs: dict[str, object] = {**sampling, "timeout": model.timeout_s}
     if model.api_base:
         kwargs["api_base"] = model.api_base
-        kwargs["api_key"] = "EMPTY"
-    if model.api_key_env:
-        if model.api_key_env not in os.environ:
-            raise ConfigError(f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set")
-        kwargs["api_key"] = os.environ[model.api_key_env]
+    if api_key:
+        kwargs["api_key"] = api_key
     # DSPy's native engine sends `max_completion_tokens` for openai/ models, which llama.cpp ignores (runaway
     # generations); its litellm engine sends `max_tokens`. hosted_vllm/ sends `max_tokens` natively.
     engine = "litellm" if model.model.startswith("openai/") and model.api_base else "auto"
     return dspy.LM(model.model, engine=engine, **kwargs)
+
+
+def _api_key(model: ModelSettings) -> str | None:
+    """The key named by `api_key_env`; else a placeholder for a self-hosted server, which wants one but checks none."""
+    if model.api_key_env:
+        if model.api_key_env not in os.environ:
+            raise ConfigError(f"environment variable {model.api_key_env} (api_key_env of {model.model}) is not set")
+        return os.environ[model.api_key_env]
+    return "EMPTY" if model.endpoints else None
 
 
 def build_adapter(model: ModelSettings) -> SchemaAdapter:
@@ -43,17 +52,20 @@ def build_adapter(model: ModelSettings) -> SchemaAdapter:
 
 
 def check_reachable(model: ModelSettings) -> None:
-    """Fail fast, naming the endpoint, when a self-hosted model's server does not answer."""
-    if not model.api_base:
-        return
+    """Fail fast, naming the endpoint, when a server of a self-hosted model does not answer."""
+    for api_base in model.endpoints:
+        _check_endpoint(model, api_base)
+
+
+def _check_endpoint(model: ModelSettings, api_base: str) -> None:
     try:
-        served = list_models(model.api_base, timeout_s=min(model.timeout_s, 10.0))
+        served = list_models(api_base, timeout_s=min(model.timeout_s, 10.0))
     except (OSError, ValueError) as error:
-        raise ServerUnreachableError(model.api_base, f"{type(error).__name__}: {error}") from None
+        raise ServerUnreachableError(api_base, f"{type(error).__name__}: {error}") from None
     served_name = model.model.split("/", 1)[1] if "/" in model.model else model.model
     if served and served_name not in served:
         raise ConfigError(
-            f"{model.api_base} serves {', '.join(served)}, not {served_name}",
+            f"{api_base} serves {', '.join(served)}, not {served_name}",
             f"use the model string {model.model.split('/', 1)[0]}/{served[0]}",
         )
 
@@ -62,11 +74,12 @@ def configure_cache(settings: Settings) -> Path:
     """Point DSPy's disk cache at a directory per set of endpoints.
 
     DSPy's cache key ignores `api_base`, so the same model name on another server would return the first server's
-    answers; keying the directory on every (model, endpoint) in use keeps them apart. A model that prefcraft serves
-    itself (no api_base in `settings`) is keyed on the server's backend and model instead of its address, whose port
-    changes from run to run: a rerun on a fresh embedded server reuses the answers of the last one.
+    answers; keying the directory on every (model, set of endpoints) in use keeps them apart. A model that prefcraft
+    serves itself (no endpoint in `settings`) is keyed on the server's backend and model instead of its address, whose
+    port changes from run to run: a rerun on a fresh embedded server reuses the answers of the last one.
     """
-    endpoints = sorted({(m.model, m.api_base or "") for m in map(settings.model_for, ("task", "prompt", "judge"))})
+    models = map(settings.model_for, ("task", "prompt", "judge"))
+    endpoints = sorted({(m.model, " ".join(sorted(m.endpoints))) for m in models})
     if settings.roles_needing_server():
         endpoints.append(("served", settings.server.identity))
     digest = hashlib.sha256(repr(endpoints).encode()).hexdigest()[:12]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -37,6 +37,14 @@ class ModelSettings(BaseModel):
 
     model: str = Field(f"hosted_vllm/{EMBEDDED_MODEL_NAME}", description="litellm model string")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    api_bases: list[str] = Field(
+        default_factory=list,
+        description="two or more base URLs serving the same model, instead of api_base: calls are spread over them "
+        "by litellm's Router",
+    )
+    routing_strategy: Literal["simple-shuffle", "least-busy", "latency-based-routing"] = Field(
+        "simple-shuffle", description="how litellm's Router picks one of api_bases for each call"
+    )
     api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
     structured_output: Literal["json_schema", "none"] = Field(
         "json_schema",
@@ -47,6 +55,22 @@ class ModelSettings(BaseModel):
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(60.0, gt=0)
     num_retries: int = Field(1, ge=0)
+
+    @model_validator(mode="after")
+    def _one_way_to_each_endpoint(self) -> ModelSettings:
+        if self.api_base and self.api_bases:
+            raise ValueError("give api_base (one endpoint) or api_bases (several), not both")
+        if len(self.api_bases) == 1:
+            raise ValueError("api_bases needs two or more endpoints; give a single one as api_base")
+        repeated = sorted({api_base for api_base in self.api_bases if self.api_bases.count(api_base) > 1})
+        if repeated:
+            raise ValueError(f"api_bases lists {', '.join(repeated)} more than once")
+        return self
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every base URL this model is reached at: api_base, or api_bases; none for a hosted or served model."""
+        return [self.api_base] if self.api_base else list(self.api_bases)
 
 
 class ServerSettings(BaseModel):
@@ -101,7 +125,7 @@ class Settings(BaseSettings):
 
     def roles_needing_server(self) -> list[Role]:
         roles: tuple[Role, ...] = ("task", "prompt", "judge")
-        return [role for role in roles if self.model_for(role).api_base is None] if self.serve else []
+        return [role for role in roles if not self.model_for(role).endpoints] if self.serve else []
 
     def with_api_base(self, api_base: str) -> Settings:
         """A copy in which every model that had no api_base points at `api_base`."""
@@ -114,11 +138,12 @@ class Settings(BaseSettings):
         return served
 
     def endpoint(self, role: Role) -> str:
-        """Where `role`'s model answers, as a run records it: its api_base, or the server prefcraft starts for it."""
-        api_base = self.model_for(role).api_base
-        if role in self.roles_needing_server() or (api_base is not None and api_base == self._served_api_base):
+        """Where `role`'s model answers, as a run records it: its endpoints, or the server prefcraft starts for it."""
+        model = self.model_for(role)
+        served_here = model.api_base is not None and model.api_base == self._served_api_base
+        if role in self.roles_needing_server() or served_here:
             return f"served {self.server.identity}"
-        return api_base or ""
+        return ", ".join(model.endpoints)
 
     @classmethod
     def settings_customise_sources(

@@ -7,15 +7,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import dspy
 from tqdm import tqdm
 
-from prefcraft.backends.metrics import metered_prompt_cache
+from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.executors import Executor, ray_map
 from prefcraft.files import path_in
-from prefcraft.lm import check_reachable
+from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
+    UserPairs,
     group_by_user,
     judge_set,
     load_pairs,
@@ -26,7 +29,7 @@ from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, Synthesize
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session
-from prefcraft.settings import Settings
+from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
@@ -62,10 +65,34 @@ def load_persona_synthesizer(path: Path | None) -> tuple[PersonaSynthesizer, str
     return synthesizer, str(path)
 
 
+@dataclass
+class UserFit:
+    """What one user's fit needs, picklable so that a Ray worker can run it: DSPy settings do not cross processes."""
+
+    user: UserPairs
+    synthesizer: PersonaSynthesizer
+    config: SynthesizeMeConfig
+    model: ModelSettings
+    """The task model, at an endpoint the workers reach."""
+
+
+@dataclass
+class WorkerFit:
+    """A user's fit sent to a Ray worker, with the driver's DSPy disk cache: a rerun repeats no answered call."""
+
+    fit: UserFit
+    cache_dir: Path
+
+
 def fit_users(
     settings: Settings, data: str | Path, output_dir: Path, *, users: Sequence[str] | None = None,
-    persona_prompt: Path | None = None, config: SynthesizeMeConfig | None = None,
+    persona_prompt: Path | None = None, config: SynthesizeMeConfig | None = None, executor: Executor = "local",
+    address: str | None = None,
 ) -> FitSummary:
+    """Fit every selected user not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at `address`).
+
+    Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user.
+    """
     config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
     selected = select_users(group_by_user(load_pairs(data)), users)
     digest = data_digest(data)
@@ -76,42 +103,95 @@ def fit_users(
         params = {"program": PERSONAL_JUDGE, "data": str(data), "data_digest": digest, "users": len(selected),
                   "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
                   **model_params(session)}
+        metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
+                    "optimizer": fit_settings(config)}  # what a fitted file must match to be resumed
         with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
-            fitter = SynthesizeMe(synthesizer, config)
-            for user_id, user in tqdm(selected.items(), desc="fitting users", unit="user"):
+            fits = {}
+            for user_id, user in selected.items():
                 path = fitted_path(output_dir, user_id)
-                reason = _refit_reason(path, {"user_id": user_id, "data_digest": digest, "model": session.task.model,
-                                              "persona_prompt": prompt_source, "optimizer": fit_settings(config)})
+                reason = _refit_reason(path, {"user_id": user_id, **metadata})
                 if reason is None:
                     summary.resumed[user_id] = path
                     continue
                 if path.is_file():
                     logger.warning("refitting %s: %s", user_id, reason)
-                try:
-                    with tracked_run(user_id, {"user_id": user_id}, nested=True):
-                        with metered_prompt_cache(session.task.api_base) as server:
-                            train, val = train_val_split(user)
-                            judge = fitter.compile(PreferenceJudge(), trainset=judge_set(train),
-                                                   valset=judge_set(val))
-                        record = judge.fit_record
-                        if any(record.failed_calls.values()):
-                            check_reachable(session.task)  # calls failed because the server died: not a fit
-                        save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id,
-                                      model=session.task.model, data_digest=digest, persona_prompt=prompt_source,
-                                      persona=record.persona, score={"val_accuracy": record.val_accuracy},
-                                      optimizer=fit_settings(config), record=asdict(record))
-                        log_metrics({**_record_metrics(record),
-                                     **(server.usage.as_metrics() if server.usage else {})})
-                    summary.fitted[user_id] = path
-                except ServerError:
-                    raise
-                except PrefcraftError as error:
-                    check_reachable(session.task)
-                    logger.warning("skipping user %s: %s", user_id, error)
-                    summary.skipped[user_id] = str(error)
+                fits[user_id] = UserFit(user, synthesizer, config, session.task)
+            finish = _FitWriter(session, output_dir, summary, metadata)
+            if executor == "ray":
+                cache_dir = configure_cache(settings)  # the directory model_session chose, keyed before any server
+                _fit_on_ray([WorkerFit(fit, cache_dir) for fit in fits.values()], finish, address)
+            else:
+                _fit_here(fits, finish)
             log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
                          "users_skipped": len(summary.skipped)})
     return summary
+
+
+def compile_judge(fit: UserFit) -> PreferenceJudge:
+    """SynthesizeMe on one user, on the model of the current DSPy context; the judge carries its `fit_record`."""
+    train, val = train_val_split(fit.user)
+    fitter = SynthesizeMe(fit.synthesizer, fit.config)
+    return fitter.compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
+
+
+def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
+    """A Ray task: `compile_judge` on a model built in this process, or why the user cannot be fitted."""
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(job.cache_dir))
+    with dspy.context(lm=build_lm(job.fit.model), adapter=build_adapter(job.fit.model)):
+        try:
+            return compile_judge(job.fit)
+        except PrefcraftError as error:  # returned, not raised: not every error of ours survives pickling
+            return str(error)
+
+
+def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
+    for user_id, fit in tqdm(fits.items(), desc="fitting users", unit="user"):
+        try:
+            with tracked_run(user_id, {"user_id": user_id}, nested=True):
+                with metered_prompt_cache(fit.model.api_base) as server:
+                    judge = compile_judge(fit)
+                finish.save(user_id, judge, server.usage)
+        except ServerError:
+            raise
+        except PrefcraftError as error:
+            finish.skip(user_id, str(error))
+
+
+def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) -> None:
+    # Users fit at the same time, so no server's prompt-cache counters can be told apart per user.
+    finished = ray_map(compile_judge_in_worker, jobs, address=address)
+    for job, judge in tqdm(finished, total=len(jobs), desc="fitting users on ray", unit="user"):
+        user_id = job.fit.user.user_id
+        if isinstance(judge, str):
+            finish.skip(user_id, judge)
+            continue
+        with tracked_run(user_id, {"user_id": user_id}, nested=True):
+            finish.save(user_id, judge, None)
+
+
+@dataclass
+class _FitWriter:
+    """What the driver does with each user's outcome: the JSON, the child run's metrics, the summary."""
+
+    session: Settings
+    output_dir: Path
+    summary: FitSummary
+    metadata: dict[str, object]
+
+    def save(self, user_id: str, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
+        record = judge.fit_record
+        if any(record.failed_calls.values()):
+            check_reachable(self.session.task)  # calls failed because the server died: not a fit
+        path = fitted_path(self.output_dir, user_id)
+        save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
+                      score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)
+        log_metrics({**_record_metrics(record), **(prompt_cache.as_metrics() if prompt_cache else {})})
+        self.summary.fitted[user_id] = path
+
+    def skip(self, user_id: str, reason: str) -> None:
+        check_reachable(self.session.task)
+        logger.warning("skipping user %s: %s", user_id, reason)
+        self.summary.skipped[user_id] = reason
 
 
 def fitted_path(output_dir: Path, user_id: str) -> Path:

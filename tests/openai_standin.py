@@ -1,0 +1,75 @@
+"""A stand-in OpenAI-compatible server for tests without a model: it lists the embedded model's name, answers each
+chat request with JSON that fits the request's schema (strings "hi", the first value of an enum, the lowest number)
+and keeps every request body. `delay_s` holds each answer back, as a model server elsewhere would."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prefcraft.settings import EMBEDDED_MODEL_NAME
+
+
+class StandInServer:
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.bodies: list[dict[str, Any]] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.api_base = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def fill(schema: dict[str, Any]) -> Any:
+    """The simplest value `schema` accepts."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    if "anyOf" in schema:
+        return fill(schema["anyOf"][0])
+    kind = schema.get("type")
+    if kind == "object":
+        return {name: fill(field) for name, field in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [fill(schema["items"])] * schema.get("minItems", 0)
+    if kind in ("integer", "number"):
+        return schema.get("minimum", 0)
+    if kind == "boolean":
+        return True
+    return "hi"
+
+
+def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._send({"object": "list", "data": [{"id": EMBEDDED_MODEL_NAME, "object": "model"}]})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            standin.bodies.append(body)
+            time.sleep(standin.delay_s)
+            schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
+            self._send({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": EMBEDDED_MODEL_NAME,
+                "choices": [{"index": 0, "finish_reason": "stop",
+                             "message": {"role": "assistant", "content": json.dumps(fill(schema))}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+            })
+
+        def _send(self, body: dict[str, Any]) -> None:
+            payload = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
