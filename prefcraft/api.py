@@ -17,6 +17,7 @@ from typing import Any, Literal
 from prefcraft.commands.evaluate import MethodOutcome, evaluate_methods, load_personal_judge
 from prefcraft.commands.fit import FitSummary, default_persona_prompt, fit_users
 from prefcraft.data import SAMPLE_USERS
+from prefcraft.executors import Executor
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
@@ -65,24 +66,29 @@ def load_judge(path: str | Path) -> PersonalJudge:
 def fit(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, users: Sequence[str] | None = None,
     fitted_dir: str | Path = DEFAULT_FITTED_DIR, persona_prompt: str | Path | None = None,
-    config: SynthesizeMeConfig | None = None,
+    config: SynthesizeMeConfig | None = None, executor: Executor = "local", address: str | None = None,
 ) -> FitSummary:
     """Fit a SynthesizeMe judge for each user of `data` (default: all) into `fitted_dir/<user>.json`, skipping users
     fitted before with the same data, model and settings. Without `persona_prompt`, the one prefcraft ships for the
-    task model; without `config`, the paper's search (n = m = 10)."""
+    task model; without `config`, the paper's search (n = m = 10). `executor="ray"` fits each user as a Ray task on
+    the cluster at `address` (`prefcraft fit --executor ray --address ...`)."""
     settings = settings or Settings()
     prompt = Path(persona_prompt) if persona_prompt else default_persona_prompt(settings.task.model)
-    return fit_users(settings, data, Path(fitted_dir), users=users, persona_prompt=prompt, config=config)
+    return fit_users(settings, data, Path(fitted_dir), users=users, persona_prompt=prompt, config=config,
+                     executor=executor, address=address)
 
 
 def evaluate(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("default",),
     users: Sequence[str] | None = None, fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test",
+    executor: Executor = "local", address: str | None = None,
 ) -> dict[str, MethodOutcome]:
     """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, and from the judges in
-    `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval."""
+    `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
+    `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
-    return evaluate_methods(settings or Settings(), data, methods=methods, users=users, split=split, fitted=fitted)
+    return evaluate_methods(settings or Settings(), data, methods=methods, users=users, split=split, fitted=fitted,
+                            executor=executor, address=address)
 
 
 def _as_text(conversation: Conversation) -> str:

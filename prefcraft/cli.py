@@ -39,9 +39,7 @@ def make_parser() -> argparse.ArgumentParser:
     add_settings_flags(fit)
     _add_data_flags(fit)
     _add_fit_flags(fit)
-    fit.add_argument("--executor", choices=EXECUTORS, default="local",
-                     help="fit users one after another here, or as Ray tasks (pip install 'prefcraft[distributed]')")
-    fit.add_argument("--address", help="Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
+    add_executor_flags(fit, "fit users one after another here, or each as a Ray task")
 
     compile_persona = commands.add_parser("compile-persona",
                                           help="optimize the persona prompt (MIPROv2 by default), once")
@@ -65,6 +63,7 @@ def make_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--allow-fitted-pairs", action="store_true",
                           help="score demos, persona, synthesizeme and memory on --split train or val, the pairs "
                           "they learned from (optimistic: for debugging, not for reporting)")
+    add_executor_flags(evaluate, "judge users one after another here, or each user and method as a Ray task")
 
     demo = commands.add_parser("demo", help="the main job: fit sample users, compare with the default judge")
     add_settings_flags(demo)
@@ -82,6 +81,13 @@ def make_parser() -> argparse.ArgumentParser:
         subcommand = _subcommand_cli(name)
         subcommand.add_steps(commands.add_parser(name, help=subcommand.HELP), add_settings_flags)
     return parser
+
+
+def add_executor_flags(parser: argparse.ArgumentParser, work: str, default: str | None = "local") -> None:
+    """--executor and --address: where independent work items run (prefcraft/executors.py)."""
+    parser.add_argument("--executor", choices=EXECUTORS, default=default,
+                        help=f"{work} (ray: pip install 'prefcraft[distributed]')")
+    parser.add_argument("--address", help="Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
 
 
 def _subcommand_cli(name: str) -> Any:
@@ -337,7 +343,8 @@ def run_command(args: argparse.Namespace, settings: Any) -> Any:
     if methods:
         outcomes = evaluate_methods(settings, data, methods=methods, users=users, split=args.split,
                                     fitted=fitted, profiles=profiles, output_dir=args.output_dir,
-                                    allow_fitted_pairs=getattr(args, "allow_fitted_pairs", False))
+                                    allow_fitted_pairs=getattr(args, "allow_fitted_pairs", False),
+                                    executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
         for method, outcome in outcomes.items():
             print(format_report(method, outcome.report, outcome.usage))
         if len(outcomes) > 1:

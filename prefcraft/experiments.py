@@ -10,8 +10,9 @@ its step with nothing to change here. Settings flags (models, server, tracking) 
 from __future__ import annotations
 
 import argparse
+import logging
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
@@ -19,7 +20,10 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from prefcraft.errors import ConfigError
+from prefcraft.executors import Executor
 from prefcraft.settings import Settings, load_settings
+
+logger = logging.getLogger(__name__)
 
 Component = Literal["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
 # SynthesizeMe's steps are top-level commands (`prefcraft fit`); every other component is a command with steps.
@@ -63,6 +67,24 @@ class Step:
     def __str__(self) -> str:
         given = ", ".join(f"{key}={value}" for key, value in self.options.items())
         return f"prefcraft {' '.join(self.words)}" + (f" ({given})" if given else "")
+
+
+def with_executor(steps: list[Step], executor: Executor | None, address: str | None = None) -> list[Step]:
+    """The steps with `experiment run`'s --executor and --address given to each step that takes them (fit, evaluate),
+    over the file's options; the other steps run here, and the log says so once. A ConfigError, before anything runs,
+    when --executor is given and no step takes it."""
+    given = {name: value for name, value in (("executor", executor), ("address", address)) if value is not None}
+    if not given:
+        return steps
+    local = [step.name for step in steps if not hasattr(step.args, "executor")]
+    if executor is not None and len(local) == len(steps):
+        raise ConfigError(f"--executor {executor}: no step of this experiment ({', '.join(local)}) takes it",
+                          "run it without --executor; of the commands, fit and evaluate run as Ray tasks")
+    if executor is not None and local:
+        logger.info("--executor %s: %s run here (no --executor)", executor, ", ".join(local))
+    return [step if step.name in local else
+            replace(step, options={**step.options, **given}, args=argparse.Namespace(**{**vars(step.args), **given}))
+            for step in steps]
 
 
 def load_experiment(path: Path) -> Experiment:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import TypeVar
 
 import dspy
 
 from prefcraft.backends import managed_server
 from prefcraft.errors import PrefcraftError
 from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
-from prefcraft.settings import Role, Settings
+from prefcraft.settings import ModelSettings, Role, Settings
 
 logger = logging.getLogger(__name__)
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 @contextmanager
@@ -49,3 +54,18 @@ def lm_context(settings: Settings, role: Role = "task") -> dspy.context:
     """A dspy.context that runs programs on the model of `role` with its structured-output adapter."""
     model = settings.model_for(role)
     return dspy.context(lm=build_lm(model), adapter=build_adapter(model))
+
+
+def run_in_worker(
+    function: Callable[[Item], Result], item: Item, *, model: ModelSettings, cache_dir: Path
+) -> Result | str:
+    """`function(item)` in a process of its own (a Ray task), on `model` with its structured-output adapter and with
+    DSPy's disk cache in the driver's `cache_dir`, so that a rerun repeats no answered call: DSPy settings do not
+    cross processes. A PrefcraftError comes back as its message, returned rather than raised: not every error of ours
+    survives pickling."""
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir))
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+        try:
+            return function(item)
+        except PrefcraftError as error:
+            return str(error)

@@ -9,7 +9,7 @@ from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -17,17 +17,19 @@ import dspy
 from tqdm import tqdm
 
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
-from prefcraft.errors import ConfigError
+from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
+from prefcraft.executors import Executor, ray_map
 from prefcraft.files import safe_name, write_jsonl_atomic
+from prefcraft.lm import check_reachable, configure_cache
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.memory import MemoryBuilder
-from prefcraft.runtime import lm_context, model_session
-from prefcraft.settings import Settings
+from prefcraft.runtime import lm_context, model_session, run_in_worker
+from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
 
@@ -36,6 +38,7 @@ logger = logging.getLogger(__name__)
 PERSONAL_JUDGE = "personal_judge"
 METHODS = ("default", "demographics", "memory", "demos", "persona", "synthesizeme")
 NEEDS_FIT = {"demos", "persona", "synthesizeme"}
+BUILT_WITH_MODEL = {"memory"}  # methods whose judge takes model calls to build: built where the user is judged
 LEARNS_FROM_CONTEXT = NEEDS_FIT | {"memory"}  # methods shown each user's train and val pairs with their labels
 MEMORY_HEADING = "What is known about this user from their past interactions"
 DEMOGRAPHICS_HEADING = "The user's demographic profile"
@@ -49,6 +52,29 @@ class MethodOutcome:
     judgments: list[Judgment]
     prompt_cache: PromptCache | None = None
     """Prompt tokens the server evaluated and served from its cache (llama.cpp's server only)."""
+
+
+@dataclass
+class UserJudging:
+    """One user's `split` pairs to judge with one method, picklable so that a Ray worker can run it."""
+
+    method: str
+    user: UserPairs
+    split: str
+    judge: PreferenceJudge | None
+    """The method's judge for this user, built by the driver (from the fitted file, the profile); None for the
+    methods in BUILT_WITH_MODEL."""
+    model: ModelSettings
+    """The task model, at an endpoint the workers reach."""
+    num_threads: int
+
+
+@dataclass
+class WorkerJudging:
+    """A user's judging sent to a Ray worker, with the driver's DSPy disk cache: a rerun repeats no answered call."""
+
+    judging: UserJudging
+    cache_dir: Path
 
 
 def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> dict[str, UserPairs]:
@@ -97,9 +123,12 @@ def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
 def evaluate_methods(
     settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
     split: str = "test", fitted: dict[str, Path] | None = None, profiles: dict[str, str] | None = None,
-    output_dir: Path | None = None, allow_fitted_pairs: bool = False,
+    output_dir: Path | None = None, allow_fitted_pairs: bool = False, executor: Executor = "local",
+    address: str | None = None,
 ) -> dict[str, MethodOutcome]:
-    """Judge each selected user's `split` pairs with every method.
+    """Judge each selected user's `split` pairs with every method: here, method after method and user after user
+    (`local`), or each user and method as a Ray task (`ray`, on the cluster at `address`). Either way the driver writes
+    each method's judgments, its metrics and one MLflow child run per user, and the outcomes are the same.
 
     Raises ConfigError before any model call for a judge fitted on other data than `data`, and for methods that
     learned from the split's pairs (train, val) unless `allow_fitted_pairs`.
@@ -128,19 +157,33 @@ def evaluate_methods(
         params = {"methods": ",".join(methods), "data": str(data), "data_digest": digest, "split": split,
                   "allow_fitted_pairs": allow_fitted_pairs, "users": len(selected), **model_params(session)}
         with tracked_run("evaluate", params), lm_context(session, "task"):
-            for method in methods:
-                outcomes[method] = _evaluate_method(
-                    method, with_profile if method == "demographics" else selected, split,
-                    lambda user, m=method: judge_for(m, user, fitted.get(user.user_id), profiles.get(user.user_id)),
-                    session,
-                )
-                outcome = outcomes[method]
+
+            def users_of(method: str) -> dict[str, UserPairs]:
+                return with_profile if method == "demographics" else selected
+
+            def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
+                for user in users_of(method).values():
+                    judge = None if method in BUILT_WITH_MODEL else judge_for(
+                        method, user, fitted.get(user.user_id), profiles.get(user.user_id))
+                    yield UserJudging(method, user, split, judge, session.task, session.num_threads)
+
+            def finish(method: str, outcome: MethodOutcome) -> None:
+                outcomes[method] = outcome
                 if output_dir is not None:  # each method's results as soon as they exist: a later failure keeps them
                     path = write_jsonl_atomic(output_dir / f"judgments-{method}.jsonl", map(asdict, outcome.judgments))
                     logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
                 cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
                 log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
                              **cache_metrics})
+
+            if executor == "ray":
+                cache_dir = configure_cache(settings)  # the directory model_session chose, keyed before any server
+                jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
+                _evaluate_on_ray(jobs, session, cache_dir, address, finish)
+                outcomes = {method: outcomes[method] for method in methods}
+            else:
+                for method in methods:
+                    finish(method, _evaluate_here(method, judgings(method), len(users_of(method)), session))
             _log_per_user(outcomes)
             log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
     return outcomes
@@ -194,23 +237,63 @@ def fitted_judge_path(fitted: dict[str, Path], user_id: str) -> Path | None:
     return None
 
 
-def _evaluate_method(
-    method: str, users: dict[str, UserPairs], split: str, judge_of: Callable[[UserPairs], PreferenceJudge],
-    session: Settings,
+def judge_user(job: UserJudging) -> tuple[list[Judgment], LMUsage]:
+    """One user's pairs judged in both orders by one method, on the model of the current DSPy context; with the LM
+    usage of building the judge (memory) and of judging."""
+    with metered() as meter:
+        judge = job.judge if job.judge is not None else judge_for(job.method, job.user, None)
+    judgments, usage = judge_pairs(judge, getattr(job.user, job.split), model=job.model, num_threads=job.num_threads,
+                                   progress=False)
+    return judgments, meter.usage + usage
+
+
+def judge_user_in_worker(job: WorkerJudging) -> tuple[list[Judgment], LMUsage] | str:
+    """A Ray task: `judge_user` on a model built in this process, or why the user could not be judged."""
+    return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir)
+
+
+def _method_outcome(
+    judged: Iterable[tuple[list[Judgment], LMUsage]], session: Settings, prompt_cache: PromptCache | None
 ) -> MethodOutcome:
+    """One method's outcome from its users' judgments and usage, in the order of its users."""
     judgments: list[Judgment] = []
     usage = LMUsage()
+    for user_judgments, user_usage in judged:
+        judgments += user_judgments
+        usage += user_usage
+    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, prompt_cache)
+
+
+def _evaluate_here(method: str, jobs: Iterable[UserJudging], users: int, session: Settings) -> MethodOutcome:
     with metered_prompt_cache(session.task.api_base) as server:
-        for user in tqdm(users.values(), desc=f"evaluating {method}", unit="user"):
-            with metered() as meter:
-                judge = judge_of(user)
-            user_judgments, user_usage = judge_pairs(
-                judge, getattr(user, split), model=session.task, num_threads=session.num_threads,
-                progress=False,
-            )
-            judgments += user_judgments
-            usage += meter.usage + user_usage
-    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, server.usage)
+        judged = [judge_user(job) for job in tqdm(jobs, total=users, desc=f"evaluating {method}", unit="user")]
+    return _method_outcome(judged, session, server.usage)
+
+
+def _evaluate_on_ray(
+    jobs: dict[str, list[UserJudging]], session: Settings, cache_dir: Path, address: str | None,
+    finish: Callable[[str, MethodOutcome], None],
+) -> None:
+    """Every user and method as a Ray task; each method is finished as soon as its last user is judged. Methods run at
+    the same time, so no server's prompt-cache counters can be told apart per method."""
+    judged: dict[str, dict[str, tuple[list[Judgment], LMUsage]]] = {method: {} for method in jobs}
+
+    def finish_if_done(method: str) -> None:
+        if len(judged[method]) == len(jobs[method]):
+            finish(method, _method_outcome((judged[method][job.user.user_id] for job in jobs[method]), session, None))
+
+    for method in jobs:
+        if not jobs[method]:
+            finish_if_done(method)
+    work = [WorkerJudging(job, cache_dir) for method_jobs in jobs.values() for job in method_jobs]
+    finished = ray_map(judge_user_in_worker, work, address=address)
+    for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
+        method, user_id = item.judging.method, item.judging.user.user_id
+        if isinstance(result, str):
+            check_reachable(session.task)  # the calls failed because the server died: say that
+            raise PrefcraftError(f"evaluating {method} for user {user_id} failed: {result}")
+        judged[method][user_id] = result
+        finish_if_done(method)
 
 
 def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:

@@ -13,18 +13,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.experiments import Experiment
+from prefcraft.executors import Executor
+from prefcraft.experiments import Experiment, with_executor
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
 
 
-def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit: Callable[[str], None]) -> list[Any]:
+def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit: Callable[[str], None], *,
+                   executor: Executor | None = None, address: str | None = None) -> list[Any]:
     """Runs the steps; returns each step's outcome, in order. Logs the file, each step's full arguments (the parser's
-    defaults included), and per step and in all the LM calls, tokens and seconds."""
+    defaults included), and per step and in all the LM calls, tokens and seconds. `executor` and `address`, when
+    given, go to the steps that take them (`with_executor`)."""
     from prefcraft.cli import run_command
 
-    steps = experiment.commands()
+    steps = with_executor(experiment.commands(), executor, address)
     params = {"experiment": experiment.name, "description": experiment.description,
               "component": experiment.component, "steps": [step.name for step in steps], "config": str(path),
               "config_digest": data_digest(path), **model_params(settings)}

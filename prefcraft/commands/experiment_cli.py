@@ -14,10 +14,14 @@ HELP = "experiments as configuration: run a TOML file's steps under one MLflow r
 
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
+    from prefcraft.cli import add_executor_flags
+
     steps = parser.add_subparsers(dest="step", required=True)
     run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
     run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml")
     add_settings_flags(run_parser)  # over the file's [settings]: a test's server, a tmp store
+    add_executor_flags(run_parser, "run the steps that take --executor (fit, evaluate) here or as Ray tasks, over the "
+                       "file's options; the other steps run here (default: as the file says)", default=None)
     check_parser = steps.add_parser("check", help="validate experiment files against the commands' options; runs "
                                     "nothing")
     check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml")
@@ -37,7 +41,7 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
 
     experiment = load_experiment(args.file)
     return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),
-                          echo)
+                          echo, executor=args.executor, address=args.address)
 
 
 def check_files(paths: list[Path], load: Callable[[Path], Any], describe: Callable[[Any], str],

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import dspy
 from tqdm import tqdm
 
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
@@ -15,7 +14,7 @@ from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.executors import Executor, ray_map
 from prefcraft.files import path_in
-from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.lm import check_reachable, configure_cache
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     UserPairs,
@@ -28,7 +27,7 @@ from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_co
 from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import lm_context, model_session, run_in_worker
 from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 
@@ -136,12 +135,7 @@ def compile_judge(fit: UserFit) -> PreferenceJudge:
 
 def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
     """A Ray task: `compile_judge` on a model built in this process, or why the user cannot be fitted."""
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(job.cache_dir))
-    with dspy.context(lm=build_lm(job.fit.model), adapter=build_adapter(job.fit.model)):
-        try:
-            return compile_judge(job.fit)
-        except PrefcraftError as error:  # returned, not raised: not every error of ours survives pickling
-            return str(error)
+    return run_in_worker(compile_judge, job.fit, model=job.fit.model, cache_dir=job.cache_dir)
 
 
 def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:

@@ -1,0 +1,234 @@
+"""`evaluate --executor ray` and `experiment run --executor ray`: each user and method judged as a Ray task on a local
+two-worker cluster against a stand-in server, with the same requests, judgments, files, reports and MLflow child runs
+as the local executor; a rerun asks nothing; an experiment gives the executor to the steps that take it."""
+
+import json
+import logging
+
+import dspy
+import mlflow
+import pytest
+from openai_standin import StandInServer
+from toml_files import write
+
+from prefcraft import api
+from prefcraft.cli import main, make_parser, run_command
+from prefcraft.commands import evaluate, fit
+from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.commands.experiment import run_experiment
+from prefcraft.errors import ConfigError
+from prefcraft.executors import ray_map
+from prefcraft.experiments import load_experiment
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.settings import ModelSettings, Settings
+from prefcraft.tracking import data_digest
+
+ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
+# (train, val) pairs per user
+USERS = {"u1": (4, 2), "u2": (2, 2), "u3": (1, 1)}
+METHODS = ["default", "memory", "persona", "synthesizeme"]
+
+
+@pytest.fixture(scope="module")
+def two_ray_workers():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture
+def server():
+    standin = StandInServer()
+    yield standin
+    standin.close()
+
+
+def write_data(path, user_with):
+    users = [user_with(train, val, user_id=user_id) for user_id, (train, val) in USERS.items()]
+    rows = [pair.model_dump() for user in users for pair in user.train + user.val + user.test]
+    for row in rows:  # each user asks in their own words: no two users' calls are the same request
+        row["context"][0]["content"] = f"{row['user_id']} asks: {row['context'][0]['content']}"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def fitted_judges(directory, data):
+    """A judge per user as `fit` saves it: the persona with one demo, so that synthesizeme asks other than persona."""
+    judges = {}
+    for user_id in USERS:
+        judge = PreferenceJudge("Likes short answers.")
+        judge.demos = [dspy.Example(conversation="[user]: Hi?", first_completion="Hi.",
+                                    second_completion="Hello there.", reasoning="Shorter.", preference="First")]
+        judges[user_id] = save_compiled(judge, directory / f"{user_id}.json", program_name=PERSONAL_JUDGE,
+                                        user_id=user_id, persona="Likes short answers.", data_digest=data_digest(data))
+    return judges
+
+
+def settings_for(server, tmp_path, name):
+    return Settings(task=ModelSettings(api_base=server.api_base), serve=False, cache_dir=tmp_path / f"cache-{name}",
+                    tracking_uri=f"sqlite:///{tmp_path}/mlflow-{name}.db")
+
+
+def requests(server):
+    return sorted(json.dumps(body, sort_keys=True) for body in server.bodies)
+
+
+def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothing(two_ray_workers, server,
+                                                                                    tmp_path, user_with):
+    data = write_data(tmp_path / "pairs.jsonl", user_with)
+    fitted = fitted_judges(tmp_path / "fitted", data)
+
+    def run(name, executor):
+        return evaluate_methods(settings_for(server, tmp_path, name), data, methods=METHODS, fitted=fitted,
+                                output_dir=tmp_path / name, executor=executor)
+
+    here = run("local", "local")
+    asked_here = requests(server)
+    server.bodies.clear()
+    on_ray = run("ray", "ray")
+
+    assert requests(server) == asked_here  # the same requests, each once
+    assert list(on_ray) == METHODS
+    for method in METHODS:
+        assert on_ray[method].judgments == here[method].judgments
+        assert on_ray[method].report.as_metrics() == here[method].report.as_metrics()
+        assert on_ray[method].report.per_user == here[method].report.per_user
+        assert on_ray[method].usage == here[method].usage
+        name = f"judgments-{method}.jsonl"
+        assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
+    assert {judgment.user_id for judgment in on_ray["memory"].judgments} == set(USERS)
+    assert on_ray["memory"].usage.calls > on_ray["default"].usage.calls  # the memory was built in the workers
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow-ray.db")
+    runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")
+    [parent] = [run for run in runs if run.info.run_name == "evaluate"]
+    children = {run.info.run_name: run for run in runs if run.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    assert set(children) == set(USERS)
+    for user_id, child in children.items():
+        assert child.data.metrics == {f"{method}_accuracy": here[method].report.per_user[user_id].mean
+                                      for method in METHODS}
+    assert parent.data.metrics["synthesizeme_accuracy"] == here["synthesizeme"].report.accuracy.mean
+    assert parent.data.metrics["memory_lm_calls"] == here["memory"].usage.calls
+
+    server.bodies.clear()
+    again = run("ray", "ray")  # the workers answer every call from the driver's DSPy cache directory
+
+    assert server.bodies == []
+    assert all(again[method].judgments == here[method].judgments for method in METHODS)
+
+
+def test_the_evaluate_command_passes_the_executor_and_the_address_on(monkeypatch, tmp_path):
+    passed = {}
+
+    def record(*args, **kwargs):
+        passed.update(kwargs)
+        return {}
+
+    monkeypatch.setattr(evaluate, "evaluate_methods", record)
+    argv = ["evaluate", "--executor", "ray", "--address", "ray://head:10001", "--fitted-dir", str(tmp_path)]
+    run_command(make_parser().parse_args(argv), Settings())
+    assert passed["executor"] == "ray" and passed["address"] == "ray://head:10001"
+    run_command(make_parser().parse_args(["evaluate", "--fitted-dir", str(tmp_path)]), Settings())
+    assert passed["executor"] == "local" and passed["address"] is None
+
+
+def test_the_api_passes_the_executor_and_the_address_on(monkeypatch, tmp_path):
+    passed = {}
+    monkeypatch.setattr(api, "fit_users", lambda *args, **kwargs: passed.setdefault("fit", kwargs))
+    monkeypatch.setattr(api, "evaluate_methods", lambda *args, **kwargs: passed.setdefault("evaluate", kwargs))
+
+    api.fit(Settings(), fitted_dir=tmp_path, persona_prompt=tmp_path / "p.json", executor="ray", address="auto")
+    api.evaluate(Settings(), fitted_dir=tmp_path, executor="ray", address="auto")
+
+    assert [(kwargs["executor"], kwargs["address"]) for kwargs in passed.values()] == [("ray", "auto")] * 2
+
+
+# experiments
+
+SYNTHESIZEME = """
+name = "scale-out"
+component = "synthesizeme"
+[steps.compile-persona]
+train_users = ["u1"]
+val_users = ["u2"]
+output = "persona.json"
+[steps.fit]
+executor = "local"
+address = "ray://from-the-file:10001"
+[steps.evaluate]
+"""
+
+
+def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what_runs_here(tmp_path, monkeypatch,
+                                                                                          caplog):
+    monkeypatch.chdir(tmp_path)
+    path = write(tmp_path, SYNTHESIZEME)
+    called = {}
+    monkeypatch.setattr("prefcraft.cli.run_command", lambda args, settings: called.setdefault(args.command, args))
+    settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+
+    with caplog.at_level(logging.INFO, logger="prefcraft.experiments"):
+        run_experiment(path, load_experiment(path), settings, lambda line: None, executor="ray")
+
+    assert (called["fit"].executor, called["fit"].address) == ("ray", "ray://from-the-file:10001")  # flag over file
+    assert (called["evaluate"].executor, called["evaluate"].address) == ("ray", None)
+    assert not hasattr(called["compile-persona"], "executor")
+    said = [record.getMessage() for record in caplog.records if record.name == "prefcraft.experiments"]
+    assert said == ["--executor ray: compile-persona run here (no --executor)"]
+    mlflow.set_tracking_uri(settings.tracking_uri)
+    (run,) = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")
+    logged = json.loads(mlflow.artifacts.load_text(f"{run.info.artifact_uri}/steps.json"))
+    assert logged["fit"]["executor"] == logged["evaluate"]["executor"] == "ray"
+
+    called.clear()
+    run_experiment(path, load_experiment(path), settings, lambda line: None)  # without the flag: as the file says
+    assert (called["fit"].executor, called["evaluate"].executor) == ("local", "local")
+
+
+def test_an_experiment_none_of_whose_steps_takes_an_executor_refuses_one_before_it_runs(tmp_path, monkeypatch):
+    path = write(tmp_path, 'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nmax_instances = 1\n')
+    monkeypatch.setattr("prefcraft.cli.run_command", lambda args, settings: pytest.fail("a step ran"))
+    with pytest.raises(ConfigError, match="--executor ray: no step of this experiment \\(evaluate\\) takes it"):
+        run_experiment(path, load_experiment(path), Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"),
+                       lambda line: None, executor="ray")
+
+
+def test_experiment_run_with_executor_ray_fits_and_evaluates_on_ray(two_ray_workers, server, tmp_path, user_with,
+                                                                   monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_data(tmp_path / "pairs.jsonl", user_with)
+    path = write(tmp_path, """
+name = "small-on-ray"
+component = "synthesizeme"
+[steps.fit]
+data = "pairs.jsonl"
+users = ["u1", "u2"]
+fitted_dir = "fitted"
+subsets = 2
+demo_candidates = 2
+max_demos = 2
+[steps.evaluate]
+data = "pairs.jsonl"
+users = ["u1", "u2"]
+methods = ["default", "synthesizeme"]
+fitted_dir = "fitted"
+output_dir = "out"
+""")
+    mapped = []
+
+    def spy(function, items, **kwargs):
+        items = list(items)
+        mapped.append((function.__name__, len(items), kwargs["address"]))
+        return ray_map(function, items, **kwargs)
+
+    monkeypatch.setattr(fit, "ray_map", spy)
+    monkeypatch.setattr(evaluate, "ray_map", spy)
+    argv = ["experiment", "run", str(path), "--executor", "ray", "--no-serve", "--task-api-base", server.api_base,
+            "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+
+    assert main(argv) == 0
+
+    assert mapped == [("compile_judge_in_worker", 2, None), ("judge_user_in_worker", 4, None)]
+    assert {path.name for path in (tmp_path / "fitted").iterdir()} == {"u1.json", "u2.json"}
+    assert (tmp_path / "out" / "judgments-synthesizeme.jsonl").is_file()
