@@ -1,11 +1,14 @@
 """What a SynthesizeMe fit costs per user, by step, and how judging scales with threads, on the embedded server.
 
-Measures (each mode in a fresh, empty DSPy cache, so only repeats within one run are free):
-- per user and step, with the default persona prompt for the embedded model: LM requests, prompt and completion
-  tokens, wall time, validation accuracy of the fitted judge and its accuracy on the user's test judgments (both
-  orders; not counted as fit calls), for each search strategy: `halving` (prefcraft's default) and `exhaustive`
-  (every candidate on every validation judgment, as the reference code scores them); failed calls; the prompt tokens
-  the server evaluated and served from its prefix cache (llama.cpp's /metrics);
+Measures, per user and step, with the default persona prompt for the embedded model: LM requests, prompt and completion
+tokens, wall time, the validation accuracy the search chose by, the chosen judge's accuracy on all validation
+judgments and on the user's test judgments (both orders; neither counted as fit calls), for each search strategy:
+`halving` (prefcraft's default) and `exhaustive` (every candidate on every validation judgment, as the reference code
+scores them); failed calls; the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's
+/metrics). Both searches of a user start from one shared bootstrap: the train pairs are judged once in an empty DSPy
+cache, and each search runs in its own copy of that cache, so the two differ only in their search (the embedded server
+is not deterministic from run to run, and two separate bootstraps would give them different verified pairs). The
+bootstrap's cost is counted in both;
 - the reference's call budget for the same user, two ways: the issue's estimate, (n + m) x validation judgments +
   bootstrap, and a count from SALT-NLP/SynthesizeMe's code, (n + 2) + (m + 3) candidates x validation judgments + two
   bootstraps + the persona call;
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shutil
 import tempfile
 import time
 from dataclasses import asdict
@@ -41,8 +45,23 @@ from prefcraft.settings import ModelSettings, ServerSettings
 logger = logging.getLogger("fit_cost")
 
 
-def fresh_cache() -> None:
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=tempfile.mkdtemp())
+def use_cache(directory: str) -> str:
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=directory)
+    return directory
+
+
+def fresh_cache() -> str:
+    return use_cache(tempfile.mkdtemp())
+
+
+def shared_bootstrap(user, config: SynthesizeMeConfig, model: ModelSettings) -> tuple[str, dict]:
+    """Judges the user's train pairs in both orders with the uncompiled judge, the requests a fit's bootstrap sends, in
+    an empty cache; the cache directory and what it cost."""
+    cache_dir = fresh_cache()
+    train, _ = train_val_split(user)
+    started = time.perf_counter()
+    _, usage = judge_pairs(PreferenceJudge(), train, model=model, num_threads=config.num_threads, progress=False)
+    return cache_dir, {"usage": asdict(usage), "wall_s": round(time.perf_counter() - started, 1)}
 
 
 def reference_budgets(record: FitRecord, config: SynthesizeMeConfig) -> dict[str, int]:
@@ -50,31 +69,35 @@ def reference_budgets(record: FitRecord, config: SynthesizeMeConfig) -> dict[str
     return {"issue_estimate": (n + m) * val + train, "reference_code": (n + 2 + m + 3) * val + 2 * train + 1}
 
 
-def measure_fits(users: list, config: SynthesizeMeConfig, model: ModelSettings) -> list[dict]:
-    fresh_cache()
+def measure_fit(user, config: SynthesizeMeConfig, model: ModelSettings, bootstrap: dict) -> dict:
+    """One fit in the current cache, which holds the shared bootstrap's calls; those are added back to its cost."""
     synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
-    rows = []
-    for user in users:
-        started = time.perf_counter()
-        train, val = train_val_split(user)
-        with metered_prompt_cache(model.api_base) as server:
-            judge = SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train),
-                                                              valset=judge_set(val))
-        record = judge.fit_record
-        wall_s = round(time.perf_counter() - started, 1)
-        judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
-        rows.append({
-            "user": user.user_id, "wall_s": wall_s, "val_accuracy": record.val_accuracy,
-            "test_accuracy": pairwise_report(judgments).accuracy.mean if judgments else None,
-            "calls": record.total_usage.calls, "prompt_tokens": record.total_usage.prompt_tokens,
-            "completion_tokens": record.total_usage.completion_tokens,
-            "by_step": {step: asdict(usage) for step, usage in record.usage.items()},
-            "failed_calls": sum(record.failed_calls.values()),
-            **(server.usage.as_metrics() if server.usage else {}),
-            **reference_budgets(record, config),
-        })
-        logger.info("%s %s", config.search, rows[-1])
-    return rows
+    started = time.perf_counter()
+    train, val = train_val_split(user)
+    with metered_prompt_cache(model.api_base) as server:
+        judge = SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train),
+                                                          valset=judge_set(val))
+    record = judge.fit_record
+    wall_s = round(time.perf_counter() - started + bootstrap["wall_s"], 1)
+    if record.usage["bootstrap"].calls:
+        logger.warning("%s: the shared bootstrap missed %d calls", user.user_id, record.usage["bootstrap"].calls)
+    by_step = {step: asdict(usage) for step, usage in record.usage.items()} | {"bootstrap": bootstrap["usage"]}
+    val_judgments, _ = judge_pairs(judge, val, model=model, num_threads=config.num_threads, progress=False)
+    test_judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
+    row = {
+        "user": user.user_id, "wall_s": wall_s, "val_accuracy": record.val_accuracy,
+        "val_all_accuracy": pairwise_report(val_judgments).accuracy.mean if val_judgments else None,
+        "test_accuracy": pairwise_report(test_judgments).accuracy.mean if test_judgments else None,
+        "calls": sum(step["calls"] for step in by_step.values()),
+        "prompt_tokens": sum(step["prompt_tokens"] for step in by_step.values()),
+        "completion_tokens": sum(step["completion_tokens"] for step in by_step.values()),
+        "by_step": by_step, "demos": record.demos,
+        "failed_calls": sum(record.failed_calls.values()),
+        **(server.usage.as_metrics() if server.usage else {}),
+        **reference_budgets(record, config),
+    }
+    logger.info("%s %s", config.search, row)
+    return row
 
 
 def measure_threads(pairs: list, model: ModelSettings, thread_counts: list[int]) -> list[dict]:
@@ -91,27 +114,32 @@ def measure_threads(pairs: list, model: ModelSettings, thread_counts: list[int])
 
 def print_tables(fits: dict[str, list[dict]], threads: list[dict]) -> None:
     print("| search | user | LM calls | bootstrap | persona evidence | persona | demo search | prompt tok | "
-          "completion tok | wall s | val acc | test acc | issue estimate | reference code |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "completion tok | wall s | search val acc | val acc (all) | test acc | issue estimate | reference code |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, rows in fits.items():
         for row in rows:
             steps = row["by_step"]
             print(f"| {mode} | {row['user']} | {row['calls']} | {steps['bootstrap']['calls']} | "
                   f"{steps['persona_evidence']['calls']} | {steps['persona']['calls']} | "
                   f"{steps['demo_search']['calls']} | {row['prompt_tokens']} | {row['completion_tokens']} | "
-                  f"{row['wall_s']} | {row['val_accuracy']:.3f} | {_rate(row['test_accuracy'])} | "
-                  f"{row['issue_estimate']} | {row['reference_code']} |")
+                  f"{row['wall_s']:.1f} | {row['val_accuracy']:.3f} | {_rate(row['val_all_accuracy'])} | "
+                  f"{_rate(row['test_accuracy'])} | {row['issue_estimate']} | {row['reference_code']} |")
     for mode, rows in fits.items():
         n = len(rows)
-        tested = [r["test_accuracy"] for r in rows if r["test_accuracy"] is not None]
-        print(f"{mode}: mean per user {sum(r['calls'] for r in rows) / n:.1f} calls "
+        print(f"{mode}: {n} users, mean per user {_mean(rows, 'calls'):.1f} calls "
               f"({sum(r['calls'] for r in rows) / sum(r['issue_estimate'] for r in rows):.0%} of the issue's estimate, "
               f"{sum(r['calls'] for r in rows) / sum(r['reference_code'] for r in rows):.0%} of the reference code's), "
-              f"{sum(r['wall_s'] for r in rows) / n:.1f} s, val acc {sum(r['val_accuracy'] for r in rows) / n:.3f}, "
-              f"test acc {_rate(sum(tested) / len(tested) if tested else None)}")
-    print("\n| threads | judgments | LM calls | wall s |\n|---|---|---|---|")
+              f"{_mean(rows, 'wall_s'):.1f} s, search val acc {_mean(rows, 'val_accuracy'):.3f}, "
+              f"val acc (all) {_rate(_mean(rows, 'val_all_accuracy'))}, test acc {_rate(_mean(rows, 'test_accuracy'))}")
+    if threads:
+        print("\n| threads | judgments | LM calls | wall s |\n|---|---|---|---|")
     for row in threads:
         print(f"| {row['threads']} | {row['judgments']} | {row['calls']} | {row['wall_s']} |")
+
+
+def _mean(rows: list[dict], key: str) -> float | None:
+    values = [row[key] for row in rows if row[key] is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _rate(value: float | None) -> str:
@@ -129,6 +157,8 @@ def main() -> None:
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
     parser.add_argument("--slots", type=int, default=4, help="the embedded server's parallel slots")
     parser.add_argument("--output", type=Path, default=Path("benchmarks/results/fit_cost.json"))
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the users --output already holds for every search, fit the others")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("LiteLLM", "httpx", "dspy"):
@@ -140,14 +170,21 @@ def main() -> None:
     with managed_server(server_settings) as server:
         model = ModelSettings(api_base=server.base_url, max_tokens=256)
         fits: dict[str, list[dict]] = {search: [] for search in args.searches}
+        if args.resume and args.output.exists():
+            fits = json.loads(args.output.read_text(encoding="utf-8"))["fits"]
+        done = set.intersection(*({row["user"] for row in fits.get(search, [])} for search in args.searches))
+        fits = {search: [row for row in fits.get(search, []) if row["user"] in done] for search in args.searches}
         threads: list[dict] = []
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
-            for user in users:  # user by user, both searches, so that a run cut short leaves paired figures
-                for search in args.searches:
-                    config = SynthesizeMeConfig(num_persona_subsets=args.subsets,
-                                                num_demo_candidates=args.demo_candidates,
-                                                num_threads=args.threads, search=search)
-                    fits[search] += measure_fits([user], config, model)
+            # User by user, both searches, so that a run cut short leaves paired figures.
+            for user in (user for user in users if user.user_id not in done):
+                configs = [SynthesizeMeConfig(num_persona_subsets=args.subsets,
+                                              num_demo_candidates=args.demo_candidates,
+                                              num_threads=args.threads, search=search) for search in args.searches]
+                bootstrap_cache, bootstrap = shared_bootstrap(user, configs[0], model)
+                for config in configs:
+                    use_cache(shutil.copytree(bootstrap_cache, tempfile.mkdtemp(), dirs_exist_ok=True))
+                    fits[config.search].append(measure_fit(user, config, model, bootstrap))
                     save(args.output, args.slots, fits, threads)
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)

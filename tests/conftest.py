@@ -39,6 +39,15 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Manage
         yield server
 
 
+@pytest.fixture(scope="session")
+def two_ray_workers() -> Iterator[None]:
+    """A local Ray runtime of two CPUs, so two tasks run at once (the Ray tests skip without the distributed extra)."""
+    ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
 @pytest.fixture
 def embedded_model(embedded_server: ManagedServer) -> ModelSettings:
     """Settings for the embedded server: temperature 0, bounded tokens, a timeout that only catches hangs."""

@@ -30,13 +30,6 @@ USERS = {"u1": (4, 2), "u2": (2, 2), "u3": (1, 1)}
 METHODS = ["default", "memory", "persona", "synthesizeme"]
 
 
-@pytest.fixture(scope="module")
-def two_ray_workers():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 @pytest.fixture
 def server():
     standin = StandInServer()

@@ -25,13 +25,6 @@ USERS = ["u1", "u2", "u3"]
 SAMPLE_USER_IDS = ["sample_user_01", "sample_user_02"]
 
 
-@pytest.fixture(scope="module")
-def two_ray_workers():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 @pytest.fixture
 def two_servers():
     servers = [StandInServer(), StandInServer()]
