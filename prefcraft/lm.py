@@ -51,6 +51,11 @@ def build_adapter(model: ModelSettings) -> SchemaAdapter:
     return SchemaAdapter(dialect=model.structured_output)
 
 
+# The model list is cheap, but a server still busy with the calls that just timed out can take longer than a short call
+# timeout to send it: below this, a busy server would be reported as dead.
+PROBE_MIN_TIMEOUT_S = 3.0
+
+
 def check_reachable(model: ModelSettings) -> None:
     """Fail fast, naming the endpoint, when a server of a self-hosted model does not answer."""
     for api_base in model.endpoints:
@@ -59,7 +64,7 @@ def check_reachable(model: ModelSettings) -> None:
 
 def _check_endpoint(model: ModelSettings, api_base: str) -> None:
     try:
-        served = list_models(api_base, timeout_s=min(model.timeout_s, 10.0))
+        served = list_models(api_base, timeout_s=min(max(model.timeout_s, PROBE_MIN_TIMEOUT_S), 10.0))
     except (OSError, ValueError) as error:
         raise ServerUnreachableError(api_base, f"{type(error).__name__}: {error}") from None
     served_name = model.model.split("/", 1)[1] if "/" in model.model else model.model
