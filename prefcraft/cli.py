@@ -24,7 +24,7 @@ SENSEJUDGE_STEPS = {
 }
 # Each has its command line in prefcraft/commands/<name>_cli.py: HELP, add_steps(parser, ...) and run(args, ...).
 SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour", "experiment", "report", "sweep")
-SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 170 LM calls
+SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 150 LM calls
 
 
 def make_parser() -> argparse.ArgumentParser:
