@@ -1,13 +1,10 @@
-import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import dspy
 import pytest
+from openai_standin import StandInServer
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import free_port
@@ -16,42 +13,13 @@ from prefcraft.lm import build_lm, check_reachable, configure_cache
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings
 from prefcraft.signatures.judge import JudgePreference
 
-COMPLETION = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 0,
-    "model": EMBEDDED_MODEL_NAME,
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-}
-
 
 @pytest.fixture
-def recording_server() -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """An OpenAI-compatible endpoint that answers every chat request with "hello" and keeps the request bodies."""
-    bodies: list[dict[str, Any]] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            payload = json.dumps(COMPLETION).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1", bodies
-    finally:
-        server.shutdown()
-        server.server_close()
+def recording_server() -> Iterator[StandInServer]:
+    """An OpenAI-compatible endpoint that keeps the request bodies."""
+    server = StandInServer()
+    yield server
+    server.close()
 
 
 @pytest.fixture
@@ -100,14 +68,12 @@ def test_sampling_settings_are_passed_on():
 
 @pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
 def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
-    api_base, bodies = recording_server
-    lm = build_lm(
-        ModelSettings(model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base=api_base, temperature=0.3, max_tokens=77)
-    )
+    lm = build_lm(ModelSettings(model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base=recording_server.api_base,
+                                temperature=0.3, max_tokens=77))
 
-    assert lm("Say hello.") == ["hello"]
+    assert lm("Say hello.") == ["{}"]
 
-    [body] = bodies
+    [body] = recording_server.bodies
     assert body["model"] == EMBEDDED_MODEL_NAME
     assert body["temperature"] == 0.3
     assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
