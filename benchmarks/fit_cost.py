@@ -35,7 +35,7 @@ from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.data import SAMPLE_USERS
 from prefcraft.evaluation import judge_pairs
-from prefcraft.lm import build_adapter, build_lm
+from prefcraft.lm import build_adapter, build_lm, use_disk_cache
 from prefcraft.loaders.personal_reward_bench import group_by_user, judge_set, load_pairs, train_val_split
 from prefcraft.metrics.pairwise import pairwise_report
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
@@ -46,7 +46,7 @@ logger = logging.getLogger("fit_cost")
 
 
 def use_cache(directory: str) -> str:
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=directory)
+    use_disk_cache(Path(directory))
     return directory
 
 

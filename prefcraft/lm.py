@@ -76,7 +76,19 @@ def _check_endpoint(model: ModelSettings, api_base: str) -> None:
 
 
 def configure_cache(settings: Settings) -> Path:
-    """Point DSPy's disk cache at a directory per set of endpoints.
+    """Point DSPy's disk cache at `cache_directory(settings)` and return it."""
+    directory = cache_directory(settings)
+    use_disk_cache(directory)
+    return directory
+
+
+def use_disk_cache(directory: Path) -> None:
+    """DSPy's on-disk cache (with its in-memory one) in `directory`: for this process and every thread it starts."""
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))
+
+
+def cache_directory(settings: Settings) -> Path:
+    """The DSPy cache directory of `settings`: one per set of endpoints.
 
     DSPy's cache key ignores `api_base`, so the same model name on another server would return the first server's
     answers; keying the directory on every (model, set of endpoints) in use keeps them apart. A model that prefcraft
@@ -88,6 +100,4 @@ def configure_cache(settings: Settings) -> Path:
     if settings.roles_needing_server():
         endpoints.append(("served", settings.server.identity))
     digest = hashlib.sha256(repr(endpoints).encode()).hexdigest()[:12]
-    directory = settings.cache_dir / digest
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))
-    return directory
+    return settings.cache_dir / digest

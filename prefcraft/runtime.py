@@ -6,19 +6,16 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TypeVar
 
 import dspy
 
 from prefcraft.backends import managed_server
 from prefcraft.errors import PrefcraftError
-from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.executors import Item, Result
+from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache, use_disk_cache
 from prefcraft.settings import ModelSettings, Role, Settings
 
 logger = logging.getLogger(__name__)
-
-Item = TypeVar("Item")
-Result = TypeVar("Result")
 
 
 @contextmanager
@@ -63,7 +60,7 @@ def run_in_worker(
     DSPy's disk cache in the driver's `cache_dir`, so that a rerun repeats no answered call: DSPy settings do not
     cross processes. A PrefcraftError comes back as its message, returned rather than raised: not every error of ours
     survives pickling."""
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(cache_dir))
+    use_disk_cache(cache_dir)
     with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
         try:
             return function(item)

@@ -21,7 +21,7 @@ from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.executors import Executor, ray_map
 from prefcraft.files import safe_name, write_jsonl_atomic
-from prefcraft.lm import check_reachable, configure_cache
+from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.loaders.user_profiles import PRISM_SURVEY
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
@@ -177,7 +177,7 @@ def evaluate_methods(
                              **cache_metrics})
 
             if executor == "ray":
-                cache_dir = configure_cache(settings)  # the directory model_session chose, keyed before any server
+                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
                 jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
                 _evaluate_on_ray(jobs, session, cache_dir, address, finish)
                 outcomes = {method: outcomes[method] for method in methods}

@@ -14,7 +14,7 @@ from prefcraft.commands.evaluate import PERSONAL_JUDGE, select_users
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.executors import Executor, ray_map
 from prefcraft.files import path_in
-from prefcraft.lm import check_reachable, configure_cache
+from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     UserPairs,
@@ -117,7 +117,7 @@ def fit_users(
                 fits[user_id] = UserFit(user, synthesizer, config, session.task)
             finish = _FitWriter(session, output_dir, summary, metadata)
             if executor == "ray":
-                cache_dir = configure_cache(settings)  # the directory model_session chose, keyed before any server
+                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
                 _fit_on_ray([WorkerFit(fit, cache_dir) for fit in fits.values()], finish, address)
             else:
                 _fit_here(fits, finish)
