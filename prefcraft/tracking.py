@@ -11,11 +11,12 @@ import json
 import logging
 import tempfile
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
 from prefcraft.settings import Settings
+from prefcraft.usage import UsageMeter, metered
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +91,16 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
     import mlflow
 
     mlflow.log_metrics(dict(metrics))
+
+
+@contextmanager
+def logged_usage() -> Iterator[UsageMeter]:
+    """`metered()`, whose calls and tokens are logged to the active run once the block has filled them in, when it
+    fails too: a failed run still shows what it cost."""
+    with ExitStack() as stack:
+        stack.callback(lambda: log_metrics(meter.usage.as_metrics()))
+        meter = stack.enter_context(metered())
+        yield meter
 
 
 def log_json(obj: Any, artifact_name: str) -> None:

@@ -34,8 +34,7 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import check_servers, lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import metered
+from prefcraft.tracking import data_digest, log_metrics, logged_usage, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +55,7 @@ def compile_persona(
                   "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
                   "fit_val_fraction": VAL_FRACTION,
                   **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
-        with tracked_run("compile-persona", params), lm_context(session, "task"), metered() as meter:
+        with tracked_run("compile-persona", params), lm_context(session, "task"), logged_usage():
             fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
             train_evidence, val_evidence = _collect_evidence(fitter, train), _collect_evidence(fitter, val)
             compiled = compile_persona_prompt(
@@ -70,7 +69,7 @@ def compile_persona(
                 train_users=list(train), val_users=list(val), score={"val_judge_accuracy": compiled.score / 100},
                 optimizer=prompt_config.as_params(), trials=len(getattr(compiled, "trial_logs", [])),
             )  # fmt: skip
-        log_metrics({"val_judge_accuracy": compiled.score / 100, **meter.usage.as_metrics()})
+            log_metrics({"val_judge_accuracy": compiled.score / 100})
     register_compiled(PERSONA_SYNTHESIZER, session.task.model, output)
     return output
 

@@ -25,8 +25,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import metered
+from prefcraft.tracking import data_digest, logged_usage, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def compile_and_select(
     params = {"program": PROGRAM_NAME, "variant": job.variant, "data": str(job.data.source),
               "data_digest": data_digest(job.data.source), "train": len(trainset), "val": len(valset),
               **job.config.as_params(), **model_params(session)}
-    with tracked_run("cupid-compile", params), lm_context(session, "task"), metered() as meter:
+    with tracked_run("cupid-compile", params), lm_context(session, "task"), logged_usage() as meter:
         compiled = compile_inferrer(job.variant, trainset=trainset, valset=valset, grader=grader.grader,
                                     config=job.config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
@@ -80,6 +79,5 @@ def compile_and_select(
             metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
             optimizer=job.config.as_params(),
         )  # fmt: skip
-        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CupidCompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name, job.variant)
 

@@ -26,8 +26,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.lampqa import PlanPers
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import metered
+from prefcraft.tracking import data_digest, logged_usage, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +65,7 @@ def compile_and_select(
     digest = data_digest(job.data.source)
     params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": digest, "train": len(trainset),
               "val": len(valset), **job.config.as_params(), **asdict(job.retrieval), **model_params(session)}
-    with tracked_run("lampqa-compile", params), lm_context(session, "task"), metered() as meter:
+    with tracked_run("lampqa-compile", params), lm_context(session, "task"), logged_usage() as meter:
         compiled = compile_planpers(trainset=trainset, valset=valset, grader=grader.grader, config=job.config,
                                     retriever=job.retrieval.build(), prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
@@ -77,6 +76,5 @@ def compile_and_select(
             split={"train": len(trainset), "val": len(valset), "max_questions": job.data.max_questions},
             metric=METRIC, optimizer=job.config.as_params(),
         )  # fmt: skip
-        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name)
 

@@ -25,8 +25,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS, QuestionAsker
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import metered
+from prefcraft.tracking import data_digest, logged_usage, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ def compile_and_select(session: Settings, job: CompileJob, train: Sequence[Scena
     digest = data_digest(job.data.source)
     params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": digest, "train": len(train),
               "val": len(val), "max_turns": job.max_turns, **job.config.as_params(), **model_params(session)}
-    with tracked_run("prefdisco-compile", params), lm_context(session, "task"), metered() as meter:
+    with tracked_run("prefdisco-compile", params), lm_context(session, "task"), logged_usage() as meter:
         compiled = compile_asker(QuestionAsker(job.max_turns), trainset=trainset, valset=valset, score=score,
                                  config=job.config, prompt_model=build_lm(session.model_for("prompt")),
                                  task_model=build_lm(session.task))
@@ -76,6 +75,5 @@ def compile_and_select(session: Settings, job: CompileJob, train: Sequence[Scena
             metric="PrefAlign / 5 of the final answer when the correctness judge accepts it, else 0",
             optimizer=job.config.as_params(),
         )  # fmt: skip
-        log_metrics(meter.usage.as_metrics())  # the optimizer's calls and tokens, with the validations'
     return CompileOutcome(len(train), len(val), verdict, meter.usage, job.config.name)
 
