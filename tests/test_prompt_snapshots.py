@@ -1,0 +1,404 @@
+"""Prompt snapshots: the exact messages every program sends to its model, as committed, reviewed text files.
+
+Each case runs one program on a fixed input (the bundled sample data, formatted by the same functions the commands
+use) under the project's adapter and a capturing fake model (tests/capturing_lm.py), and renders every call it made:
+messages by role, the JSON schema asked for, temperature and max_tokens. The test compares that with
+`tests/snapshots/<component>/<program>.txt` and fails with a unified diff, so that any prompt change is a visible diff.
+`PREFCRAFT_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_prompt_snapshots.py` rewrites them
+(tests/snapshots/README.md says how to review one).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import dspy
+import pytest
+from capturing_lm import capturing_lm, render_calls
+
+import prefcraft.programs.cupid
+import prefcraft.programs.judge
+import prefcraft.programs.lampqa
+import prefcraft.programs.memory
+import prefcraft.programs.persona
+import prefcraft.programs.prefdisco
+import prefcraft.programs.responder
+import prefcraft.programs.sensejudge
+from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
+from prefcraft.commands.sensejudge_simulate import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
+from prefcraft.data import SAMPLE_USERS
+from prefcraft.lm import build_adapter
+from prefcraft.loaders.cupid import load_instances
+from prefcraft.loaders.lampqa import load_questions
+from prefcraft.loaders.personal_reward_bench import (
+    format_conversation,
+    group_by_user,
+    judge_examples,
+    load_pairs,
+)
+from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.optimizers.prefdisco import grading_example
+from prefcraft.optimizers.synthesizeme import format_judgments
+from prefcraft.programs.cupid import (
+    PreferenceInferrer,
+    PreferenceMatch,
+    ResponseGenerator,
+    ResponseJudge,
+)
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.lampqa import AspectJudge, NoPersonalization, PlanPers, RAGPersonalization
+from prefcraft.programs.memory import MemoryBuilder
+from prefcraft.programs.persona import PersonaSynthesizer
+from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, UserSimulator
+from prefcraft.programs.prefdisco import Responder as PrefDiscoResponder
+from prefcraft.programs.responder import Responder
+from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
+from prefcraft.settings import ModelSettings
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE_VARIABLE = "PREFCRAFT_UPDATE_SNAPSHOTS"
+REGENERATE = f"{UPDATE_VARIABLE}=1 .venv/bin/python -m pytest tests/test_prompt_snapshots.py"
+PROGRAM_MODULES = (prefcraft.programs.cupid, prefcraft.programs.judge, prefcraft.programs.lampqa,
+                   prefcraft.programs.memory, prefcraft.programs.persona, prefcraft.programs.prefdisco,
+                   prefcraft.programs.responder, prefcraft.programs.sensejudge)
+MODEL = ModelSettings()  # the embedded default: the model string, sampling and structured-output dialect commands use
+
+# The fake takes adapters' calls as OpenAI-style bodies, the only form that carries SchemaAdapter's extra_body (as
+# prefcraft.routing.RouterEngine does); DSPy 3.4 warns that this path goes in 3.5.
+pytestmark = pytest.mark.filterwarnings("ignore:The custom-engine complete_legacy:DeprecationWarning")
+
+
+@dataclass(frozen=True)
+class Case:
+    component: str
+    program: str
+    covers: tuple[type[dspy.Module], ...]
+    """The program classes whose calls this snapshot shows."""
+    run: Callable[[], object]
+    """Runs the program once on its fixed input, on the model in the current dspy.context."""
+
+    @property
+    def path(self) -> Path:
+        return SNAPSHOTS / self.component / f"{self.program}.txt"
+
+    @property
+    def description(self) -> str:
+        return inspect.getdoc(self.run) or ""
+
+
+CASES: list[Case] = []
+
+
+def case(component: str, program: str, *covers: type[dspy.Module]) -> Callable[[Callable[[], object]], Callable]:
+    def register(run: Callable[[], object]) -> Callable[[], object]:
+        CASES.append(Case(component, program, covers, run))
+        return run
+
+    return register
+
+
+# Fixed inputs, from the bundled sample data.
+
+def _sample_user_pairs():
+    users = group_by_user(load_pairs(SAMPLE_USERS))
+    return users[sorted(users)[0]]
+
+
+def _judge_inputs(example: dspy.Example) -> dict[str, str]:
+    return {name: example[name] for name in example.inputs().keys()}
+
+
+def _first_pair_both_orders() -> list[dspy.Example]:
+    return judge_examples(_sample_user_pairs().train[0])
+
+
+def _verified_trace(example: dspy.Example) -> dspy.Example:
+    """A step-1 trace as SynthesizeMe keeps it: the judge's inputs, its reasoning and the labelled preference."""
+    return example.copy(reasoning="The user's chosen answer is the shorter one, with a direct first sentence.")
+
+
+def _cupid_instance():
+    instance = load_instances().instances[0]
+    return instance.model_copy(update={"prior_interactions": instance.prior_interactions[:3]})
+
+
+def _lampqa_question():
+    question = load_questions(split="test").questions[0]
+    return question.model_copy(update={"profile": question.profile[:4]})
+
+
+def _scenario():
+    return load_scenarios(SAMPLE_SCENARIOS)[0]
+
+
+# SynthesizeMe (programs/judge.py, persona.py, memory.py)
+
+@case("synthesizeme", "judge", PreferenceJudge)
+def run_default_judge():
+    """The judge without user context (SynthesizeMe's default LLM-as-judge) on the first sample user's first train
+    pair, chosen completion first."""
+    return PreferenceJudge()(**_judge_inputs(_first_pair_both_orders()[0]))
+
+
+@case("synthesizeme", "personal_judge", PreferenceJudge)
+def run_personal_judge():
+    """A fitted personal judge: a persona in its instructions and two demos (a verified trace with reasoning, and a
+    labelled pair without), on the first sample user's second train pair."""
+    first, second = _first_pair_both_orders()
+    judge = PreferenceJudge("A busy reader who wants the answer in the first sentence and no padding.")
+    judge.demos = [_verified_trace(first), second]
+    return judge(**_judge_inputs(judge_examples(_sample_user_pairs().train[1])[0]))
+
+
+@case("synthesizeme", "persona", PersonaSynthesizer)
+def run_persona():
+    """The persona synthesizer on two verified traces (the first sample user's first train pair in both orders),
+    formatted as SynthesizeMe's step 2 reads them."""
+    traces = [_verified_trace(example) for example in _first_pair_both_orders()]
+    return PersonaSynthesizer()(past_judgments=format_judgments(traces))
+
+
+@case("synthesizeme", "memory", MemoryBuilder, PreferenceJudge)
+def run_memory_judge():
+    """The Memory baseline as `evaluate --method memory` builds it: insights from each of the first two context pairs
+    of the first sample user, then the judge with the memory as user context."""
+    user = _sample_user_pairs()
+    user = type(user)(user.user_id, train=user.train[:2], val=[], test=user.test)
+    judge = PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
+    return judge(**_judge_inputs(judge_examples(user.test[0])[0]))
+
+
+@case("synthesizeme", "demographics_judge", PreferenceJudge)
+def run_demographics_judge():
+    """The judge with a demographic profile as user context (`evaluate --method demographics`)."""
+    judge = PreferenceJudge("age: 25-34\nlocation: Europe\nenglish_proficiency: fluent", heading=DEMOGRAPHICS_HEADING)
+    return judge(**_judge_inputs(_first_pair_both_orders()[1]))
+
+
+# SenseJudge (programs/sensejudge.py, responder.py)
+
+@case("sensejudge", "extractor", PreferenceExtractor)
+def run_extractor():
+    """Descriptions from two labelled pairs (the first sample user's first train pairs): one per pair, then the
+    aggregate over both."""
+    pairs = [{"conversation": format_conversation(pair.context), "chosen_response": pair.chosen.content,
+              "rejected_response": pair.rejected.content} for pair in _sample_user_pairs().train[:2]]
+    return PreferenceExtractor()(pairs=pairs)
+
+
+@case("sensejudge", "selected_judge", SelectedJudge, PreferenceJudge)
+def run_selected_judge():
+    """The majority vote of three description-conditioned judges (the empty description and two written ones)."""
+    judge = SelectedJudge(["", "Prefers short, direct answers.", "Values step-by-step structure and examples."])
+    return judge(**_judge_inputs(_first_pair_both_orders()[0]))
+
+
+@case("sensejudge", "simulated_responder", Responder)
+def run_simulated_responder():
+    """A response model of `sensejudge simulate`: the concise variant's system prompt at the simulation's response
+    temperature."""
+    responder = Responder(VARIANTS["concise"], temperature=SimulationConfig().response_temperature)
+    return responder(conversation=format_conversation(_sample_user_pairs().train[0].context))
+
+
+@case("sensejudge", "simulated_annotator", PreferenceJudge)
+def run_simulated_annotator():
+    """The simulated annotator of `sensejudge simulate`: the judge with the default persona."""
+    annotator = PreferenceJudge(DEFAULT_PERSONA, heading=ANNOTATOR_HEADING)
+    return annotator(**_judge_inputs(_first_pair_both_orders()[0]))
+
+
+# PrefDisco (programs/prefdisco.py)
+
+@case("prefdisco", "asker", QuestionAsker)
+def run_asker():
+    """Discovery: the question asker with two turns on the first sample scenario; the user's replies are literals,
+    so that this file shows the asker's calls only."""
+    replies = iter(["Keep it short, please.", "Just the equation and the number."])
+    return QuestionAsker(max_turns=2)(problem=_scenario().question, user=lambda question: next(replies))
+
+
+@case("prefdisco", "baseline", PrefDiscoResponder)
+def run_baseline():
+    """Baseline: one answer with nothing known of the user."""
+    return PrefDiscoResponder()(problem=_scenario().question, user_preferences="")
+
+
+@case("prefdisco", "oracle", PrefDiscoResponder)
+def run_oracle():
+    """Oracle: one answer given the hidden profile as the evaluation passes it."""
+    scenario = _scenario()
+    return PrefDiscoResponder()(problem=scenario.question, user_preferences=scenario.hidden_profile())
+
+
+@case("prefdisco", "user_simulator", UserSimulator)
+def run_user_simulator():
+    """The passive user simulator (the paper's default) answering one question from the hidden profile."""
+    return UserSimulator()(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
+
+
+@case("prefdisco", "user_simulator_collaborative", UserSimulator)
+def run_collaborative_simulator():
+    """The collaborative user simulator answering one question from the hidden profile."""
+    simulator = UserSimulator(collaborative=True)
+    return simulator(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
+
+
+@case("prefdisco", "grader", RubricGrader)
+def run_grader():
+    """The rubric grader on a literal response: one call per criterion, then the correctness check."""
+    example = grading_example(_scenario(), "12 pens are 4 groups of 3, and 4 x $2 = $8.", "8")
+    return RubricGrader()(**{name: example[name] for name in example.inputs().keys()})
+
+
+# CUPID (programs/cupid.py)
+
+def _infer(variant: str) -> dspy.Prediction:
+    instance = _cupid_instance()
+    return PreferenceInferrer(variant)(sessions=instance.sessions(), current_request=instance.current_request)
+
+
+@case("cupid", "inferrer_all", PreferenceInferrer)
+def run_inferrer_all():
+    """The inferrer from every prior session at once (the paper's zero-shot setting); the first sample instance with
+    its first three sessions."""
+    return _infer("all")
+
+
+@case("cupid", "inferrer_relevant", PreferenceInferrer)
+def run_inferrer_relevant():
+    """The inferrer that first selects the relevant sessions; same input."""
+    return _infer("relevant")
+
+
+@case("cupid", "inferrer_summaries", PreferenceInferrer)
+def run_inferrer_summaries():
+    """The inferrer from one summary per session; same input."""
+    return _infer("summaries")
+
+
+@case("cupid", "preference_match", PreferenceMatch)
+def run_preference_match():
+    """The metric's program: a literal inferred preference decomposed into a checklist, then matched against the gold
+    preference (precision) and the gold checklist against the inferred preference (recall)."""
+    instance = _cupid_instance()
+    return PreferenceMatch()(preference="Keep messages to Dana short and lead with the decision.",
+                             gold_preference=instance.current_contextual_preference,
+                             gold_checklist=instance.current_checklist)
+
+
+@case("cupid", "response_no_context", ResponseGenerator)
+def run_response_no_context():
+    """A response to the current request with no user context."""
+    return ResponseGenerator()(request=_cupid_instance().current_request)
+
+
+@case("cupid", "response_from_sessions", ResponseGenerator)
+def run_response_from_sessions():
+    """A response given the prior sessions."""
+    instance = _cupid_instance()
+    return ResponseGenerator()(request=instance.current_request, sessions=instance.sessions())
+
+
+@case("cupid", "response_from_preference", ResponseGenerator)
+def run_response_from_preference():
+    """A response given a preference (the gold one here; evaluation passes the inferred one)."""
+    instance = _cupid_instance()
+    return ResponseGenerator()(request=instance.current_request, preference=instance.current_contextual_preference)
+
+
+@case("cupid", "response_judge", ResponseJudge)
+def run_response_judge():
+    """The 1-10 response judge on a literal response, against the gold preference and checklist."""
+    instance = _cupid_instance()
+    return ResponseJudge()(request=instance.current_request, response="Dana, can we move the launch to 3 June?",
+                           preference=instance.current_contextual_preference, checklist=instance.current_checklist)
+
+
+# LaMP-QA (programs/lampqa.py)
+
+@case("lampqa", "no_personalization", NoPersonalization)
+def run_no_personalization():
+    """The question alone: the first sample test question."""
+    question = _lampqa_question()
+    return NoPersonalization()(question=question.question, profile=question.profile)
+
+
+@case("lampqa", "rag", RAGPersonalization)
+def run_rag():
+    """Retrieval (BM25) over the first four profile posts, then the answer."""
+    question = _lampqa_question()
+    return RAGPersonalization()(question=question.question, profile=question.profile)
+
+
+@case("lampqa", "planpers", PlanPers)
+def run_planpers():
+    """Retrieval, the aspect planner, then the answer with the plan."""
+    question = _lampqa_question()
+    return PlanPers()(question=question.question, profile=question.profile)
+
+
+@case("lampqa", "aspect_judge", AspectJudge)
+def run_aspect_judge():
+    """The aspect judge on a literal response: one call per gold aspect, with the narrative as details."""
+    question = _lampqa_question()
+    return AspectJudge()(question=question.question, details=question.narrative,
+                         response="Start with pencil sketches of friends from photos.",
+                         aspects=question.rubric_aspects)
+
+
+def render(case: Case) -> str:
+    lm, engine = capturing_lm(MODEL)
+    with dspy.context(lm=lm, adapter=build_adapter(MODEL)):
+        case.run()
+    header = [
+        f"# {case.component}/{case.program}: {', '.join(program.__name__ for program in case.covers)}",
+        *(f"# {line}" for line in case.description.splitlines()),
+        f"# Model: {MODEL.model} (temperature {MODEL.temperature}, max_tokens {MODEL.max_tokens}); adapter: "
+        f"{type(build_adapter(MODEL)).__name__}, structured_output {MODEL.structured_output}",
+        f"# Replies are the capturing fake's (tests/capturing_lm.py). Regenerate: {REGENERATE}",
+    ]
+    return "\n".join(header) + "\n\n" + render_calls(engine.calls)
+
+
+def _updating() -> bool:
+    return os.environ.get(UPDATE_VARIABLE) == "1"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c.component}/{c.program}" for c in CASES])
+def test_prompt_snapshot(case: Case) -> None:
+    rendered = render(case)
+    if _updating():
+        case.path.parent.mkdir(parents=True, exist_ok=True)
+        case.path.write_text(rendered, encoding="utf-8")
+        return
+    if not case.path.is_file():
+        pytest.fail(f"{case.path} is missing: regenerate with {REGENERATE}, then review it")
+    committed = case.path.read_text(encoding="utf-8")
+    if rendered != committed:
+        diff = difflib.unified_diff(committed.splitlines(keepends=True), rendered.splitlines(keepends=True),
+                                    fromfile=f"{case.path} (committed)", tofile=f"{case.path} (rendered now)")
+        pytest.fail(f"the prompts changed; review the diff, then regenerate with {REGENERATE}\n{''.join(diff)}")
+
+
+def test_every_program_has_a_snapshot() -> None:
+    programs = {value for module in PROGRAM_MODULES for value in vars(module).values()
+                if inspect.isclass(value) and issubclass(value, dspy.Module) and value.__module__ == module.__name__}
+    covered = {program for case in CASES for program in case.covers}
+    missing = sorted(program.__qualname__ for program in programs - covered)
+    assert not missing, f"programs without a prompt snapshot case in {Path(__file__).name}: {', '.join(missing)}"
+
+
+def test_no_stale_snapshot_files() -> None:
+    expected = {case.path for case in CASES}
+    stale = sorted(path for path in SNAPSHOTS.rglob("*.txt") if path not in expected)
+    if _updating():
+        for path in stale:
+            path.unlink()
+        return
+    assert not stale, f"snapshot files no case renders: {', '.join(map(str, stale))}; regenerate with {REGENERATE}"
