@@ -6,8 +6,9 @@ import argparse
 import importlib
 import logging
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from prefcraft.data import DEMO_USERS, SAMPLE_USERS
 from prefcraft.errors import PrefcraftError
@@ -27,9 +28,67 @@ SUBCOMMANDS = ("prefdisco", "cupid", "lampqa", "tour", "experiment", "report", "
 SENSEJUDGE_DEMO = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 150 LM calls
 
 
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Each flag's help ends with its default, unless it has none (None, a switch's False) or the help names it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_text = action.help or ""
+        no_default = action.default in (None, argparse.SUPPRESS) or action.nargs == 0  # a switch says what it does
+        if no_default or "default" in help_text or not action.option_strings:
+            return help_text
+        default = " ".join(map(str, action.default)) if isinstance(action.default, list) else "%(default)s"
+        return f"{help_text} (default: {default})"
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every prefcraft parser: flags are matched whole (`--candidate` is no `--candidates`) and the help shows the
+    defaults. Subparsers are of their parent's class, so each step's parser is one too."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """A number flag's type with its bounds: argparse checks a flag with it, and experiment and sweep files check the
+    same option with `annotation()`, so the bounds are written once."""
+
+    kind: type[int] | type[float]
+    ge: float | None = None
+    le: float | None = None
+
+    @property
+    def __name__(self) -> str:  # argparse names the type in "invalid int value: 'x'"
+        return self.kind.__name__
+
+    def __call__(self, text: str) -> int | float:
+        value = self.kind(text)
+        if (self.ge is not None and value < self.ge) or (self.le is not None and value > self.le):
+            raise argparse.ArgumentTypeError(f"{value} is not {self.describe()}")
+        return value
+
+    def describe(self) -> str:
+        if self.le is None:
+            return f"at least {self.ge}"
+        return f"at most {self.le}" if self.ge is None else f"between {self.ge} and {self.le}"
+
+    def annotation(self) -> Any:
+        from pydantic import Field
+
+        return Annotated[self.kind, Field(ge=self.ge, le=self.le)]
+
+
+COUNT = Bounded(int, ge=0)
+POSITIVE = Bounded(int, ge=1)
+SHARE = Bounded(float, ge=0.0, le=1.0)
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="prefcraft", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser = CommandParser(prog="prefcraft", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="debug logging, third-party libraries' info and debug lines included")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="start a model server and keep it up")
@@ -45,8 +104,10 @@ def make_parser() -> argparse.ArgumentParser:
                                           help="optimize the persona prompt (MIPROv2 by default), once")
     add_settings_flags(compile_persona)
     compile_persona.add_argument("--data", help="PersonalRewardBench file or dataset name (default: sample users)")
-    compile_persona.add_argument("--train-users", nargs="+", required=True)
-    compile_persona.add_argument("--val-users", nargs="+", required=True)
+    compile_persona.add_argument("--train-users", nargs="+", required=True, metavar="USER",
+                                 help="users whose traces the persona prompt is optimized on")
+    compile_persona.add_argument("--val-users", nargs="+", required=True, metavar="USER",
+                                 help="users the candidate prompts are scored on (none of the training users)")
     compile_persona.add_argument("--output", type=Path, required=True, help="compiled JSON to write")
     add_optimizer_flags(compile_persona, candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6)
     _add_search_flags(compile_persona)
@@ -106,12 +167,14 @@ def add_optimizer_flags(
     group.add_argument("--optimizer", choices=OPTIMIZERS, default="miprov2",
                        help="miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
                        "(random demo sets, the cheap baseline)")
-    group.add_argument("--candidates", type=int, default=candidates,
+    group.add_argument("--candidates", type=POSITIVE, default=candidates,
                        help=f"instruction candidates (miprov2) or demo sets (bootstrap_rs); paper: {candidates}")
-    group.add_argument("--trials", type=int, default=trials, help=f"miprov2 trials (paper: {trials})")
-    group.add_argument("--max-bootstrapped-demos", type=int, default=bootstrapped_demos)
-    group.add_argument("--max-labeled-demos", type=int, default=labeled_demos)
-    group.add_argument("--max-metric-calls", type=int, default=metric_calls, help="gepa's budget")
+    group.add_argument("--trials", type=POSITIVE, default=trials, help=f"miprov2 trials (paper: {trials})")
+    group.add_argument("--max-bootstrapped-demos", type=COUNT, default=bootstrapped_demos,
+                       help="demos bootstrapped from the program's own successful traces, per predictor")
+    group.add_argument("--max-labeled-demos", type=COUNT, default=labeled_demos,
+                       help="demos taken as they are from the training examples, per predictor")
+    group.add_argument("--max-metric-calls", type=POSITIVE, default=metric_calls, help="gepa's budget")
     group.add_argument("--metric-threshold", type=float, default=0.5,
                        help="the score at which a bootstrapped trace counts as a demo")
 
@@ -135,8 +198,8 @@ def _add_sensejudge_flags(parser: argparse.ArgumentParser, step: str) -> None:
     if step in ("simulate", "demo"):
         parser.add_argument("--dialogues", type=Path, required=True,
                             help="SenseBench's new_sense_bmk.json or its folder (not shipped: no licence upstream)")
-        parser.add_argument("--dev-dialogues", type=int, default=4, help="dialogues whose pairs are dev pairs")
-        parser.add_argument("--test-dialogues", type=int, default=2, help="dialogues whose pairs are test pairs")
+        parser.add_argument("--dev-dialogues", type=POSITIVE, default=4, help="dialogues whose pairs are dev pairs")
+        parser.add_argument("--test-dialogues", type=POSITIVE, default=2, help="dialogues whose pairs are test pairs")
         parser.add_argument("--variants", nargs="+", default=["plain", "concise", "detailed"],
                             help="response models: the task model under these system prompts")
         parser.add_argument("--persona", help="the simulated annotator's persona (default: wants short answers)")
@@ -149,10 +212,10 @@ def _add_sensejudge_flags(parser: argparse.ArgumentParser, step: str) -> None:
                             "runs/sensejudge/sensejudge.json)")
         parser.add_argument("--annotator", help="whose pairs, when the file holds several annotators")
     if step in ("select", "demo"):
-        parser.add_argument("--max-pair-descriptions", type=int, default=10,
+        parser.add_argument("--max-pair-descriptions", type=COUNT, default=10,
                             help="dev pairs that get a description of their own (the reference: 10)")
-        parser.add_argument("--exhaustive-limit", type=int, default=12, help="beyond this many descriptions, beam")
-        parser.add_argument("--beam-width", type=int, default=64)
+        parser.add_argument("--exhaustive-limit", type=COUNT, default=12, help="beyond this many descriptions, beam")
+        parser.add_argument("--beam-width", type=POSITIVE, default=64, help="subsets kept at each step of the beam")
         parser.add_argument("--penalize-order-imbalance", action="store_true",
                             help="score a subset minus the gap between its right answers in the two orders")
     if step in ("evaluate", "demo"):
@@ -172,9 +235,9 @@ def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_search_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--subsets", type=int, default=10, help="n: candidate trace subsets for the persona")
-    parser.add_argument("--demo-candidates", type=int, default=10, help="m: candidate demo sets")
-    parser.add_argument("--max-demos", type=int, default=4)
+    parser.add_argument("--subsets", type=POSITIVE, default=10, help="n: candidate trace subsets for the persona")
+    parser.add_argument("--demo-candidates", type=POSITIVE, default=10, help="m: candidate demo sets")
+    parser.add_argument("--max-demos", type=COUNT, default=4, help="most demos in a fitted user's judge")
     parser.add_argument("--search", choices=["halving", "exhaustive"], default="halving",
                         help="how candidates are scored: successive halving (fewer calls) or all on every pair")
 
@@ -189,10 +252,11 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
         group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
                            help=f"several base URLs serving the {role} model; calls are spread over them")
-        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "none"])
-        group.add_argument(f"--{role}-max-tokens", type=int)
-        group.add_argument(f"--{role}-temperature", type=float)
-        group.add_argument(f"--{role}-timeout-s", type=float)
+        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "none"],
+                           help=f"json_schema: the {role} model's output is constrained to the signature's schema")
+        group.add_argument(f"--{role}-max-tokens", type=int, help=f"longest answer of the {role} model")
+        group.add_argument(f"--{role}-temperature", type=float, help=f"sampling temperature of the {role} model")
+        group.add_argument(f"--{role}-timeout-s", type=float, help=f"seconds one call of the {role} model may take")
     group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
                        help="never start a server; every model needs an api_base or a hosted provider")
     group.add_argument("--backend", choices=["llamacpp", "vllm"], help="server to start (default llamacpp)")
@@ -212,7 +276,7 @@ def _add_data_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", help="PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
                         "(default: the bundled synthetic sample users)")
     parser.add_argument("--users", nargs="+", help="user ids to include (default: all)")
-    parser.add_argument("--split", default="test", choices=["train", "val", "test"])
+    parser.add_argument("--split", default="test", choices=["train", "val", "test"], help="which pairs to judge")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/latest"), help="where result files go")
 
 

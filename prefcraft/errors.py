@@ -44,11 +44,13 @@ class ServerUnreachableError(ServerError):
 
     retryable = True
 
-    def __init__(self, endpoint: str, detail: str, hint: str | None = None):
-        self.endpoint = endpoint
+    def __init__(self, endpoint: str, detail: str, hint: str | None = None, role: str | None = None):
+        self.endpoint, self.role = endpoint, role
+        flags = f"--{role}-api-base" if role else "--task-api-base (--judge-api-base, --prompt-api-base: whichever " \
+            "model it serves)"
         super().__init__(
-            f"model server at {endpoint} is unreachable: {detail}",
-            hint or "start it with `prefcraft serve` (or point --api-base at a running server) and try again",
+            f"model server at {endpoint}{f' (the {role} model)' if role else ''} is unreachable: {detail}",
+            hint or f"start it with `prefcraft serve`, or point {flags} at a running server, and try again",
         )
 
 

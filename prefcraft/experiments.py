@@ -187,9 +187,9 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 @cache
 def _settings_dests() -> frozenset[str]:
     """Every settings flag's dest, from the function that adds them to each command."""
-    from prefcraft.cli import add_settings_flags
+    from prefcraft.cli import CommandParser, add_settings_flags
 
-    probe = argparse.ArgumentParser(add_help=False)
+    probe = CommandParser(add_help=False)
     add_settings_flags(probe)
     return frozenset(action.dest for action in probe._actions)
 
@@ -210,9 +210,14 @@ def _options_model(component: str, step: str) -> type[BaseModel]:
 
 
 def _option_type(action: argparse.Action) -> Any:
+    from prefcraft.cli import Bounded
+
     if action.nargs == 0:
         return bool  # a switch: store_true, or store_false (`--no-shipped` is `use_shipped = false`)
-    value: Any = {int: int, float: float, Path: Annotated[Path, Field(strict=False)], None: str}[action.type]
+    if isinstance(action.type, Bounded):
+        value: Any = action.type.annotation()  # the flag's own bounds
+    else:
+        value = {int: int, float: float, Path: Annotated[Path, Field(strict=False)], None: str}[action.type]
     if action.choices:
         value = Literal[tuple(action.choices)]
     if action.nargs in ("+", "*"):

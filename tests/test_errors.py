@@ -1,5 +1,8 @@
+import re
+
 import pytest
 
+from prefcraft.cli import make_parser
 from prefcraft.errors import (
     CompiledProgramError,
     ConfigError,
@@ -54,6 +57,15 @@ def test_server_unreachable_names_the_endpoint_and_is_retryable():
     assert "prefcraft serve" in error.hint
     assert error.retryable
     assert isinstance(error, ServerError)
+
+
+def test_server_unreachable_names_flags_that_exist():
+    flags = {action.option_strings[0] for action in make_parser()._subparsers._group_actions[0].choices["evaluate"]
+             ._actions}
+    named = re.findall(r"--[a-z-]+", ServerUnreachableError("http://x/v1", "refused").hint)
+    assert named and set(named) <= flags
+    error = ServerUnreachableError("http://x/v1", "refused", role="judge")
+    assert "(the judge model)" in str(error) and re.findall(r"--[a-z-]+", error.hint) == ["--judge-api-base"]
 
 
 def test_server_unreachable_custom_hint():

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.cli import COUNT, POSITIVE
+
 HELP = "CUPID: infer a user's contextual preference from prior sessions (compile, evaluate, demo)"
 STEPS = {
     "compile": "optimize the preference inferrer (MIPROv2 by default), F1 (decomposer + matcher) as the metric",
@@ -42,7 +44,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
                                      help="compiled inferrer to compare (default: the one shipped for the task model)")
             step_parser.add_argument("--no-shipped", dest="use_shipped", action="store_false",
                                      help="without --compiled, compare no compiled inferrer")
-            step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test")
+            step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test",
+                                     help="which instances to evaluate: a split by persona, or all of them")
             step_parser.add_argument("--responses", nargs="*", choices=["none", "sessions", "inferred", "gold"],
                                      default=["none", "inferred", "gold"],
                                      help="response methods to generate and judge (none given: inference only)")
@@ -71,9 +74,9 @@ def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> N
     if not bundled_only:
         parser.add_argument("--data", help="kixlab/CUPID, kixlab/CUPID-Unverified or a local .jsonl/.json/.parquet "
                             "file (default: the bundled SYNTHETIC sample)")
-    parser.add_argument("--val-personas", type=int, default=2, help="personas held out for validation")
-    parser.add_argument("--test-personas", type=int, default=2, help="personas held out for testing")
-    parser.add_argument("--max-instances", type=int, help="use only the first N instances of the split")
+    parser.add_argument("--val-personas", type=COUNT, default=2, help="personas held out for validation")
+    parser.add_argument("--test-personas", type=COUNT, default=2, help="personas held out for testing")
+    parser.add_argument("--max-instances", type=POSITIVE, help="use only the first N instances of the split")
     parser.add_argument("--skip-invalid", action="store_true",
                         help="skip (and count) rows that break the schema instead of stopping at the first")
 

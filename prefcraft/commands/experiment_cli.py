@@ -18,13 +18,14 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 
     steps = parser.add_subparsers(dest="step", required=True)
     run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
-    run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml")
+    run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml", help="the experiment file to run")
     add_settings_flags(run_parser)  # over the file's [settings]: a test's server, a tmp store
     add_executor_flags(run_parser, "run the steps that take --executor (fit, evaluate) here or as Ray tasks, over the "
                        "file's options; the other steps run here (default: as the file says)", default=None)
     check_parser = steps.add_parser("check", help="validate experiment files against the commands' options; runs "
                                     "nothing")
-    check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml")
+    check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml",
+                              help="files to validate; settings files among them are named and skipped")
     check_parser.set_defaults(config=None)  # main() reads --config before any command; check takes no settings
 
 

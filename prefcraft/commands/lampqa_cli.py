@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.cli import POSITIVE
+
 HELP = "LaMP-QA: aspect planner for personalized long-form answers (compile, evaluate, demo)"
 STEPS = {
     "compile": "MIPROv2 over PlanPers (planner + answerer) against the aspect score",
@@ -35,13 +37,16 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
         if step == "compile":
             _add_compile_flags(step_parser)
             continue
-        step_parser.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS)
+        step_parser.add_argument("--methods", nargs="+", choices=METHODS, default=METHODS,
+                                 help="no personalization, RAG over the profile, PlanPers (plan the aspects, then "
+                                 "answer)")
         step_parser.add_argument("--compiled", type=Path,
                                  help="compiled PlanPers to compare (default: the one shipped for the task model)")
         step_parser.add_argument("--no-shipped", dest="use_shipped", action="store_false",
                                  help="without --compiled, compare no compiled PlanPers")
         if step == "evaluate":
-            step_parser.add_argument("--split", choices=["train", "validation", "test"], default="test")
+            step_parser.add_argument("--split", choices=["train", "validation", "test"], default="test",
+                                     help="which questions to answer")
         else:
             step_parser.set_defaults(**DEMO)
 
@@ -74,10 +79,11 @@ def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> N
     parser.add_argument("--configs", nargs="+", metavar="CONFIG",
                         help="categories to use (default: all three, Art_and_Entertainment "
                         "Lifestyle_and_Personal_Development Society_and_Culture)")
-    parser.add_argument("--max-questions", type=int, help="use only the first N questions of each category")
+    parser.add_argument("--max-questions", type=POSITIVE, help="use only the first N questions of each category")
     group = parser.add_argument_group("profile retrieval")
-    group.add_argument("--k", type=int, default=10, help="posts retrieved from the profile (the paper: 10)")
-    group.add_argument("--retriever", choices=["bm25", "dense"], default="bm25")
+    group.add_argument("--k", type=POSITIVE, default=10, help="posts retrieved from the profile (the paper: 10)")
+    group.add_argument("--retriever", choices=["bm25", "dense"], default="bm25",
+                       help="bm25 (lexical, local) or dense (embeddings from --embedding-model)")
     group.add_argument("--embedding-model", help="dense: litellm embedding model string, e.g. openai/<name>")
     group.add_argument("--embedding-api-base", help="dense: OpenAI-compatible embeddings endpoint")
 

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.cli import COUNT, POSITIVE, SHARE
+
 HELP = "PrefDisco: elicit a user's preferences by asking, then answer (build-scenarios, compile, evaluate, demo)"
 STEPS = {
     "build-scenarios": "turn a question set with answers into PrefDisco scenarios (personas, profiles, rubrics)",
@@ -33,13 +35,14 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
             continue
         _add_data_flags(step_parser, bundled_only=step == "demo")
         step_parser.add_argument("--output-dir", type=Path, default=RUNS, help="where results go")
-        step_parser.add_argument("--max-turns", type=int, default=DEMO_MAX_TURNS if step == "demo" else 5,
+        step_parser.add_argument("--max-turns", type=POSITIVE, default=DEMO_MAX_TURNS if step == "demo" else 5,
                                  help="the asker's turn budget (questions it may ask)")
         if step == "compile":
             _add_compile_flags(step_parser)
             continue
-        step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test")
-        step_parser.add_argument("--forced-questions", type=int,
+        step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test",
+                                 help="which scenarios to evaluate: a split by problem within each task, or all")
+        step_parser.add_argument("--forced-questions", type=COUNT,
                                  help="ask exactly this many questions (the paper's Figure 5) instead of deciding")
         step_parser.add_argument("--collaborative", action="store_true",
                                  help="the collaborative user simulator instead of the passive one")
@@ -81,9 +84,10 @@ def _add_build_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--problems", type=Path, help=f"JSONL of {{task, problem_id, original_problem}} rows "
                         f"(default: {from_package})")
     parser.add_argument("--output", type=Path, default=RUNS / "scenarios.jsonl", help="scenario JSONL to write")
-    parser.add_argument("--personas", type=int, default=8, help="distinct personas to sample (seeded by --seed)")
-    parser.add_argument("--personas-per-problem", type=int, default=2)
-    parser.add_argument("--attributes", type=int, default=2, help="attributes in each sparse profile")
+    parser.add_argument("--personas", type=POSITIVE, default=8, help="distinct personas to sample (seeded by --seed)")
+    parser.add_argument("--personas-per-problem", type=POSITIVE, default=2,
+                        help="scenarios per problem, each with another persona")
+    parser.add_argument("--attributes", type=POSITIVE, default=2, help="attributes in each sparse profile")
     parser.set_defaults(problems=None)
 
 
@@ -91,10 +95,10 @@ def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> N
     if not bundled_only:
         parser.add_argument("--data", help="stellalisy/prefq-bench or a local scenario .jsonl/.json/.parquet file "
                             "(default: the bundled SYNTHETIC scenarios)")
-    parser.add_argument("--val-share", type=float, default=0.25, help="share of each task's problems for validation")
-    parser.add_argument("--test-share", type=float, default=0.25, help="share of each task's problems for testing")
-    parser.add_argument("--max-scenarios", type=int, help="use only the first N scenarios of the split")
-    parser.add_argument("--per-task", type=int, default=1 if bundled_only else None,
+    parser.add_argument("--val-share", type=SHARE, default=0.25, help="share of each task's problems for validation")
+    parser.add_argument("--test-share", type=SHARE, default=0.25, help="share of each task's problems for testing")
+    parser.add_argument("--max-scenarios", type=POSITIVE, help="use only the first N scenarios of the split")
+    parser.add_argument("--per-task", type=POSITIVE, default=1 if bundled_only else None,
                         help="use only the first N scenarios of each task in the split")
 
 

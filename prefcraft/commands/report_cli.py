@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.cli import POSITIVE
+
 HELP = "write one self-contained HTML page (tables and figures) of the runs in an MLflow store"
 DEFAULT_OUTPUT = Path("runs/report.html")
 DEFAULT_RUNS = 50
@@ -21,18 +23,15 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     parser.add_argument("--config", type=Path, help="TOML settings file (its tracking_uri and experiment)")
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
     parser.add_argument("--experiment", help="MLflow experiment name (default prefcraft)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help=f"the page to write ({DEFAULT_OUTPUT})")
-    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
-                        help=f"the N most recent top-level runs, with everything under them ({DEFAULT_RUNS})")
+    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the page to write")
+    parser.add_argument("--runs", type=POSITIVE, default=DEFAULT_RUNS,
+                        help="the N most recent top-level runs, with everything under them")
 
 
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Path:
     """Writes the report; returns its path."""
-    from prefcraft.errors import ConfigError
     from prefcraft.html_report import write_report
 
-    if args.runs < 1:
-        raise ConfigError(f"--runs {args.runs}: a report needs at least one run", "give --runs 1 or more")
     path = write_report(settings.tracking_uri, settings.experiment, args.output, args.runs)
     echo(f"report of experiment {settings.experiment} ({settings.tracking_uri}) written to {path}")
     return path

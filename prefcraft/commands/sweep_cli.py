@@ -19,10 +19,10 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     steps = parser.add_subparsers(dest="step", required=True)
     run_parser = steps.add_parser("run", help="run the trials the study still lacks, each a nested MLflow run under "
                                   "sweep:<name>; report the Pareto front")
-    run_parser.add_argument("file", type=Path, metavar="SWEEP.toml")
+    run_parser.add_argument("file", type=Path, metavar="SWEEP.toml", help="the sweep file to run (or resume)")
     add_settings_flags(run_parser)  # over the file's [settings]; a searched temperature is over them both
     check_parser = steps.add_parser("check", help="validate sweep files against the step's options; runs nothing")
-    check_parser.add_argument("files", type=Path, nargs="+", metavar="SWEEP.toml")
+    check_parser.add_argument("files", type=Path, nargs="+", metavar="SWEEP.toml", help="sweep files to validate")
     check_parser.set_defaults(config=None)  # main() reads --config before any command; check takes no settings
 
 

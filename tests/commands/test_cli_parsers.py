@@ -1,0 +1,56 @@
+"""Every parser of the command line: whole flags only, a help text and a shown default for each flag, bounds checked."""
+
+import argparse
+
+import pytest
+
+from prefcraft.cli import main, make_parser
+
+
+def every_parser(parser=None, words=("prefcraft",)):
+    """(command words, parser) for the top-level parser and every subcommand and step under it."""
+    parser = parser or make_parser()
+    yield words, parser
+    for action in parser._actions:  # argparse offers no public way to reach subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            for name, subparser in action.choices.items():
+                yield from every_parser(subparser, (*words, name))
+
+
+PARSERS = {" ".join(words): parser for words, parser in every_parser()}
+
+
+@pytest.mark.parametrize("command", PARSERS)
+def test_every_flag_has_a_help_text(command):
+    parser = PARSERS[command]
+    assert not parser.allow_abbrev
+    missing = [action.option_strings or [action.dest] for action in parser._actions
+               if not isinstance(action, argparse._SubParsersAction) and not action.help]
+    assert not missing, f"{command}: flags without help: {missing}"
+
+
+@pytest.mark.parametrize("command", [command for command in PARSERS if "compile" in command.split()])
+def test_a_misspelt_flag_stops_before_anything_runs(command, capsys):
+    # `--candidate` was taken as `--candidates` by prefix matching: a paper-scale compile started.
+    with pytest.raises(SystemExit) as exited:
+        main([*command.split()[1:], "--candidate", "3", "--no-serve", "--task-api-base", "http://127.0.0.1:1/v1"])
+    assert exited.value.code == 2
+    assert "unrecognized arguments: --candidate 3" in capsys.readouterr().err
+
+
+def test_the_help_shows_each_default():
+    text = " ".join(PARSERS["prefcraft cupid compile"].format_help().split())
+    assert "personas held out for testing (default: 2)" in text
+    assert "--optimizer {miprov2,gepa,bootstrap_rs} miprov2 (the papers')" in text and "(default: miprov2)" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["cupid", "compile", "--candidates", "0"], "argument --candidates: 0 is not at least 1"),
+    (["prefdisco", "evaluate", "--test-share", "1.5"], "argument --test-share: 1.5 is not between 0.0 and 1.0"),
+    (["cupid", "evaluate", "--val-personas", "x"], "argument --val-personas: invalid int value: 'x'"),
+])
+def test_a_number_out_of_its_bounds_is_a_usage_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        make_parser().parse_args(argv)
+    assert exited.value.code == 2 and message in capsys.readouterr().err
