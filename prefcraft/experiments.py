@@ -32,6 +32,9 @@ OPTIONS_HINT = ("a step's options are its flags, '-' written '_' (`--max-instanc
                 "`prefcraft <component> <step> --help`); models, server and tracking go in the [settings] tables")
 
 
+EXPERIMENT_KEYS = {"name", "description", "component", "steps"}  # a settings file has none of them
+
+
 class Experiment(BaseModel):
     """An experiment file. `steps` maps each step to its options, in the order the file lists them (and they run)."""
 
@@ -101,6 +104,17 @@ def load_experiment(path: Path) -> Experiment:
         hint = OPTIONS_HINT if any(problem.startswith("steps.") for problem in problems) else None
         raise ConfigError(f"{path}: {'; '.join(problems)}", hint)
     return experiment.model_copy(update={"steps": validated})
+
+
+def is_settings_file(path: Path) -> bool:
+    """Whether `path` is a `--config` settings file (experiments/embedded.toml) rather than an experiment: it has only
+    settings keys, and none of an experiment's own. A file that cannot be read is not one: loading it names the
+    problem."""
+    try:
+        table = read_toml(path, "experiment")
+    except ConfigError:
+        return False
+    return not table.keys() & EXPERIMENT_KEYS and table.keys() <= Settings.model_fields.keys()
 
 
 def read_toml(path: Path, kind: str) -> dict[str, Any]:

@@ -169,6 +169,20 @@ def test_check_reports_every_file_and_fails_cleanly(tmp_path, capsys):
     assert main(["experiment", "check", *map(str, SHIPPED)]) == 0
 
 
+def test_check_of_the_whole_folder_names_and_skips_the_settings_files(capsys):
+    assert main(["experiment", "check", *map(str, sorted(EXPERIMENTS.glob("*.toml")))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(line for line in lines if line.endswith(": settings file, skipped")) == [
+        f"{EXPERIMENTS / name}: settings file, skipped" for name in sorted(SETTINGS_FILES)]
+    assert len([line for line in lines if ": ok (" in line]) == len(SHIPPED)
+
+
+def test_a_file_with_settings_and_an_experiment_key_is_checked_as_an_experiment(tmp_path, capsys):
+    mixed = write(tmp_path, 'component = "cupid"\nnum_threads = 2\n')
+    assert main(["experiment", "check", str(mixed)]) == 2
+    assert "name: missing" in capsys.readouterr().err
+
+
 def test_settings_layer_environment_then_file_then_flags(tmp_path, monkeypatch):
     path = write(tmp_path, """
 name = "t"

@@ -32,11 +32,12 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the experiment (returns each step's outcome) or checks the files (returns the experiments). `settings` is
     not used: an experiment runs on its own [settings] under the flags."""
-    from prefcraft.experiments import experiment_settings, load_experiment
+    from prefcraft.experiments import experiment_settings, is_settings_file, load_experiment
 
     if args.step == "check":
         return check_files(args.files, load_experiment,
-                           lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo)
+                           lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo,
+                           skipped=lambda path: "settings file, skipped" if is_settings_file(path) else None)
     from prefcraft.cli import settings_overrides
     from prefcraft.commands.experiment import run_experiment
 
@@ -46,12 +47,17 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
 
 
 def check_files(paths: list[Path], load: Callable[[Path], Any], describe: Callable[[Any], str],
-                echo: Callable[[str], None]) -> list[Any]:
-    """Every file is loaded with `load`; the invalid ones are reported together, one line each."""
+                echo: Callable[[str], None], skipped: Callable[[Path], str | None] = lambda path: None) -> list[Any]:
+    """Every file is loaded with `load`, but those `skipped` gives a reason for; the invalid ones are reported
+    together, one line each."""
     from prefcraft.errors import ConfigError
 
     loaded, errors = [], []
     for path in paths:
+        reason = skipped(path)
+        if reason:
+            echo(f"{path}: {reason}")
+            continue
         try:
             item = load(path)
         except ConfigError as error:
