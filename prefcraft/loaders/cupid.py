@@ -104,15 +104,17 @@ def load_instances(source: str | Path = SAMPLE_INSTANCES, *, skip_invalid: bool 
 
 
 def split_by_persona(
-    instances: Sequence[CupidInstance], *, val_personas: int, test_personas: int, seed: int = 0
+    instances: Sequence[CupidInstance], *, val_personas: int, test_personas: int, seed: int = 0,
+    source: str | Path | None = None,
 ) -> PersonaSplit:
     """Train / val / test by persona, so that no persona's sessions are seen in training and again in testing. The
-    personas are shuffled with `seed`; test takes the first `test_personas`, val the next, train the rest."""
+    personas are shuffled with `seed`; test takes the first `test_personas`, val the next, train the rest. Too few
+    personas for the split is a DataError naming `source` (the file the instances came from) and the flags to lower."""
     personas = sorted({instance.persona_id for instance in instances})
     if val_personas + test_personas >= len(personas):
-        raise DataError("instances", None, "persona_id",
-                        f"{len(personas)} personas cannot give {test_personas} test and {val_personas} validation "
-                        "personas and leave one for training", "use fewer validation or test personas")
+        raise DataError(source or "the instances", None, "persona_id",
+                        f"its {len(personas)} persona(s) cannot give {test_personas} test and {val_personas} "
+                        "validation personas and leave one for training", _split_hint(len(personas)))
     random.Random(seed).shuffle(personas)
     test, val = set(personas[:test_personas]), set(personas[test_personas:test_personas + val_personas])
     return PersonaSplit(
@@ -120,6 +122,15 @@ def split_by_persona(
         val=[i for i in instances if i.persona_id in val],
         test=[i for i in instances if i.persona_id in test],
     )
+
+
+def _split_hint(personas: int) -> str:
+    every = "or evaluate every instance with --split all"
+    if personas < 2:
+        return f"a split needs two personas or more: give a file with more personas, {every}"
+    fitting = "--test-personas 1 --val-personas " + ("1" if personas > 2 else "0")
+    return (f"lower --test-personas and --val-personas (test_personas, val_personas in an experiment file) to a sum "
+            f"below {personas}, e.g. {fitting}; {every}")
 
 
 def _parse_row(row: Any, source: str, index: int) -> CupidInstance:

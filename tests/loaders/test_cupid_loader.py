@@ -132,6 +132,20 @@ def test_split_by_persona_keeps_each_persona_in_one_split():
         split_by_persona(instances, val_personas=3, test_personas=3)
 
 
+def test_a_two_persona_file_cannot_give_the_default_split_and_the_error_says_what_to_lower(tmp_path):
+    path = write_jsonl(tmp_path / "two.jsonl", [real_row(p, kind) for p in ("p1", "p2")
+                                                 for kind in ("consistent", "contrastive", "changing")])
+    instances = load_instances(path).instances
+    with pytest.raises(DataError) as caught:
+        split_by_persona(instances, val_personas=2, test_personas=2, source=path)
+    error = caught.value
+    assert (error.path, error.field) == (str(path), "persona_id")
+    assert "its 2 persona(s) cannot give 2 test and 2 validation personas" in error.message
+    assert "--test-personas 1 --val-personas 0" in error.hint and "--split all" in error.hint
+    split = split_by_persona(instances, val_personas=0, test_personas=1, source=path)  # what the hint says works
+    assert len(split.train) == len(split.test) == 3 and not split.val
+
+
 def test_bundled_file_is_what_the_seeded_generator_writes(monkeypatch):
     import importlib.util
     import sys
