@@ -4,9 +4,12 @@ Baseline answers from the problem alone; Oracle answers with the hidden profile 
 question asker (uncompiled, and the compiled one when there is one) eliciting from the passive user simulator within
 its turn budget, then answering. Each condition is a child run in two steps through `evaluate_program`, scenarios in
 parallel: generation (the asker on the task model, the simulator on the judge model), then grading on the judge model
-(one call per rubric criterion, one correctness call). Per scenario: PrefAlign per condition and NormAlign per
-Discovery variant (undefined when Oracle equals Baseline, counted). Every dialogue, with its hidden profile, grades and
-scores, goes to `dialogues.jsonl` under the output directory; the summary to `summary.json`.
+(one call per rubric criterion, one correctness call). Per scenario: PrefAlign per condition (missing grades count
+as 1 and are counted). Per task and Discovery variant: NormAlign of the conditions' means (the paper's Table 2) and,
+beside it, the mean of per-scenario NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the
+share of tasks whose NormAlign is negative (the paper's 29.0% figure is this share over model-task pairs). Every
+dialogue, with its hidden profile, grades and scores, goes to `dialogues.jsonl` under the output directory; the
+summary to `summary.json`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,14 @@ from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, Scenario, load_scenarios
-from prefcraft.metrics.prefdisco import NormAlignSummary, norm_align, summarize_norm_align
+from prefcraft.metrics.prefdisco import (
+    ConditionScores,
+    NormAlignSummary,
+    missing_grades,
+    negative_count,
+    norm_align,
+    summarize_norm_align,
+)
 from prefcraft.metrics.stats import Estimate, bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example, grade_pref_align, grading_example
@@ -84,11 +94,13 @@ class ConditionResult:
     turns: list[dict[str, str]]
     estimated_preferences: list[dict[str, Any]]
     hidden_profile: str
-    grades: list[int] | None
+    grades: list[int | None] | None
+    """One per criterion; None for a criterion the grader gave no grade (counted as 1 in PrefAlign)."""
     correct: bool | None
     pref_align: float | None
     failed: str | None
     """None, or the step that failed: "generation" or "grading"."""
+    missing_grades: int = 0
 
 
 @dataclass
@@ -100,7 +112,11 @@ class ConditionSummary:
     questions: float
     """Questions asked per dialogue, over the dialogues that were generated (NaN when none was)."""
     failures: int
+    missing_grades: int
+    """Criteria without a grade in the scored responses, each counted as 1 in PrefAlign."""
     norm_align: NormAlignSummary | None
+    negative_tasks: tuple[int, int] | None = None
+    """Over all tasks (the "all" row): (tasks whose NormAlign of means is negative, tasks where it is defined)."""
 
 
 @dataclass
@@ -227,27 +243,51 @@ def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[Cond
             generated = [row for row in kept if row.failed != "generation"]
             normalized = None
             if condition not in (BASELINE, ORACLE):
-                normalized = summarize_norm_align(list(_norm_aligns(kept, results).values()), seed=seed)
+                normalized = summarize_norm_align(_condition_scores(kept, results), seed=seed)
             summaries.append(ConditionSummary(
                 task=task, condition=condition,
                 pref_align=bootstrap_mean([row.pref_align for row in scored], seed=seed),
                 accuracy=bootstrap_mean([float(bool(row.correct)) for row in scored], seed=seed),
                 questions=sum(len(row.turns) for row in generated) / len(generated) if generated else float("nan"),
-                failures=len(kept) - len(scored), norm_align=normalized))
+                failures=len(kept) - len(scored), missing_grades=sum(row.missing_grades for row in scored),
+                norm_align=normalized))
+    return _with_negative_tasks(summaries, tasks)
+
+
+def _with_negative_tasks(summaries: list[ConditionSummary], tasks: Sequence[str]) -> list[ConditionSummary]:
+    """The paper's negative share: on each Discovery variant's row over all tasks (its only row when there is one
+    task), how many of the tasks' NormAligns of means are negative."""
+    overall = "all" if len(tasks) > 1 else tasks[0]
+    for item in summaries:
+        if item.norm_align is not None and item.task == overall:
+            item.negative_tasks = negative_count([other.norm_align.of_means.mean for other in summaries
+                                                  if other.condition == item.condition and other.task in tasks])
     return summaries
+
+
+def _paired(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
+            ) -> dict[str, tuple[float, float, float]]:
+    """(discovery, baseline, oracle) PrefAlign per scenario (by id) of `rows` scored in all three conditions."""
+    baseline = {row.scenario_id: row.pref_align for row in results[BASELINE]}
+    oracle = {row.scenario_id: row.pref_align for row in results[ORACLE]}
+    paired = {}
+    for row in rows:
+        anchors = baseline.get(row.scenario_id), oracle.get(row.scenario_id)
+        if row.pref_align is not None and None not in anchors:
+            paired[row.scenario_id] = (row.pref_align, *anchors)
+    return paired
+
+
+def _condition_scores(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]) -> ConditionScores:
+    triples = list(_paired(rows, results).values())
+    return ConditionScores(*(tuple(column) for column in zip(*triples, strict=True))) if triples else \
+        ConditionScores((), (), ())
 
 
 def _norm_aligns(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
                  ) -> dict[str, float | None]:
     """NormAlign per scenario (by id) whose three conditions were all scored; None where it is undefined."""
-    baseline = {row.scenario_id: row.pref_align for row in results[BASELINE]}
-    oracle = {row.scenario_id: row.pref_align for row in results[ORACLE]}
-    values = {}
-    for row in rows:
-        anchors = baseline.get(row.scenario_id), oracle.get(row.scenario_id)
-        if row.pref_align is not None and None not in anchors:
-            values[row.scenario_id] = norm_align(row.pref_align, *anchors)
-    return values
+    return {scenario_id: norm_align(*triple) for scenario_id, triple in _paired(rows, results).items()}
 
 
 def slug(condition: str) -> str:
@@ -274,7 +314,8 @@ def _result(condition: str, scenario: Scenario, prediction: dspy.Prediction | No
         turns=list(getattr(prediction, "turns", None) or []),
         estimated_preferences=list(getattr(prediction, "preferences", None) or []),
         hidden_profile=scenario.hidden_profile(), grades=list(grades.grades) if grades else None,
-        correct=bool(grades.correct) if grades else None, pref_align=graded[1] if grades else None, failed=failed)
+        correct=bool(grades.correct) if grades else None, pref_align=graded[1] if grades else None, failed=failed,
+        missing_grades=missing_grades(grades.grades) if grades else 0)
 
 
 def _cost_metrics(cost: StepCost) -> dict[str, float]:
@@ -297,10 +338,16 @@ def _write_results(outcome: EvaluationOutcome, results: dict[str, list[Condition
     for item in outcome.summaries:
         prefix = f"{item.task}_{slug(item.condition)}_"
         metrics.update({f"{prefix}pref_align": item.pref_align.mean, f"{prefix}accuracy": item.accuracy.mean,
-                        f"{prefix}questions": item.questions})
+                        f"{prefix}questions": item.questions, f"{prefix}failures": float(item.failures),
+                        f"{prefix}missing_grades": float(item.missing_grades)})
         if item.norm_align is not None:
-            metrics.update({f"{prefix}norm_align": item.norm_align.mean.mean,
-                            f"{prefix}norm_align_negative_share": item.norm_align.negative_share.mean,
+            metrics.update({f"{prefix}norm_align": item.norm_align.of_means.mean,
+                            f"{prefix}norm_align_per_scenario": item.norm_align.per_scenario.mean,
+                            f"{prefix}norm_align_negative_share": item.norm_align.per_scenario_negative_share.mean,
                             f"{prefix}norm_align_undefined": float(item.norm_align.undefined)})
+        if item.negative_tasks is not None:
+            negative, defined = item.negative_tasks
+            metrics.update({f"{prefix}norm_align_negative_tasks": float(negative),
+                            f"{prefix}norm_align_defined_tasks": float(defined)})
     log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
     logger.info("wrote %d dialogues to %s", len(rows), outcome.results_path)

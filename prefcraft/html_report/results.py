@@ -17,7 +17,9 @@ from prefcraft.loaders.cupid import INSTANCE_TYPES
 from prefcraft.metrics.stats import bootstrap_mean
 
 NAN = math.nan
-PREFDISCO_METRICS = ("pref_align", "accuracy", "questions", "norm_align", "norm_align_negative_share",
+# The paper's NormAlign (of the conditions' means, per task) first, the per-scenario form beside it.
+PREFDISCO_METRICS = ("pref_align", "accuracy", "questions", "failures", "missing_grades", "norm_align",
+                     "norm_align_negative_tasks", "norm_align_per_scenario", "norm_align_negative_share",
                      "norm_align_undefined")
 # What a sweep's trial logs (prefcraft/sweeps.py), as the table's columns.
 TRIAL_METRICS = {"score": "score", "uncompiled_score": "uncompiled", "gain": "gain", "lm_calls": "LM calls",
@@ -98,8 +100,10 @@ def prefdisco_section(store: Store) -> Section:
             continue
         rows = [(task, condition, *(_prefdisco_cell(name, values.get(name, NAN)) for name in PREFDISCO_METRICS))
                 for task, conditions in by_task.items() for condition, values in conditions.items()]
-        blocks.append(Table(("task", "condition", "PrefAlign (1-5)", "accuracy", "questions", "NormAlign",
-                             "NormAlign < 0", "NormAlign undefined"), rows, title=_title(run)))
+        blocks.append(Table(("task", "condition", "PrefAlign (1-5)", "accuracy", "questions", "failed",
+                             "missing grades", "NormAlign (paper: of means)", "tasks with NormAlign < 0",
+                             "per-scenario NormAlign", "scenarios with NormAlign < 0", "NormAlign undefined"), rows,
+                            title=_title(run)))
         pref_align = {task: {c: v["pref_align"] for c, v in conds.items() if "pref_align" in v}
                       for task, conds in by_task.items()}
         blocks.append(Plot(f"{_title(run)}: PrefAlign", grouped_bars(pref_align, title=f"{_title(run)}: PrefAlign",
@@ -109,9 +113,11 @@ def prefdisco_section(store: Store) -> Section:
         if any(norm_align.values()):
             blocks.append(Plot(f"{_title(run)}: NormAlign", grouped_bars(
                 norm_align, title=f"{_title(run)}: NormAlign", ylabel="NormAlign (0 = baseline, 100 = oracle)")))
-    return Section("PrefDisco: PrefAlign and NormAlign per task", "NormAlign = 100 x (discovery - baseline) / (oracle "
-                   "- baseline), undefined where oracle = baseline.", "No prefdisco-evaluate run: `prefcraft prefdisco "
-                   "evaluate` (or `demo`) fills this table.", blocks)
+    return Section("PrefDisco: PrefAlign and NormAlign per task", "PrefAlign = Σ weight x grade / Σ weight (a missing "
+                   "grade counts as 1). NormAlign = 100 x (discovery - baseline) / (oracle - baseline): the paper's "
+                   "Table 2 form on the conditions' mean PrefAlign per task (drawn), and beside it the mean of "
+                   "per-scenario values, undefined where oracle = baseline.", "No prefdisco-evaluate run: `prefcraft "
+                   "prefdisco evaluate` (or `demo`) fills this table.", blocks)
 
 
 def _chart_plots(store: Store, charts: Callable[[RunRecord], list[Chart]], caption: str = "") -> list[Plot]:
@@ -226,11 +232,12 @@ def _prefdisco_figures(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]
 def _prefdisco_cell(name: str, value: float) -> str:
     if math.isnan(value):
         return "-"
-    if name == "norm_align":
+    if name in ("norm_align", "norm_align_per_scenario"):
         return f"{100 * value:.0f}"
     if name in ("accuracy", "norm_align_negative_share"):
         return f"{100 * value:.0f}%"
-    return number(value) if name == "norm_align_undefined" else f"{value:.2f}"
+    counts = ("failures", "missing_grades", "norm_align_negative_tasks", "norm_align_undefined")
+    return number(value) if name in counts else f"{value:.2f}"
 
 
 def _along_steps(points: list[tuple[int, float]]) -> list[tuple[float, float]]:

@@ -54,13 +54,37 @@ def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp
     [summary] = [s for s in outcome.summaries if s.task == "all" and s.condition == DISCOVERY]
     assert summary.norm_align.undefined == summary.norm_align.scenarios == 3 and summary.questions == 2
     table = format_evaluation(outcome)
-    assert "3/3" in table and "none defined" in table
+    assert "3/3" in table and "- (undefined)" in table
     summary_file = json.loads((tmp_path / "summary.json").read_text())
     assert summary_file["scenarios"] == 3
     assert summary_file["norm_align"][DISCOVERY] == {s.scenario_id: None for s in scenarios}
     # Calls: per scenario 1 + 1 answers, 2 x (asker + simulator) + 1 answer, and (criteria + 1) grading calls x 3.
     graded_calls = 3 * sum(len(s.criteria) + 1 for s in scenarios)
     assert len(lm.history) == 3 * (1 + 1 + 5) + graded_calls
+
+
+def _row(task: str, scenario: str, condition: str, pref_align: float | None, missing: int = 0):
+    return prefdisco.ConditionResult(scenario, task, condition, "r", "a", [], [], "", [], True, pref_align,
+                                     None if pref_align is not None else "grading", missing)
+
+
+def test_the_summary_gives_the_papers_norm_align_per_task_and_the_share_of_negative_tasks():
+    # math: D 3, 2 / B 2, 3 / O 4, 5 -> of means (2.5 - 2.5) / (4.5 - 2.5) = 0; per scenario 50 and -50.
+    # social: D 2 / B 3 / O 4 -> -100 (negative). So 1 of 2 tasks is negative, as in the paper's 61 of 210.
+    table = {"m1": ("math", 3.0, 2.0, 4.0), "m2": ("math", 2.0, 3.0, 5.0), "s1": ("social", 2.0, 3.0, 4.0)}
+    results = {condition: [_row(task, sid, condition, scores[index], missing=int(condition == DISCOVERY))
+                           for sid, (task, *scores) in table.items()]
+               for index, condition in enumerate((DISCOVERY, BASELINE, ORACLE))}
+    results[ORACLE].append(_row("social", "s2", ORACLE, None))  # a failed grading: left out, counted
+    summaries = {(s.task, s.condition): s for s in prefdisco.summarize(results, seed=0)}
+    math_row, social_row, overall = (summaries[(task, DISCOVERY)] for task in ("math", "social", "all"))
+    assert math_row.norm_align.of_means.mean == pytest.approx(0.0)
+    assert math_row.norm_align.per_scenario_negative_share.mean == pytest.approx(0.5)
+    assert social_row.norm_align.of_means.mean == pytest.approx(-1.0)
+    assert overall.negative_tasks == (1, 2) and math_row.negative_tasks is None
+    assert overall.missing_grades == 3 and summaries[("all", ORACLE)].failures == 1
+    # Over all tasks, the means: D 7/3, B 8/3, O 13/3 -> (-1/3) / (5/3) = -0.2.
+    assert overall.norm_align.of_means.mean == pytest.approx(-0.2)
 
 
 def test_splits_keep_all_personas_of_a_problem_together_and_do_not_overlap():
