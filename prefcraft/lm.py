@@ -56,6 +56,34 @@ def build_adapter(model: ModelSettings) -> SchemaAdapter:
 PROBE_MIN_TIMEOUT_S = 3.0
 
 
+# litellm providers that run on the user's own machines: they have no public address to fall back on.
+SELF_HOSTED_PROVIDERS = frozenset({"hosted_vllm", "vllm", "openai_like", "lm_studio", "llamafile", "xinference",
+                                   "litellm_proxy", "docker_model_runner"})
+
+
+def check_configured(model: ModelSettings, role: str) -> None:
+    """Fail before any call when `role`'s model, which no server of ours answers, has nowhere to send calls: a
+    self-hosted provider without an endpoint, or a hosted one whose API key is not set."""
+    if model.endpoints:
+        return
+    provider = model.model.split("/", 1)[0] if "/" in model.model else "openai"
+    if provider in SELF_HOSTED_PROVIDERS:
+        raise ConfigError(
+            f"the {role} model {model.model} has no endpoint, and with --no-serve nothing serves it",
+            f"give --{role}-api-base http://HOST:PORT/v1 (api_base in a config file), or drop --no-serve",
+        )
+    if model.api_key_env:
+        return  # _api_key names it when it is unset
+    import litellm
+
+    missing = litellm.validate_environment(model.model).get("missing_keys") or []
+    if missing:
+        raise ConfigError(
+            f"the {role} model {model.model} is a hosted model and {', '.join(missing)} is not set",
+            f"set {missing[0]}, name the variable that holds the key with api_key_env, or give --{role}-api-base",
+        )
+
+
 def check_reachable(model: ModelSettings) -> None:
     """Fail fast, naming the endpoint, when a server of a self-hosted model does not answer."""
     for api_base in model.endpoints:

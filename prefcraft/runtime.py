@@ -12,7 +12,7 @@ import dspy
 from prefcraft.backends import managed_server
 from prefcraft.errors import PrefcraftError
 from prefcraft.executors import Item, Result
-from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache, use_disk_cache
+from prefcraft.lm import build_adapter, build_lm, check_configured, check_reachable, configure_cache, use_disk_cache
 from prefcraft.settings import ModelSettings, Role, Settings
 
 logger = logging.getLogger(__name__)
@@ -42,8 +42,12 @@ def model_session(settings: Settings) -> Iterator[Settings]:
 
 
 def check_servers(settings: Settings) -> None:
-    """Raise ServerUnreachableError when the server of any role's model no longer answers."""
-    for role in ("task", "prompt", "judge"):
+    """Raise ConfigError when a role's model has nowhere to send calls, ServerUnreachableError when the server of
+    any role's model does not answer."""
+    roles: tuple[Role, ...] = ("task", "prompt", "judge")
+    for role in roles:
+        check_configured(settings.model_for(role), role)
+    for role in roles:
         check_reachable(settings.model_for(role))
 
 

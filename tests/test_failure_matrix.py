@@ -1,0 +1,70 @@
+"""The failure matrix: every step that calls a model, under every fault, ends with one clear error and a non-zero exit,
+its MLflow run not FINISHED, and nothing new under `compiled/`.
+
+Faults here need no model: no endpoint configured, a stand-in server that answers slowly. The faults on the real
+embedded server (a server killed mid-step, unparseable replies) are in tests/test_faults.py and
+tests/test_faults_components.py.
+"""
+
+import pytest
+from fault_commands import parent_runs
+
+from prefcraft.cli import main
+
+STEPS = {
+    "synthesizeme fit": ["fit", "--users", "sample_user_01"],
+    "synthesizeme evaluate": ["evaluate", "--users", "sample_user_01"],
+    "synthesizeme demo": ["demo"],
+    "persona compile": ["compile-persona", "--train-users", "sample_user_01", "--val-users", "sample_user_02",
+                        "--output", "compiled/persona_synthesizer/persona.json"],
+    "cupid evaluate": ["cupid", "evaluate", "--max-instances", "1"],
+    "cupid compile": ["cupid", "compile", "--max-instances", "1"],
+    "lampqa evaluate": ["lampqa", "evaluate", "--max-questions", "1"],
+    "lampqa compile": ["lampqa", "compile", "--max-questions", "1"],
+    "prefdisco evaluate": ["prefdisco", "evaluate", "--max-scenarios", "1"],
+    "prefdisco compile": ["prefdisco", "compile", "--max-scenarios", "2"],
+}
+
+
+def tracking(tmp_path):
+    return ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")]
+
+
+def assert_one_error_line(error: str, *needles: str) -> None:
+    lines = [line for line in error.splitlines() if line.startswith("prefcraft: error:")]
+    assert len(lines) == 1, error
+    assert all(needle in error for needle in needles), error
+    assert "Traceback" not in error, error
+
+
+def assert_nothing_finished(tmp_path) -> None:
+    if (tmp_path / "mlflow.db").exists():
+        assert "FINISHED" not in [run.info.status for run in parent_runs(tmp_path)]
+
+
+# No endpoint
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_no_endpoint_with_no_serve_is_one_error_naming_the_flag_before_any_call(step, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main([*STEPS[step], "--no-serve", *tracking(tmp_path)]) == 2
+    assert_one_error_line(capsys.readouterr().err, "the task model hosted_vllm/", "--task-api-base", "--no-serve")
+    assert_nothing_finished(tmp_path)
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "compiled").exists()
+
+
+def test_no_endpoint_names_the_role_whose_model_lacks_one(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    argv = [*STEPS["cupid evaluate"], "--no-serve", "--task-api-base", "http://127.0.0.1:9/v1",
+            "--judge-model", "hosted_vllm/judge", *tracking(tmp_path)]
+    assert main(argv) == 2
+    assert_one_error_line(capsys.readouterr().err, "the judge model hosted_vllm/judge", "--judge-api-base")
+
+
+def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main([*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]) == 2
+    assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
+    assert_nothing_finished(tmp_path)
