@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 
 import dspy
+from dspy.clients import DISK_CACHE_LIMIT
 
-from prefcraft.adapter import SchemaAdapter
+from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.backends.process import list_models
 from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.lm_cache import ReplyCache
 from prefcraft.routing import RouterEngine, endpoint_router
-from prefcraft.settings import ModelSettings, Settings
+from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -47,8 +49,13 @@ def _api_key(model: ModelSettings) -> str | None:
     return "EMPTY" if model.endpoints else None
 
 
-def build_adapter(model: ModelSettings) -> SchemaAdapter:
-    return SchemaAdapter(dialect=model.structured_output)
+def build_adapter(model: ModelSettings, profile: SmallModelProfile | None = None) -> SchemaAdapter:
+    """The structured-output adapter of `model`, bounded by the small-model profile when it is on (Settings'
+    `small_model_profile()`); without one, `max_tokens` alone bounds each reply, as in the papers."""
+    if profile is None:
+        return SchemaAdapter(dialect=model.structured_output)
+    bounds = LengthBounds(profile.string_chars, profile.list_items, profile.field_chars, profile.field_items)
+    return SchemaAdapter(dialect=model.structured_output, bounds=bounds)
 
 
 # The model list is cheap, but a server still busy with the calls that just timed out can take longer than a short call
@@ -111,8 +118,14 @@ def configure_cache(settings: Settings) -> Path:
 
 
 def use_disk_cache(directory: Path) -> None:
-    """DSPy's on-disk cache (with its in-memory one) in `directory`: for this process and every thread it starts."""
-    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))
+    """DSPy's on-disk cache (with its in-memory one) in `directory`: for this process and every thread it starts.
+
+    It is a ReplyCache, as `dspy.configure_cache` would build DSPy's own: replies cut short are never stored.
+    """
+    dspy.cache = ReplyCache(
+        enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory),
+        disk_size_limit_bytes=DISK_CACHE_LIMIT,
+    )
 
 
 def cache_directory(settings: Settings) -> Path:

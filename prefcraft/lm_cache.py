@@ -1,0 +1,88 @@
+"""DSPy's response cache, keeping only replies worth serving again.
+
+DSPy stores every reply whose HTTP call succeeded. Two kinds are not worth keeping, or a rerun after the server is
+fixed would be served the same broken reply: a reply the server cut short (finish reason `length`), which is never
+stored, and a reply the adapter could not parse, which is evicted from memory and disk as the parse fails. A reply
+whose connection closed mid-body never reaches the cache: the call raises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+import dspy
+from dspy.clients.cache import Cache
+from dspy.utils.exceptions import AdapterParseError
+
+CUT_SHORT = "length"
+
+# The (request, ignored keys) of each cache read or write inside `evict_unparsed_replies`, shared with the worker
+# threads in which DSPy's async calls use the cache.
+_replies_in_flight: ContextVar[list[tuple[dict[str, Any], list[str] | None]] | None] = ContextVar(
+    "replies_in_flight", default=None
+)
+
+
+class ReplyCache(Cache):
+    """DSPy's two-tier cache that refuses replies cut short and can forget a reply by the request it answered."""
+
+    def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
+        reply = super().get(request, ignored_args_for_cache_key)
+        if reply is not None:
+            _note(request, ignored_args_for_cache_key)
+        return reply
+
+    def put(
+        self,
+        request: dict[str, Any],
+        value: Any,
+        ignored_args_for_cache_key: list[str] | None = None,
+        enable_memory_cache: bool = True,
+    ) -> None:
+        if CUT_SHORT in finish_reasons(value):
+            return
+        _note(request, ignored_args_for_cache_key)
+        super().put(request, value, ignored_args_for_cache_key, enable_memory_cache)
+
+    def forget(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> None:
+        """Evict the reply to `request` from memory and disk, so that the next call asks the model again."""
+        key = self.cache_key(request, ignored_args_for_cache_key)
+        with self._lock:  # the lock under which DSPy writes the memory tier
+            self.memory_cache.pop(key, None)
+        if self.enable_disk_cache:
+            self.disk_cache.delete(key)
+
+
+@contextmanager
+def evict_unparsed_replies() -> Iterator[None]:
+    """Around an adapter call: when parsing its reply fails, that reply leaves the cache before the error goes on."""
+    replies: list[tuple[dict[str, Any], list[str] | None]] = []
+    token = _replies_in_flight.set(replies)
+    try:
+        yield
+    except AdapterParseError:
+        if isinstance(dspy.cache, ReplyCache):
+            for request, ignored in replies:
+                dspy.cache.forget(request, ignored)
+        raise
+    finally:
+        _replies_in_flight.reset(token)
+
+
+def finish_reasons(record: Any) -> list[str | None]:
+    """The finish reason of each choice in a cached record: DSPy's own record of a canonical call, or the raw
+    OpenAI-style reply of a litellm call."""
+    if isinstance(record, dict) and "responses" in record:
+        return [response.get("finish_reason") for response in record["responses"]]
+    choices = record.get("choices") if isinstance(record, dict) else getattr(record, "choices", None)
+    return [choice.get("finish_reason") if isinstance(choice, dict) else getattr(choice, "finish_reason", None)
+            for choice in choices or []]
+
+
+def _note(request: dict[str, Any], ignored_args_for_cache_key: list[str] | None) -> None:
+    replies = _replies_in_flight.get()
+    if replies is not None:
+        replies.append((request, ignored_args_for_cache_key))

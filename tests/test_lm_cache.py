@@ -1,0 +1,107 @@
+"""No cached failures: a reply cut short or unparseable is asked again on the next run once the server is healed,
+while good replies stay cached. Real LM calls through build_lm against a stand-in server behind a cutting proxy."""
+
+from collections.abc import Iterator
+from contextlib import nullcontext
+
+import dspy
+import pytest
+from cutting_proxy import CuttingProxy
+from dspy.utils.exceptions import AdapterParseError
+from litellm import ModelResponse
+from openai_standin import StandInServer
+
+from prefcraft.lm import build_adapter, build_lm, use_disk_cache
+from prefcraft.lm_cache import ReplyCache, evict_unparsed_replies, finish_reasons
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
+
+QUESTIONS = [f"question {index}" for index in range(4)]
+ANSWERED_BEFORE_THE_CUT = 2
+CUT = len(QUESTIONS) - ANSWERED_BEFORE_THE_CUT
+ANSWERED_THEN_CUT = ["hi"] * ANSWERED_BEFORE_THE_CUT + [None] * CUT
+
+
+@pytest.fixture
+def standin() -> Iterator[StandInServer]:
+    server = StandInServer()
+    yield server
+    server.close()
+
+
+def ask_all(model: ModelSettings, *, evicting: bool) -> list[str | None]:
+    """One run: each question once; None where the call failed or its reply did not parse."""
+    predict = dspy.Predict("question -> answer")
+    answers = []
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+        for question in QUESTIONS:
+            try:
+                with evict_unparsed_replies() if evicting else nullcontext():
+                    answers.append(predict(question=question).answer)
+            except (dspy.LMError, AdapterParseError):
+                answers.append(None)
+    return answers
+
+
+def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir, *, evicting: bool):
+    """Three runs: cut mid-way, then healed (same process), then a new process on the same disk cache. Returns the
+    answers of each run and the requests that reached the model in each."""
+    proxy = CuttingProxy(standin.api_base, mode, cut_after=ANSWERED_BEFORE_THE_CUT)
+    model = ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_base=proxy.api_base, num_retries=0,
+                          timeout_s=10)
+    answers, requests = [], []
+    try:
+        use_disk_cache(cache_dir)
+        for run in ("cut", "healed", "new process"):
+            if run == "healed":
+                proxy.heal()
+            if run == "new process":
+                use_disk_cache(cache_dir)
+            before = len(standin.bodies)
+            answers.append(ask_all(model, evicting=evicting))
+            requests.append(len(standin.bodies) - before)
+    finally:
+        proxy.close()
+    return answers, requests
+
+
+@pytest.mark.parametrize("mode", ["length", "hang_up"])
+def test_a_reply_cut_short_is_never_cached_and_the_healed_rerun_asks_again(mode, standin, tmp_path):
+    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, evicting=False)
+    assert answers == [ANSWERED_THEN_CUT, ["hi"] * len(QUESTIONS), ["hi"] * len(QUESTIONS)]
+    assert requests == [len(QUESTIONS), CUT, 0]
+
+
+def test_an_unparsed_reply_is_evicted_and_the_healed_rerun_asks_again(standin, tmp_path):
+    answers, requests = rerun_after_a_cut("garbled", standin, tmp_path, evicting=True)
+    assert answers == [ANSWERED_THEN_CUT, ["hi"] * len(QUESTIONS), ["hi"] * len(QUESTIONS)]
+    assert requests == [len(QUESTIONS), CUT, 0]
+
+
+def test_without_eviction_an_unparsed_reply_is_served_again(standin, tmp_path):
+    """The failure the eviction is for: DSPy stores a complete reply that does not parse like any other."""
+    answers, requests = rerun_after_a_cut("garbled", standin, tmp_path, evicting=False)
+    assert answers == [ANSWERED_THEN_CUT] * 3
+    assert requests == [len(QUESTIONS), 0, 0]
+
+
+def test_the_reply_cache_is_sized_as_dspys_own(tmp_path):
+    dspy.configure_cache(disk_cache_dir=str(tmp_path / "dspy"))
+    dspys_own = dspy.cache
+    use_disk_cache(tmp_path / "ours")
+    assert isinstance(dspy.cache, ReplyCache)
+    assert dspy.cache.disk_cache_dir == str(tmp_path / "ours")
+    assert dspy.cache.disk_cache.size_limit == dspys_own.disk_cache.size_limit
+    assert dspy.cache.memory_cache.maxsize == dspys_own.memory_cache.maxsize
+
+
+@pytest.mark.parametrize(
+    ("record", "reasons"),
+    [
+        ({"_dspy_format": "dspy-lm15-result-v1", "responses": [{"finish_reason": "length"}]}, ["length"]),
+        ({"choices": [{"finish_reason": "stop"}, {"finish_reason": "length"}]}, ["stop", "length"]),
+        (ModelResponse(choices=[{"finish_reason": "length", "message": {"content": "{"}}]), ["length"]),
+        ("not a reply", []),
+    ],
+)
+def test_finish_reasons_are_read_from_either_record_shape(record, reasons):
+    assert finish_reasons(record) == reasons
