@@ -383,7 +383,8 @@ def test_prompt_snapshot(case: Case) -> None:
     if rendered != committed:
         diff = difflib.unified_diff(committed.splitlines(keepends=True), rendered.splitlines(keepends=True),
                                     fromfile=f"{case.path} (committed)", tofile=f"{case.path} (rendered now)")
-        pytest.fail(f"the prompts changed; review the diff, then regenerate with {REGENERATE}\n{''.join(diff)}")
+        pytest.fail(f"the prompts changed; review the diff, then regenerate with {REGENERATE}\n{''.join(diff)}",
+                    pytrace=False)
 
 
 def test_every_program_has_a_snapshot() -> None:
