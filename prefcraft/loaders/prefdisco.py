@@ -5,11 +5,17 @@ A file's first line is `{"type": "metadata", ...}`; each further line is `{"type
 source row of the task's dataset, so its keys vary; it is normalized here to a question (with lettered options when
 there are any) and a gold answer. The criteria's weights must sum to 1 (± 0.05), as the reference writes them; extra
 keys are ignored. Errors name the file, the line (0-based, the metadata line included) and the field.
+
+A scenario's task is its row's `task`, else the `task` of the metadata line above it (the reference keeps one task per
+file). Without either, a warning says what was assumed: the problem ids' prefixes up to '-' when every id has one,
+else one task for the whole file.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
+
+logger = logging.getLogger(__name__)
 
 HUB_DATASET = "stellalisy/prefq-bench"
 SAMPLE_SCENARIOS = Path(__file__).resolve().parents[1] / "data" / "prefdisco" / "scenarios.jsonl"
@@ -87,7 +95,7 @@ class Criterion:
 class Scenario:
     scenario_id: str
     task: str
-    """The row's `task`, else the problem id up to its first '-' (the reference keeps one task per file)."""
+    """The row's `task`, else its file's (module docstring)."""
     problem_id: str
     question: str
     answer: str
@@ -108,10 +116,12 @@ def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[
     `stellalisy/prefq-bench`; metadata rows are skipped. Raises DataError at the first row that breaks the schema."""
     scenarios: list[Scenario] = []
     seen: dict[str, int] = {}
+    file_task = None
     for line, row in enumerate(read_rows(source, hub_split=hub_split)):
         if isinstance(row, dict) and row.get("type") == "metadata":
+            file_task = str(row["task"]) if row.get("task") else None
             continue
-        scenario = parse_scenario(row, str(source), line)
+        scenario = parse_scenario(row, str(source), line, file_task)
         if scenario.scenario_id in seen:
             raise DataError(source, line, "problem_id", f"scenario {scenario.scenario_id} repeats line "
                             f"{seen[scenario.scenario_id]}", "give each persona of a problem its own persona id")
@@ -119,10 +129,62 @@ def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[
         scenarios.append(scenario)
     if not scenarios:
         raise DataError(source, None, None, "no personalized_problem rows")
-    return scenarios
+    return _with_assumed_tasks(scenarios, source)
 
 
-def parse_scenario(row: Any, source: str, line: int) -> Scenario:
+def _with_assumed_tasks(scenarios: list[Scenario], source: str | Path) -> list[Scenario]:
+    """The scenarios, those whose data names no task given one (module docstring), with a warning."""
+    untasked = [s for s in scenarios if not s.task]
+    if not untasked:
+        return scenarios
+    by_prefix = all("-" in s.problem_id for s in untasked)
+    file_task = Path(str(source)).stem
+    assumed = {s.scenario_id: s.problem_id.split("-", 1)[0] if by_prefix else file_task for s in untasked}
+    logger.warning("%s: %d scenario(s) name no task (no 'task' in the row or the metadata line): assumed %s", source,
+                   len(untasked), f"their problem ids' prefixes ({', '.join(sorted(set(assumed.values())))})"
+                   if by_prefix else f"one task for the file, '{file_task}'")
+    return [replace(s, task=assumed[s.scenario_id]) if s.scenario_id in assumed else s for s in scenarios]
+
+
+MIN_PROBLEMS_TO_SPLIT = 3
+
+
+def split_scenarios(scenarios: list[Scenario], split: str, *, val_share: float, test_share: float,
+                    source: str | Path) -> list[Scenario]:
+    """The scenarios of `split`: within each task, the problems (sorted by id) are split so that the last ones are
+    test and the ones before them validation (each at least one, in tasks of 3 problems or more; smaller tasks are all
+    train); all personas of a problem stay in one split. An empty split is a DataError naming `source` and saying what
+    it holds."""
+    wanted: set[str] = set()
+    for task in sorted({s.task for s in scenarios}):
+        problems = sorted({s.problem_id for s in scenarios if s.task == task})
+        held_out = len(problems) >= MIN_PROBLEMS_TO_SPLIT
+        test = max(1, round(len(problems) * test_share)) if held_out else 0
+        val = max(1, round(len(problems) * val_share)) if held_out else 0
+        cut = max(len(problems) - test - val, 0)
+        parts = {"train": problems[:cut], "val": problems[cut:len(problems) - test],
+                 "test": problems[len(problems) - test:]}
+        wanted.update(parts[split])
+    chosen = [s for s in scenarios if s.problem_id in wanted]
+    if not chosen:
+        raise _empty_split(split, scenarios, source)
+    return chosen
+
+
+def _empty_split(name: str, scenarios: list[Scenario], source: str | Path) -> DataError:
+    problems = Counter(task for task, _ in {(s.task, s.problem_id) for s in scenarios})
+    sizes = ", ".join(f"{task}: {count}" for task, count in sorted(problems.items())[:5])
+    return DataError(
+        source, None, "task",
+        f"no scenarios in split '{name}': {len(scenarios)} scenario(s) in {len(problems)} task(s); a task's problems "
+        f"are split into train, val and test only from {MIN_PROBLEMS_TO_SPLIT} problems on (problems per task: "
+        f"{sizes}{', ...' if len(problems) > 5 else ''})",
+        "name each row's task (a 'task' key in the row or the file's metadata line), with 3 problems or more per task, "
+        "or use --split all")
+
+
+def parse_scenario(row: Any, source: str, line: int, file_task: str | None = None) -> Scenario:
+    """One scenario row; its task is the row's, else `file_task` (from the metadata line), else empty."""
     if not isinstance(row, dict):
         raise DataError(source, line, None, f"expected an object, got {type(row).__name__}")
     try:
@@ -146,7 +208,7 @@ def parse_scenario(row: Any, source: str, line: int) -> Scenario:
                         f"weights sum to {total:.3f}, not 1", "weights are local_importance / their sum")
     persona_id = parsed.persona.get("persona_id", parsed.persona.get("id", line))
     problem_id = parsed.problem_id
-    task = parsed.task or problem_id.split("-", 1)[0]
+    task = parsed.task or file_task or ""
     return Scenario(f"{problem_id}:{persona_id}", task, problem_id, question, answer, parsed.persona, tuple(criteria))
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from prefcraft.errors import DataError
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios, split_scenarios
 
 METADATA = {"type": "metadata", "task": "math", "extra": 1}
 
@@ -36,7 +36,7 @@ def write(tmp_path, rows, name="scenarios.jsonl"):
 
 def test_a_reference_file_loads_with_its_metadata_line_skipped(tmp_path):
     [scenario] = load_scenarios(write(tmp_path, [METADATA, scenario_row()]))
-    assert scenario.scenario_id == "p1:a" and scenario.task == "p1" and scenario.answer == "4"
+    assert scenario.scenario_id == "p1:a" and scenario.task == "math" and scenario.answer == "4"
     assert scenario.weights == [0.75, 0.25]
     assert scenario.hidden_profile() == "- detail: brief\n- tone: warm"
     assert "brief" in scenario.criteria[0].grading_text() and "1 = long" in scenario.criteria[0].grading_text()
@@ -102,3 +102,51 @@ def test_the_bundled_scenarios_load_and_are_marked_synthetic():
     assert len(scenarios) == 24 and {s.task for s in scenarios} == {"math", "science", "social"}
     assert json.loads(SAMPLE_SCENARIOS.read_text().splitlines()[0])["synthetic"] is True
     assert all(abs(sum(s.weights) - 1) <= 0.05 and 1 <= len(s.criteria) <= 3 for s in scenarios)
+
+
+def problems(ids, personas=("a", "b"), **changes):
+    return [scenario_row(problem_id=problem_id, persona={"persona_id": persona}, **changes)
+            for problem_id in ids for persona in personas]
+
+
+def test_the_task_comes_from_the_row_else_the_metadata_line(tmp_path, caplog):
+    rows = [METADATA, *problems(["q1", "q2"]), scenario_row(problem_id="q3", task="science")]
+    scenarios = load_scenarios(write(tmp_path, rows))
+    assert [s.task for s in scenarios] == ["math"] * 4 + ["science"]
+    assert not caplog.records
+
+
+def test_ids_without_a_dash_and_no_task_in_the_data_make_one_task_per_file(tmp_path, caplog):
+    # The id prefix made every problem its own task of one problem: no task could give a test split.
+    path = write(tmp_path, [{"type": "metadata"}, *problems(["q1", "q2", "q3", "q4"])], name="algebra.jsonl")
+    scenarios = load_scenarios(path)
+    assert {s.task for s in scenarios} == {"algebra"}
+    assert "8 scenario(s) name no task" in caplog.text and "one task for the file, 'algebra'" in caplog.text
+    test = split_scenarios(scenarios, "test", val_share=0.25, test_share=0.25, source=path)
+    assert {s.problem_id for s in test} == {"q4"} and len(test) == 2
+
+
+def test_ids_with_a_dash_and_no_task_in_the_data_fall_back_to_their_prefix_with_a_warning(tmp_path, caplog):
+    scenarios = load_scenarios(write(tmp_path, problems(["math-1", "logic-1"])))
+    assert [s.task for s in scenarios] == ["math", "math", "logic", "logic"]
+    assert "their problem ids' prefixes (logic, math)" in caplog.text
+
+
+def test_an_empty_split_names_the_file_and_what_it_holds(tmp_path):
+    path = write(tmp_path, [METADATA, *problems(["q1", "q2"])])
+    scenarios = load_scenarios(path)
+    assert len(split_scenarios(scenarios, "train", val_share=0.25, test_share=0.25, source=path)) == 4
+    with pytest.raises(DataError) as caught:
+        split_scenarios(scenarios, "test", val_share=0.25, test_share=0.25, source=path)
+    error = caught.value
+    assert error.path == str(path)
+    assert "no scenarios in split 'test': 4 scenario(s) in 1 task(s)" in error.message
+    assert "(problems per task: math: 2)" in error.message and "--split all" in error.hint
+
+
+def test_the_bundled_scenarios_split_by_problem_within_each_task():
+    scenarios = load_scenarios(SAMPLE_SCENARIOS)
+    splits = {name: split_scenarios(scenarios, name, val_share=0.25, test_share=0.25, source=SAMPLE_SCENARIOS)
+              for name in ("train", "val", "test")}
+    assert [len(part) for part in splits.values()] == [12, 6, 6]
+    assert {s.problem_id for s in splits["test"]} == {"math-4", "science-4", "social-4"}
