@@ -3,6 +3,10 @@
 The metric is the paper's preference match on one instance: `PreferenceMatch` decomposes the inferred preference and
 runs the matcher both ways, on the grader model (`grader` enters its context), and the instance's F1 is the score.
 MIPROv2 averages per-instance F1 over the validation set; reports pool the matched counts instead (micro F1).
+
+DSPy uses a training example itself as a labeled demo, and the prompt shows only the predictor's fields: the examples
+handed to the optimizer carry the gold preference under the inferrer's output name too, or a labeled demo would reach
+the prompt without its answer (and the adapter would leave it out).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import dspy
 
 from prefcraft.metrics.cupid import ChecklistMatch
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, compile_program, thresholded
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer, PreferenceMatch
 
@@ -55,11 +60,17 @@ def compile_inferrer(
     task_model: dspy.LM | None = None,
 ) -> PreferenceInferrer:
     """MIPROv2 over a fresh inferrer of `variant`; the returned program carries `score` and `trial_logs` from DSPy."""
-    return compile_program(
-        PreferenceInferrer(variant), trainset=trainset, valset=valset,
+    compiled = compile_program(
+        PreferenceInferrer(variant), trainset=[labeled(example) for example in trainset], valset=valset,
         metric=inference_metric(grader, config.metric_threshold), config=config,
         prompt_model=prompt_model, task_model=task_model,
     )
+    return keep_prompt_demos(compiled)
+
+
+def labeled(example: dspy.Example) -> dspy.Example:
+    """A training example that is also a complete demo of the inferrer: its gold preference named `preference`."""
+    return example.copy(preference=example.gold_preference)
 
 
 def load_inferrer(path: Path) -> tuple[PreferenceInferrer, dict[str, Any]]:

@@ -3,7 +3,8 @@
 The metric is the paper's: `AspectJudge` scores the answer on each gold aspect of the question, on the grader model
 (`grader` enters its context), and the question's score is Σ / (2 · #aspects). Training questions' gold reaches the
 optimizer only through this metric (and MIPROv2's summary of the train set for its proposer), as the paper trains its
-planner on the train split's aspects; the programs themselves never read a narrative or an aspect.
+planner on the train split's aspects; the programs themselves never read a narrative or an aspect. No example carries
+a plan or an answer, so a labeled demo can never reach a prompt: only bootstrapped demos are kept.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import dspy
 
 from prefcraft.metrics.lampqa import question_score
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, compile_program, thresholded
 from prefcraft.programs.lampqa import DEFAULT_K, AspectJudge, BM25Retriever, PlanPers, Retriever
 
@@ -56,10 +58,11 @@ def compile_planpers(
     task_model: dspy.LM | None = None,
 ) -> PlanPers:
     """MIPROv2 over a fresh PlanPers (both predictors); the result carries `score` and `trial_logs` from DSPy."""
-    return compile_program(
+    compiled = compile_program(
         PlanPers(retriever), trainset=trainset, valset=valset, metric=aspect_metric(grader, config.metric_threshold),
         config=config, prompt_model=prompt_model, task_model=task_model,
     )
+    return keep_prompt_demos(compiled)
 
 
 def load_planpers(path: Path, retriever: Retriever | None = None) -> tuple[PlanPers, dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Examples carry only the asker's inputs (the problem and the `SimulatedUser`) and the scenario id; the scorer looks the
 scenario's rubric and gold answer up by id, so neither the hidden profile nor the gold answer is a field that MIPROv2
-could show the asker (as a labelled demo) or the proposer.
+could show the asker (as a labelled demo) or the proposer. With no gold turn or answer, a labelled demo never reaches
+a prompt: only bootstrapped demos are kept.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import dspy
 
 from prefcraft.loaders.prefdisco import Scenario
 from prefcraft.metrics.prefdisco import MAX_GRADE, pref_align
+from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, compile_program, thresholded
 from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, SimulatedUser
 
@@ -69,7 +71,8 @@ def compile_asker(
     task_model: dspy.LM | None = None,
 ) -> dspy.Module:
     """The optimizer (MIPROv2 by default) over the asker's two predictors (the turn decision and the answer)."""
-    return compile_program(asker, trainset=trainset, valset=valset,
-                           metric=thresholded(score, config.metric_threshold), config=config,
-                           prompt_model=prompt_model, task_model=task_model)
+    compiled = compile_program(asker, trainset=trainset, valset=valset,
+                               metric=thresholded(score, config.metric_threshold), config=config,
+                               prompt_model=prompt_model, task_model=task_model)
+    return keep_prompt_demos(compiled)
 

@@ -7,6 +7,7 @@ import dspy
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
+from prefcraft.adapter import SchemaAdapter
 from prefcraft.loaders.cupid import SAMPLE_INSTANCES, load_instances
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, compile_inferrer, inference_metric, load_inferrer
@@ -53,6 +54,21 @@ class FieldFillingEngine:
         pass
 
 
+class DemoRewardingEngine(FieldFillingEngine):
+    """Infers "brief" (a full match) only when the prompt shows demos, so a demo set beats zero-shot."""
+
+    def complete(self, request):
+        self.few_shot = any(message.role == "assistant" for message in request.messages)
+        return super().complete(request)
+
+    def value(self, field, system, user):
+        if field == "preference":
+            return "brief" if self.few_shot else "long"
+        if field == "proposed_instruction":
+            return "Infer the user's preference."
+        return super().value(field, system, user)
+
+
 def examples(count):
     return [instance.example() for instance in load_instances(SAMPLE_INSTANCES).instances[:count]]
 
@@ -74,6 +90,26 @@ def test_real_mipro_compile_on_a_fake_engine_changes_the_program_and_round_trips
     assert metadata["variant"] == "all"
     assert reloaded.infer.signature.instructions == compiled.infer.signature.instructions
     assert len(reloaded.infer.demos) == len(compiled.infer.demos)
+
+
+def test_labeled_and_bootstrapped_demos_carry_the_inferrers_fields_and_reach_its_prompt():
+    """Labeled demos are training examples placed as they are: each must show its gold preference as the answer."""
+    lm = dspy.LM("fake-model", engine=DemoRewardingEngine(), cache=False)
+    config = OptimizerConfig(num_candidates=3, num_trials=3, max_bootstrapped_demos=1, max_labeled_demos=3,
+                             num_threads=1, metric_threshold=0.5)
+    trainset = examples(4)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        compiled = compile_inferrer("all", trainset=trainset, valset=examples(6)[4:],
+                                    grader=lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), config=config,
+                                    prompt_model=lm, task_model=lm)
+    demos = compiled.infer.demos
+    labeled = [demo for demo in demos if not demo.get("augmented")]
+    assert labeled, "the chosen demo set holds labeled demos"
+    assert all(set(demo.keys()) <= {"sessions", "current_request", "preference", "augmented"} for demo in demos)
+    assert {demo["preference"] for demo in labeled} <= {example.gold_preference for example in trainset}
+    messages = SchemaAdapter().format(compiled.infer.signature, demos, {"sessions": "s", "current_request": "r"})
+    assert len(messages) == 2 + 2 * len(demos)  # system, a user/assistant pair per demo, the input
+    assert [json.loads(m["content"])["preference"] for m in messages[2:-1:2]] == [d["preference"] for d in demos]
 
 
 def test_metric_is_the_instance_f1_and_a_threshold_when_bootstrapping():
