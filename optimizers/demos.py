@@ -1,4 +1,4 @@
-"""Demos as the prompt shows them: each predictor keeps the demos that reach its prompt, with its signature's fields only.
+"""Demos as the prompt shows them: each predictor keeps the demos that reach its prompt, with its own fields only.
 
 DSPy places a labeled demo in every predictor as the training example it is (LabeledFewShot, BootstrapFewShot), so it
 carries whatever the example carries: the program's inputs, gold labels under their own names, ids. The adapter renders

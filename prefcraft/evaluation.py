@@ -10,6 +10,7 @@ import dspy
 
 from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
+from prefcraft.metrics.degenerate import count_degenerate, text_output_fields
 from prefcraft.metrics.pairwise import Judgment, preference_correct
 from prefcraft.runtime import lm_context
 from prefcraft.settings import ModelSettings, Role, Settings
@@ -56,6 +57,16 @@ def evaluate_program(
     return results, meter.usage
 
 
+def degenerate_outputs(
+    program: dspy.Module, results: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
+) -> int:
+    """How many free-text outputs in `evaluate_program`'s results are degenerate (empty, a template placeholder, the
+    field's own name): the text output fields of the program's predictors, wherever the program returns them. Such an
+    output parsed, so it is no failure, and graders have scored it well: every evaluation counts it apart."""
+    fields = sorted({name for predictor in program.predictors() for name in text_output_fields(predictor.signature)})
+    return count_degenerate((prediction for _, prediction, _ in results), fields)
+
+
 def judge_pairs(
     program: dspy.Module,
     pairs: Sequence[PreferencePair],
@@ -90,14 +101,16 @@ def _warm_prefix(program: dspy.Module, example: dspy.Example) -> None:
 @dataclass
 class StepCost:
     """What one step of a pipeline cost over all its items: LM requests and tokens (DSPy cache hits are free), wall
-    seconds, and the items whose call or parse failed."""
+    seconds, the items whose call or parse failed, and the degenerate outputs among those that parsed."""
 
     usage: LMUsage
     seconds: float
     failures: int
+    degenerate: int = 0
 
     def as_metrics(self, prefix: str) -> dict[str, float]:
-        return {**self.usage.as_metrics(prefix), f"{prefix}seconds": self.seconds, f"{prefix}failures": self.failures}
+        return {**self.usage.as_metrics(prefix), f"{prefix}seconds": self.seconds, f"{prefix}failures": self.failures,
+                f"{prefix}degenerate_outputs": self.degenerate}
 
 
 def run_step(
@@ -110,4 +123,4 @@ def run_step(
         results, usage = evaluate_program(program, examples, metric, model=session.model_for(role),
                                           num_threads=session.num_threads)
     failures = sum(prediction is None for _, prediction, _ in results)
-    return results, StepCost(usage, time.perf_counter() - started, failures)
+    return results, StepCost(usage, time.perf_counter() - started, failures, degenerate_outputs(program, results))

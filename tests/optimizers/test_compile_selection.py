@@ -1,0 +1,92 @@
+"""The ship gate: a compile ships only when it changed the program, gave no degenerate output and beat the uncompiled
+program on validation; the verdict, the saved file and the MLflow run carry the degenerate counts."""
+
+import json
+
+import dspy
+import mlflow
+import pytest
+from openai_standin import StandInServer
+
+from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, keep_if_better, ship_decision
+from prefcraft.runtime import lm_context
+from prefcraft.settings import Settings
+from prefcraft.tracking import tracked_run
+
+
+def test_a_compile_that_beats_the_uncompiled_program_with_clean_outputs_wins():
+    won, reason = ship_decision(Validation(0.5, 0), Validation(0.8, 0), differs=True)
+    assert won and "0.800 against 0.500" in reason
+
+
+def test_a_compile_that_changed_nothing_never_wins():
+    won, reason = ship_decision(Validation(0.5, 0), Validation(0.9, 0), differs=False)
+    assert not won and "changed no instruction or demo" in reason
+
+
+@pytest.mark.parametrize("uncompiled_degenerate", [0, 1, 5])
+def test_any_degenerate_validation_output_refuses_a_compile_whatever_its_score(uncompiled_degenerate):
+    won, reason = ship_decision(Validation(0.5, uncompiled_degenerate), Validation(0.857, 1), differs=True)
+    assert not won
+    assert "1 of its validation outputs are degenerate" in reason and f"uncompiled: {uncompiled_degenerate}" in reason
+
+
+@pytest.mark.parametrize("compiled_score", [0.5, 0.4])
+def test_a_tie_or_a_lower_score_does_not_win(compiled_score):
+    won, reason = ship_decision(Validation(0.5, 0), Validation(compiled_score, 0), differs=True)
+    assert not won and "did not beat" in reason
+
+
+def test_the_verdict_decides_through_the_same_rule():
+    clean = CompileVerdict(0.5, 0.8, True, path=None, registered=False)
+    degenerate = CompileVerdict(0.5, 0.8, True, path=None, registered=False, compiled_degenerate=2)
+    assert clean.won and not degenerate.won and "2 of its validation outputs" in degenerate.reason
+
+
+class Echoed(dspy.Signature):
+    """Answer the question."""
+
+    question: str = dspy.InputField()
+    hi: str = dspy.OutputField()  # the stand-in server answers every string "hi": this field's own name
+
+
+class Answered(dspy.Signature):
+    """Answer the question."""
+
+    question: str = dspy.InputField()
+    answer: str = dspy.OutputField()
+
+
+@pytest.fixture
+def standin():
+    server = StandInServer()
+    yield server
+    server.close()
+
+
+def _gate(signature, standin, tmp_path, score):
+    session = Settings().with_api_base(standin.api_base)
+    uncompiled = dspy.Predict(signature)
+    compiled = dspy.Predict(signature.with_instructions("Answer the question in one word."))
+    valset = [dspy.Example(question=f"question {n}").with_inputs("question") for n in range(3)]
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    with tracked_run("compile") as run, lm_context(session, "task"):
+        verdict = keep_if_better(session, compiled=compiled, uncompiled=uncompiled, valset=valset, score=score,
+                                 program_name="program", output=tmp_path / "shipped.json", rejected_dir=tmp_path)
+    return verdict, mlflow.get_run(run.info.run_id).data.metrics
+
+
+def test_the_gate_refuses_a_compile_whose_outputs_echo_the_field_name_and_logs_the_counts(standin, tmp_path):
+    verdict, metrics = _gate(Echoed, standin, tmp_path, score=lambda example, prediction: 1.0)
+    assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (3, 3)
+    assert not verdict.won and not verdict.registered and verdict.path == tmp_path / "program.rejected.json"
+    assert metrics["val_degenerate_compiled"] == metrics["val_degenerate_uncompiled"] == 3 and metrics["won"] == 0
+    saved = json.loads(verdict.path.read_text())["prefcraft"]["score"]
+    assert saved["val_degenerate_compiled"] == 3
+    assert not (tmp_path / "shipped.json").exists()
+
+
+def test_the_gate_counts_no_degenerate_output_in_real_text(standin, tmp_path):
+    verdict, metrics = _gate(Answered, standin, tmp_path, score=lambda example, prediction: 0.5)
+    assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (0, 0)
+    assert metrics["val_degenerate_compiled"] == 0 and "did not beat" in verdict.reason  # equal scores
