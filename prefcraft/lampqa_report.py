@@ -17,16 +17,17 @@ SHORT_CATEGORIES = {"Art_and_Entertainment": "Arts", "Lifestyle_and_Personal_Dev
 
 def format_evaluation(outcome: EvaluationOutcome) -> str:
     categories = sorted({category for method in outcome.methods.values() for category in method.report.by_category})
-    header = ["method", "score [95% CI]", *(SHORT_CATEGORIES.get(c, c) for c in categories), f"gain vs {BASELINE}",
-              "failed"]
+    header = ["method", "score (macro) [95% CI]", "pooled [95% CI]", *(SHORT_CATEGORIES.get(c, c) for c in categories),
+              f"gain vs {BASELINE}", "failed"]
     rows = []
     for name, method in outcome.methods.items():
         report = method.report
-        rows.append([METHOD_NAMES.get(name, name), _estimate(report.overall),
+        rows.append([METHOD_NAMES.get(name, name), _estimate(report.overall), _estimate(report.pooled),
                      *(_estimate(report.by_category[c]) if c in report.by_category else "-" for c in categories),
                      _gain(method.gain), f"{report.failed_answers} ans / {report.failed_judgments} jdg"])
-    lines = [f"LaMP-QA aspect score on {outcome.questions} {outcome.split} questions "
-             f"(Σ 0-2 judge scores / 2·#aspects; intervals resample questions)", _table(header, rows)]
+    lines = [f"LaMP-QA aspect score on {outcome.questions} {outcome.split} questions (Σ 0-2 judge scores / "
+             "2·#aspects; score = mean of the category means, the paper's Average (macro), gains on it; pooled = mean "
+             "over all questions; a failed judgment scores 0; intervals resample questions)", _table(header, rows)]
     coverage = [(name, method.coverage) for name, method in outcome.methods.items() if method.coverage is not None]
     if coverage:
         lines.append("Planner coverage (the plan judged against the gold aspects, same score): " + "; ".join(

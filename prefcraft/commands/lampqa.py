@@ -252,7 +252,7 @@ def _summary(outcome: EvaluationOutcome) -> dict[str, object]:
         "split": outcome.split, "questions": outcome.questions, "skipped_posts": outcome.skipped_posts,
         "compiled": str(outcome.compiled or ""),
         "methods": {
-            name: {"score": asdict(method.report.overall),
+            name: {"score": asdict(method.report.overall), "score_pooled": asdict(method.report.pooled),
                    "by_category": {category: asdict(e) for category, e in method.report.by_category.items()},
                    "relative_gain": method.gain, "failed_answers": method.report.failed_answers,
                    "failed_judgments": method.report.failed_judgments,

@@ -146,7 +146,7 @@ def _comparisons(run: RunRecord) -> list[Chart]:
                 ("responses", "judge score of the response (1-10)", _children_rows(
                     run, "respond-", "score", lambda name: name == "none"))]
     if run.name == "lampqa-evaluate":
-        return [("answers by method", "mean question score", _children_rows(
+        return [("answers by method", "score (mean of the category means, as the paper)", _children_rows(
             run, "lampqa-", "score", lambda name: name == "none"))]
     if run.name == "sensejudge-evaluate":
         from prefcraft.commands.sensejudge import description_names
@@ -177,7 +177,7 @@ def _spreads(run: RunRecord) -> list[Chart]:
         return [("score per category", "mean question score", _children_rows(
             run, "lampqa-", "score", lambda name: name == "none",
             lambda metrics: [value for key, value in metrics.items()
-                             if key.startswith("score_") and key not in ("score_low", "score_high")]))]
+                             if key.startswith("score_") and key not in ("score_low", "score_high", "score_pooled")]))]
     return []
 
 

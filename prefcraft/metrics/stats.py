@@ -65,3 +65,23 @@ def cluster_bootstrap_mean(
 
 def _mean_of_pooled_clusters(totals: np.ndarray, sizes: np.ndarray, axis: int = -1) -> np.ndarray:
     return totals.sum(axis=axis) / sizes.sum(axis=axis)
+
+
+def macro_mean(
+    groups: Sequence[Sequence[float]], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+) -> Estimate:
+    """The mean of the groups' means (each group weighs the same whatever its size), with a percentile bootstrap
+    interval that resamples values within each group (stratified, so every resample keeps every group)."""
+    groups = [np.asarray(group, dtype=float) for group in groups if len(group)]
+    n = sum(len(group) for group in groups)
+    if not groups:
+        return Estimate(float("nan"), NO_INTERVAL, NO_INTERVAL, 0)
+    mean = float(np.mean([group.mean() for group in groups]))
+    if n - len(groups) < 1:
+        return Estimate(mean, NO_INTERVAL, NO_INTERVAL, n)  # one value per group: nothing varies under resampling
+    rng = np.random.default_rng(seed)
+    resampled = np.mean([group[rng.integers(0, len(group), size=(n_resamples, len(group)))].mean(axis=1)
+                         for group in groups], axis=0)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(resampled, [alpha, 1 - alpha])
+    return Estimate(mean, float(low), float(high), n)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean
+from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean, macro_mean
 
 
 def test_mean_and_interval_bracket_the_data():
@@ -82,3 +82,10 @@ def _same(estimate: Estimate, expected: Estimate) -> bool:
     return estimate.n == expected.n and np.allclose(
         [estimate.mean, estimate.low, estimate.high], [expected.mean, expected.low, expected.high], equal_nan=True
     )
+
+
+def test_macro_mean_weighs_each_group_the_same():
+    estimate = macro_mean([[1.0], [0.0, 0.0, 0.0]])
+    assert estimate.mean == pytest.approx(0.5) and estimate.n == 4
+    assert estimate.low == pytest.approx(0.5) == estimate.high  # each group is constant
+    assert math.isnan(macro_mean([]).mean) and macro_mean([[], [0.25]]).mean == 0.25
