@@ -1,7 +1,9 @@
 """Structured outputs that parse on every backend: constrained decoding from each signature's JSON schema.
 
 `SchemaAdapter` is DSPy's JSONAdapter plus one step: before each call it turns the signature's output fields into a
-bounded JSON schema and asks the server to constrain decoding to it. Two dialects:
+JSON schema and asks the server to constrain decoding to it. Numbers always get a range; strings and lists get the
+length bounds the adapter is given (the small-model profile's), and none otherwise: then `max_tokens` alone bounds the
+reply. Two dialects:
 - "json_schema": the OpenAI structured-outputs form `{"type": "json_schema", "json_schema": {...}}`, which llama.cpp's
   server, vLLM and hosted APIs all take;
 - "none": no constraint, the prompt alone asks for JSON.
@@ -14,6 +16,8 @@ import decimal
 import json
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 import dspy
@@ -23,10 +27,10 @@ from prefcraft.errors import ConfigError
 
 Dialect = Literal["json_schema", "none"]
 
-# Bounds that keep every reply inside the token budget, checked against llguidance (the grammar engine of xllamacpp's
-# llama.cpp server). It enforces string, list, map and number bounds, but the digits of a number without a range, or of
-# a float without a step, are unbounded: every number gets a range, and every non-negative float a step. Small integer
-# ranges become enums, which every grammar engine enforces (llama-cpp-python's ignored ranges).
+# Bounds checked against llguidance (the grammar engine of xllamacpp's llama.cpp server). It enforces string, list, map
+# and number bounds, but the digits of a number without a range, or of a float without a step, are unbounded: every
+# number gets a range, and every non-negative float a step, whatever the length bounds. Small integer ranges become
+# enums, which every grammar engine enforces (llama-cpp-python's ignored ranges).
 MAX_ENUM_RANGE = 20
 CHARS_PER_TOKEN = 3
 MAX_SAFE_INTEGER = 2**53 - 1  # the largest integer a double holds exactly
@@ -35,33 +39,49 @@ SIGNED_FLOAT_DECIMALS = 17  # assumed, not enforced: llguidance cannot bound the
 MAX_KEY_CHARS = 40
 KEYWORD_CHARS = {"boolean": len("false"), "null": len("null")}
 KEY_LENGTH = re.compile(r"\{1,(\d+)\}\$$")
+DSPY_SIGNATURE_COPY = "StringSignature"  # the class name DSPy gives a signature it builds or copies
+
+
+@dataclass(frozen=True)
+class LengthBounds:
+    """The length bounds of an output schema; None leaves strings, or lists and maps, unbounded.
+
+    `field_chars` and `field_items` bound one field, keyed `Owner.field`: the signature (or pydantic model) that
+    declares it. Such a bound covers every string, or every list and map, inside the field, down to a nested field of
+    its own.
+    """
+
+    string_chars: int | None = None
+    list_items: int | None = None
+    field_chars: Mapping[str, int] = field(default_factory=dict)
+    field_items: Mapping[str, int] = field(default_factory=dict)
 
 
 class SchemaAdapter(dspy.JSONAdapter):
-    def __init__(
-        self, dialect: Dialect = "json_schema", max_string_chars: int = 800, max_list_items: int = 8, **kwargs
-    ):
+    def __init__(self, dialect: Dialect = "json_schema", bounds: LengthBounds | None = None, **kwargs):
         super().__init__(**kwargs)
         if dialect not in ("json_schema", "none"):
             raise ConfigError(f"unknown structured-output dialect {dialect!r}", "use json_schema or none")
         self.dialect = dialect
-        self.max_string_chars = max_string_chars
-        self.max_list_items = max_list_items
+        self.bounds = bounds or LengthBounds()
 
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: type[dspy.Signature]) -> None:
         if self.dialect == "none":
             return
-        schema = output_schema(signature, self.max_string_chars, self.max_list_items)
+        schema = output_schema(signature, self.bounds)
         response_format = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
         lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), "response_format": response_format}
-        # The schema bounds the reply's length, so a budget that covers it can never cause a runaway generation.
-        needed = math.ceil(max_chars(schema) / CHARS_PER_TOKEN) + 32
-        current = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens") or 0
-        lm_kwargs["max_tokens"] = max(current, needed)
+        chars = max_chars(schema)
+        if math.isfinite(chars):
+            # A bounded schema bounds the reply's length, so a budget that covers it never cuts a reply short.
+            needed = math.ceil(chars / CHARS_PER_TOKEN) + 32
+            current = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens") or 0
+            lm_kwargs["max_tokens"] = max(current, needed)
 
 
-def output_schema(signature: type[dspy.Signature], max_string_chars: int, max_list_items: int) -> dict[str, Any]:
-    """A closed JSON schema of the signature's output fields, with every string, list and small integer bounded."""
+def output_schema(signature: type[dspy.Signature], bounds: LengthBounds | None = None) -> dict[str, Any]:
+    """A closed JSON schema of the signature's output fields: every number bounded, strings and lists as `bounds`
+    say."""
     # Constraints written as `Annotated[int, Field(ge=1, le=5)]` live in the field's metadata, not its annotation.
     fields = {
         name: (Annotated[(field.annotation, *field.metadata)] if field.metadata else field.annotation, ...)
@@ -70,12 +90,33 @@ def output_schema(signature: type[dspy.Signature], max_string_chars: int, max_li
     model = pydantic.create_model("Outputs", __config__=pydantic.ConfigDict(extra="forbid"), **fields)
     schema = _inline_refs(model.model_json_schema(), model.model_json_schema().get("$defs", {}))
     schema.pop("$defs", None)
-    _bound(schema, max_string_chars, max_list_items)
+    bounds = bounds or LengthBounds()
+    owners = declared_names(signature) if bounds.field_chars or bounds.field_items else set()
+    _Bounder(bounds).bound(schema, bounds.string_chars, bounds.list_items, owners)
     return schema
 
 
-def max_chars(schema: dict[str, Any]) -> int:
-    """An upper bound on the characters of a compact JSON value that matches a bounded schema."""
+def declared_names(signature: type[dspy.Signature]) -> set[str]:
+    """The names of the signature classes that `signature` was made from. DSPy copies a signature into a class named
+    StringSignature when a program sets its instructions, adds a reasoning field or loads a compiled state; the copy
+    keeps the fields, so it is known by them."""
+    shape = _fields_shape(signature)
+    declared = (cls for cls in _subclasses(dspy.Signature) if cls.__name__ != DSPY_SIGNATURE_COPY)
+    return {cls.__name__ for cls in declared if _fields_shape(cls) == shape}
+
+
+def _fields_shape(signature: type[dspy.Signature]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    outputs = tuple(name for name in signature.output_fields if name != "reasoning")  # ChainOfThought's addition
+    return tuple(signature.input_fields), outputs
+
+
+def _subclasses(cls: type) -> list[type]:
+    return [sub for direct in cls.__subclasses__() for sub in (direct, *_subclasses(direct))]
+
+
+def max_chars(schema: dict[str, Any]) -> float:
+    """An upper bound on the characters of a compact JSON value that matches the schema: infinite where a string, list
+    or map of it has no bound."""
     if "enum" in schema:
         return max(len(_compact(value)) for value in schema["enum"])
     if "const" in schema:
@@ -84,9 +125,9 @@ def max_chars(schema: dict[str, Any]) -> int:
         return max(max_chars(option) for option in schema["anyOf"])
     kind = schema["type"]
     if kind == "string":
-        return schema["maxLength"] + 2
+        return schema.get("maxLength", math.inf) + 2
     if kind == "array":
-        return schema["maxItems"] * (max_chars(schema["items"]) + 2) + 2
+        return schema.get("maxItems", math.inf) * (max_chars(schema["items"]) + 2) + 2
     if kind == "object":
         return _object_chars(schema)
     if kind in ("integer", "number"):
@@ -98,15 +139,13 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _object_chars(schema: dict[str, Any]) -> int:
+def _object_chars(schema: dict[str, Any]) -> float:
     """Braces, the named properties, and as many map entries as maxProperties allows, each with its quotes, colon and
     comma."""
     named = sum(len(name) + 4 + max_chars(value) for name, value in schema.get("properties", {}).items())
-    entry = max(
-        (_key_chars(pattern) + 4 + max_chars(value) for pattern, value in schema.get("patternProperties", {}).items()),
-        default=0,
-    )
-    return named + schema.get("maxProperties", 0) * entry + 2
+    entries = schema.get("patternProperties", {})
+    entry = max((_key_chars(pattern) + 4 + max_chars(value) for pattern, value in entries.items()), default=0)
+    return named + schema.get("maxProperties", math.inf if entries else 0) * entry + 2
 
 
 def _key_chars(pattern: str) -> int:
@@ -141,29 +180,64 @@ def _inline_refs(node: Any, definitions: dict[str, Any]) -> Any:
     return node
 
 
-def _bound(node: dict[str, Any], max_string_chars: int, max_list_items: int) -> None:
-    node.pop("title", None)
-    if not node.keys() & {"type", "enum", "const", "anyOf"}:
-        raise ConfigError(
-            "an output of type Any has no bound, so it could run past the token budget",
-            "give every output field, list item and dict value a concrete type",
-        )
-    kind = None if "enum" in node or "const" in node else node.get("type")  # a literal is bounded already
-    if kind == "string":
-        node["maxLength"] = min(node.get("maxLength", max_string_chars), max_string_chars)
-    elif kind == "array":
-        node["maxItems"] = min(node.get("maxItems", max_list_items), max_list_items)
-        _bound(node.setdefault("items", {"type": "string"}), max_string_chars, max_list_items)
-    elif kind == "integer":
-        _bound_integer(node)
-    elif kind == "number":
-        _bound_number(node)
-    elif kind == "object" and node.get("additionalProperties", False) is not False and not node.get("properties"):
-        _bound_map(node, max_string_chars, max_list_items)
-    elif kind == "object":
-        _close_object(node, max_string_chars, max_list_items)
-    for option in node.get("anyOf", []):
-        _bound(option, max_string_chars, max_list_items)
+class _Bounder:
+    """Bounds a schema in place. Each subschema is bounded by the string and list bounds in force where it sits: the
+    defaults, or those of the field it is in (None: unbounded)."""
+
+    def __init__(self, bounds: LengthBounds):
+        self.bounds = bounds
+
+    def bound(self, node: dict[str, Any], chars: int | None, items: int | None, owners: set[str] | None = None) -> None:
+        """`owners`: the names that declare an object's properties (the signature's for the outputs, else the title
+        pydantic gives a model)."""
+        owners = owners or {node.get("title", "")}
+        node.pop("title", None)
+        if not node.keys() & {"type", "enum", "const", "anyOf"}:
+            raise ConfigError(
+                "an output of type Any has no bound, so it could run past the token budget",
+                "give every output field, list item and dict value a concrete type",
+            )
+        kind = None if "enum" in node or "const" in node else node.get("type")  # a literal is bounded already
+        if kind == "string":
+            _tighten(node, "maxLength", chars)
+        elif kind == "array":
+            _tighten(node, "maxItems", items)
+            self.bound(node.setdefault("items", {"type": "string"}), chars, items)
+        elif kind == "integer":
+            _bound_integer(node)
+        elif kind == "number":
+            _bound_number(node)
+        elif kind == "object" and node.get("additionalProperties", False) is not False and not node.get("properties"):
+            self._bound_map(node, chars, items)
+        elif kind == "object":
+            self._close_object(node, chars, items, owners)
+        for option in node.get("anyOf", []):
+            self.bound(option, chars, items)
+
+    def _bound_map(self, node: dict[str, Any], chars: int | None, items: int | None) -> None:
+        """A dict[str, X]: keys of bounded length, at most `items` entries, and values bounded like any field."""
+        values = node.pop("additionalProperties")
+        values = {} if values is True else values  # dict[str, Any]: in JSON schema, true is the schema of any value
+        self.bound(values, chars, items)
+        node["patternProperties"] = {_key_pattern(min(MAX_KEY_CHARS, chars or MAX_KEY_CHARS)): values}
+        node["additionalProperties"] = False
+        _tighten(node, "maxProperties", items)
+
+    def _close_object(self, node: dict[str, Any], chars: int | None, items: int | None, owners: set[str]) -> None:
+        properties = node.setdefault("properties", {})
+        node["required"] = list(properties)
+        node["additionalProperties"] = False
+        for name, value in properties.items():
+            keys = [f"{owner}.{name}" for owner in sorted(owners)]
+            field_chars = next((self.bounds.field_chars[key] for key in keys if key in self.bounds.field_chars), chars)
+            field_items = next((self.bounds.field_items[key] for key in keys if key in self.bounds.field_items), items)
+            self.bound(value, field_chars, field_items)
+
+
+def _tighten(node: dict[str, Any], keyword: str, bound: int | None) -> None:
+    """Sets a length keyword to `bound`, keeping a tighter one that the node declares itself."""
+    if bound is not None:
+        node[keyword] = min(node.get(keyword, bound), bound)
 
 
 def _bound_integer(node: dict[str, Any]) -> None:
@@ -195,25 +269,7 @@ def _bound_number(node: dict[str, Any]) -> None:
         node.setdefault("multipleOf", FLOAT_STEP)
 
 
-def _bound_map(node: dict[str, Any], max_string_chars: int, max_list_items: int) -> None:
-    """A dict[str, X]: keys of bounded length, at most max_list_items entries, and values bounded like any field."""
-    values = node.pop("additionalProperties")
-    values = {} if values is True else values  # dict[str, Any]: in JSON schema, true is the schema of any value
-    _bound(values, max_string_chars, max_list_items)
-    node["patternProperties"] = {_key_pattern(min(MAX_KEY_CHARS, max_string_chars)): values}
-    node["additionalProperties"] = False
-    node["maxProperties"] = min(node.get("maxProperties", max_list_items), max_list_items)
-
-
 def _key_pattern(max_key_chars: int) -> str:
     # llguidance rejects propertyNames, so a pattern bounds the keys. Leaving out the characters that JSON escapes makes
     # each key character one character of output.
     return rf'^[^"\\\x00-\x1f\x7f]{{1,{max_key_chars}}}$'
-
-
-def _close_object(node: dict[str, Any], max_string_chars: int, max_list_items: int) -> None:
-    properties = node.setdefault("properties", {})
-    node["required"] = list(properties)
-    node["additionalProperties"] = False
-    for value in properties.values():
-        _bound(value, max_string_chars, max_list_items)

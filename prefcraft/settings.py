@@ -7,12 +7,23 @@ Nested keys in the environment use a double underscore: `PREFCRAFT_TASK__MODEL=h
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -28,6 +39,40 @@ from prefcraft.errors import ConfigError
 ENV_PREFIX = "PREFCRAFT_"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 Role = Literal["task", "prompt", "judge"]
+# The small-model profile's per-field bounds, keyed `Owner.field` (the signature or pydantic model that declares the
+# field): what a 135M model needs so that no call runs to its token budget. A paper-scale model gets none of them.
+SMALL_MODEL_FIELD_CHARS = {
+    "SummarizeSession.preference": 200,  # CUPID's preference is one sentence of at most 30 words, about 200 characters
+    "InferPreference.preference": 200,
+    "DecomposePreference.checklist": 120,
+    "GenerateResponse.response": 700,
+    "AnswerQuestion.answer": 600,
+    "AnswerWithProfile.answer": 600,
+    "AnswerWithPlan.answer": 600,
+    "PlannedAspect.title": 60,
+    "PlannedAspect.reason": 100,
+    "NextTurn.question": 120,
+    "PreferenceEstimate.attribute": 30,
+    "PreferenceEstimate.value": 50,
+    "AnswerProblem.response": 400,
+    "AnswerProblem.final_answer": 40,
+    "ReplyAsUser.reply": 120,
+}
+SMALL_MODEL_FIELD_ITEMS = {
+    "SelectRelevantSessions.relevant_sessions": 3,
+    "PlanAspects.aspects": 4,  # LaMP-QA's plan size
+    "NextTurn.preferences": 2,
+}
+FIELD_KEY = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
+
+
+def _field_key(key: str) -> str:
+    if not FIELD_KEY.fullmatch(key):
+        raise ValueError(f"{key!r} is not Owner.field: the signature or pydantic model declaring it, a dot, its field")
+    return key
+
+
+FieldKey = Annotated[str, AfterValidator(_field_key)]
 
 
 class ModelSettings(BaseModel):
@@ -102,6 +147,44 @@ class ServerSettings(BaseModel):
         return f"{self.backend}:{self.model or 'bundled'}:{self.served_model_name}"
 
 
+class SmallModelProfile(BaseModel):
+    """Length bounds that only a tiny model needs, so that none of its calls runs to the token budget: characters of
+    each free-text output, sizes of lists, and how much of each retrieved post a prompt shows. With the profile off,
+    outputs are bounded only by each role's `max_tokens`, as in the papers.
+
+    A per-field bound is keyed `Owner.field`: the signature, or the pydantic model of a structured output, that declares
+    the field. It bounds every string (`field_chars`) or every list (`field_items`) inside that field; the entries given
+    are added to the defaults, or replace them.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool | None = Field(
+        None,
+        description="turn the profile on or off; unset, it is on when the task model is the bundled SmolLM2 that "
+        "prefcraft serves itself, and off for a model with an api_base or another served model",
+    )
+    string_chars: PositiveInt = Field(800, description="characters of any free-text output not in field_chars")
+    list_items: PositiveInt = Field(8, description="items of any list, and entries of any map, not in field_items")
+    field_chars: dict[FieldKey, PositiveInt] = Field(
+        default_factory=lambda: dict(SMALL_MODEL_FIELD_CHARS), description="characters of each string of a field"
+    )
+    field_items: dict[FieldKey, PositiveInt] = Field(
+        default_factory=lambda: dict(SMALL_MODEL_FIELD_ITEMS), description="items of each list of a field"
+    )
+    post_chars: PositiveInt = Field(300, description="LaMP-QA: characters shown of each retrieved profile post")
+
+    @field_validator("field_chars")
+    @classmethod
+    def _over_the_default_chars(cls, bounds: dict[str, int]) -> dict[str, int]:
+        return {**SMALL_MODEL_FIELD_CHARS, **bounds}
+
+    @field_validator("field_items")
+    @classmethod
+    def _over_the_default_items(cls, bounds: dict[str, int]) -> dict[str, int]:
+        return {**SMALL_MODEL_FIELD_ITEMS, **bounds}
+
+
 class Settings(BaseSettings):
     """Everything a command needs. `Settings(...)` holds only what it is given; `load_settings` layers the sources."""
 
@@ -118,6 +201,9 @@ class Settings(BaseSettings):
     num_threads: int = Field(4, ge=1)
     seed: int = 0
     resume: bool = Field(False, description="continue a command's interrupted MLflow run when its params are the same")
+    small_model: SmallModelProfile = Field(
+        default_factory=SmallModelProfile, description="length bounds that only a tiny model needs"
+    )
     _served_api_base: str | None = PrivateAttr(None)  # where `with_api_base` pointed the models prefcraft serves
 
     def model_for(self, role: Role) -> ModelSettings:
@@ -139,11 +225,21 @@ class Settings(BaseSettings):
 
     def endpoint(self, role: Role) -> str:
         """Where `role`'s model answers, as a run records it: its endpoints, or the server prefcraft starts for it."""
-        model = self.model_for(role)
-        served_here = model.api_base is not None and model.api_base == self._served_api_base
-        if role in self.roles_needing_server() or served_here:
-            return f"served {self.server.identity}"
-        return ", ".join(model.endpoints)
+        return f"served {self.server.identity}" if self.served_here(role) else ", ".join(self.model_for(role).endpoints)
+
+    def served_here(self, role: Role) -> bool:
+        """Whether prefcraft serves `role`'s model: it will start the server, or `with_api_base` pointed at it."""
+        api_base = self.model_for(role).api_base
+        return role in self.roles_needing_server() or (api_base is not None and api_base == self._served_api_base)
+
+    def small_model_profile(self) -> SmallModelProfile | None:
+        """The small-model profile when it is on: as `small_model.enabled` says, or, unset, when the task model is the
+        bundled model that prefcraft serves (llama.cpp with no model file of the user's)."""
+        enabled = self.small_model.enabled
+        if enabled is None:
+            bundled = self.server.backend == "llamacpp" and self.server.model is None
+            enabled = bundled and self.served_here("task")
+        return self.small_model if enabled else None
 
     @classmethod
     def settings_customise_sources(

@@ -5,7 +5,9 @@ Every answerer takes `question` and `profile` (the user's past posts) and return
 - `RAGPersonalization` retrieves the top-k posts for the question and answers with them;
 - `PlanPers` retrieves, plans the aspects the user expects (`aspects`, `plan`), then answers with the plan.
 Retrieval is BM25 (bm25s) by default, or dense with any embedding function (`dspy.Embedder` over an OpenAI-compatible
-embeddings endpoint). The question's narrative and rubric aspects never enter these programs; `AspectJudge` reads them.
+embeddings endpoint). `post_chars` cuts each retrieved post for a small model's context (the small-model profile's
+`post_chars`); by default the posts are shown whole, as in the paper. The question's narrative and rubric aspects never
+enter these programs; `AspectJudge` reads them.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from prefcraft.signatures.lampqa import (
 )
 
 DEFAULT_K = 10  # the paper's k
-POST_CHARS = 300  # each retrieved post is cut to this many characters, so k posts fit a small context
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
 Retriever = Callable[[str, Sequence[ProfilePost]], list[ProfilePost]]
 
@@ -66,9 +67,9 @@ def _top_k(posts: Sequence[ProfilePost], scores: np.ndarray, k: int) -> list[Pro
     return [posts[index] for index in order[:k]]
 
 
-def format_profile(posts: Sequence[ProfilePost]) -> str:
-    """Retrieved posts as the planner and answerers read them, each cut to POST_CHARS."""
-    return "\n".join(f"- {_cut(post.text, POST_CHARS)}" for post in posts)
+def format_profile(posts: Sequence[ProfilePost], post_chars: int | None = None) -> str:
+    """Retrieved posts as the planner and answerers read them, one a line, each cut to `post_chars` when given."""
+    return "\n".join(f"- {_cut(post.text, post_chars)}" for post in posts)
 
 
 def format_plan(aspects: Sequence[PlannedAspect]) -> str:
@@ -79,9 +80,9 @@ def format_rubric_aspect(aspect: RubricAspect) -> str:
     return f"{aspect.aspect}\nWhy it matters: {aspect.reason}\nEvidence: {aspect.evidence}"
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut(text: str, limit: int | None) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
 class NoPersonalization(dspy.Module):
@@ -98,29 +99,31 @@ class NoPersonalization(dspy.Module):
 class RAGPersonalization(dspy.Module):
     """Retrieval over the user's profile, then an answer conditioned on the retrieved posts."""
 
-    def __init__(self, retriever: Retriever | None = None):
+    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None):
         super().__init__()
         self.retrieve = retriever or BM25Retriever()
+        self.post_chars = post_chars
         self.answer = dspy.Predict(AnswerWithProfile)
 
     def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
         posts = self.retrieve(question, profile)
-        answer = self.answer(profile=format_profile(posts), question=question).answer
+        answer = self.answer(profile=format_profile(posts, self.post_chars), question=question).answer
         return dspy.Prediction(answer=answer, retrieved=[post.id for post in posts])
 
 
 class PlanPers(dspy.Module):
     """Retrieval, the aspect planner, then an answer conditioned on the retrieved posts and the plan."""
 
-    def __init__(self, retriever: Retriever | None = None):
+    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None):
         super().__init__()
         self.retrieve = retriever or BM25Retriever()
+        self.post_chars = post_chars
         self.plan = dspy.Predict(PlanAspects)
         self.answer = dspy.Predict(AnswerWithPlan)
 
     def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
         posts = self.retrieve(question, profile)
-        context = format_profile(posts)
+        context = format_profile(posts, self.post_chars)
         aspects = self.plan(profile=context, question=question).aspects
         plan = format_plan(aspects)
         answer = self.answer(profile=context, question=question, plan=plan).answer

@@ -1,8 +1,8 @@
 """CUPID (seeds/001): inferring a user's contextual preference from prior sessions, and the graders that score it.
 
 Inference sees only dialogues and the current request; the decomposer, matcher and judge are graders that read gold
-preferences and checklists. Output lengths are bounded (30 words is about 200 characters) so that no call of a small
-model runs away. Field order is part of every compiled JSON: never reorder these fields.
+preferences and checklists. The bounds here are the paper's: a preference of one sentence of at most 30 words, and
+checklists of at most 4 items. Field order is part of every compiled JSON: never reorder these fields.
 """
 
 from typing import Annotated, Literal
@@ -10,11 +10,8 @@ from typing import Annotated, Literal
 import dspy
 from pydantic import Field
 
-MAX_SELECTED_SESSIONS = 3
 MAX_SESSION_NUMBER = 16
-PREFERENCE_CHARS = 200
-CHECKLIST_ITEM_CHARS = 120
-RESPONSE_CHARS = 700
+MAX_CHECKLIST_ITEMS = 4
 Coverage = Literal["Fully", "Partially", "Not"]
 SessionNumber = Annotated[int, Field(ge=1, le=MAX_SESSION_NUMBER)]
 
@@ -26,9 +23,7 @@ class SelectRelevantSessions(dspy.Signature):
 
     sessions: str = dspy.InputField(desc="the numbered past sessions, oldest first")
     current_request: str = dspy.InputField(desc="the user's current request")
-    relevant_sessions: list[SessionNumber] = dspy.OutputField(
-        desc=f"numbers of the most relevant sessions, at most {MAX_SELECTED_SESSIONS}", max_length=MAX_SELECTED_SESSIONS
-    )
+    relevant_sessions: list[SessionNumber] = dspy.OutputField(desc="numbers of the most relevant sessions")
 
 
 class SummarizeSession(dspy.Signature):
@@ -36,7 +31,7 @@ class SummarizeSession(dspy.Signature):
     the user expected of the assistant in that situation."""
 
     dialogue: str = dspy.InputField(desc="the session's messages")
-    preference: str = dspy.OutputField(desc="the user's expectation in one sentence", max_length=PREFERENCE_CHARS)
+    preference: str = dspy.OutputField(desc="the user's expectation in one sentence")
 
 
 class InferPreference(dspy.Signature):
@@ -48,8 +43,7 @@ class InferPreference(dspy.Signature):
     sessions: str = dspy.InputField(desc="past sessions (or what the user expected in each), oldest first")
     current_request: str = dspy.InputField(desc="the user's current request")
     preference: str = dspy.OutputField(
-        desc="the user's most likely preference for this request, one sentence, at most 30 words",
-        max_length=PREFERENCE_CHARS,
+        desc="the user's most likely preference for this request, one sentence, at most 30 words"
     )
 
 
@@ -59,9 +53,7 @@ class DecomposePreference(dspy.Signature):
     questions."""
 
     preference: str = dspy.InputField(desc="the user's preference")
-    checklist: list[Annotated[str, Field(max_length=CHECKLIST_ITEM_CHARS)]] = dspy.OutputField(
-        desc="yes/no questions, at most 4", max_length=4
-    )
+    checklist: list[str] = dspy.OutputField(desc="yes/no questions, at most 4", max_length=MAX_CHECKLIST_ITEMS)
 
 
 class MatchChecklist(dspy.Signature):
@@ -71,16 +63,18 @@ class MatchChecklist(dspy.Signature):
 
     checklist: str = dspy.InputField(desc="the numbered checklist entries")
     preference: str = dspy.InputField(desc="the preference")
-    coverage: list[Coverage] = dspy.OutputField(desc="one label per entry, in the entries' order", max_length=4)
+    coverage: list[Coverage] = dspy.OutputField(
+        desc="one label per entry, in the entries' order", max_length=MAX_CHECKLIST_ITEMS
+    )
 
 
 class GenerateResponse(dspy.Signature):
-    """Answer the user's request helpfully and briefly. Use what you know about the user (their past sessions or
+    """Answer the user's request helpfully. Use what you know about the user (their past sessions or
     their preference, when given) to meet their expectations. Return only the response to the user."""
 
     user_context: str = dspy.InputField(desc="what is known about the user; may be empty")
     request: str = dspy.InputField(desc="the user's request")
-    response: str = dspy.OutputField(desc="the response to the user", max_length=RESPONSE_CHARS)
+    response: str = dspy.OutputField(desc="the response to the user")
 
 
 class JudgeResponse(dspy.Signature):

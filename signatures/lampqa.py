@@ -1,10 +1,8 @@
 """LaMP-QA (seeds/003): personalized long-form answers, the aspect planner of PlanPers, and the aspect judge.
 
 The answerers and the planner see only the question and the user's retrieved past posts; the question's narrative and
-rubric aspects are gold and reach only `JudgeAspect`. Outputs are bounded so that no call of a small model runs away:
-an answer is at most `ANSWER_CHARS` characters (about 200 tokens), a plan at most `MAX_PLAN_ASPECTS` short aspects.
-The instructions follow the paper's prompts (Figures 12-15), shortened. Field order is part of every compiled JSON:
-never reorder these fields.
+rubric aspects are gold and reach only `JudgeAspect`. The instructions follow the paper's prompts (Figures 12-15),
+shortened. Field order is part of every compiled JSON: never reorder these fields.
 """
 
 from typing import Literal
@@ -12,56 +10,49 @@ from typing import Literal
 import dspy
 from pydantic import BaseModel, Field
 
-ANSWER_CHARS = 600
-MAX_PLAN_ASPECTS = 4
-ASPECT_TITLE_CHARS = 60
-ASPECT_REASON_CHARS = 100
 AspectScore = Literal[0, 1, 2]
 
 
 class PlannedAspect(BaseModel):
     """One aspect the user expects in the answer."""
 
-    title: str = Field(max_length=ASPECT_TITLE_CHARS, description="a short title for the aspect")
-    reason: str = Field(max_length=ASPECT_REASON_CHARS, description="why it matters to this user")
+    title: str = Field(description="a title for the aspect")
+    reason: str = Field(description="why it matters to this user")
 
 
 class AnswerQuestion(dspy.Signature):
-    """You are a helpful assistant. Answer the user's question in one to three short paragraphs."""
+    """You are a helpful assistant. Answer the user's question."""
 
     question: str = dspy.InputField(desc="the user's question")
-    answer: str = dspy.OutputField(desc="the answer", max_length=ANSWER_CHARS)
+    answer: str = dspy.OutputField(desc="the answer")
 
 
 class AnswerWithProfile(dspy.Signature):
     """You are a helpful assistant. Answer the user's question in a personalized way: learn what the user cares
-    about from their past questions and descriptions, and answer in one to three short paragraphs."""
+    about from their past questions and descriptions."""
 
     profile: str = dspy.InputField(desc="the user's past questions and descriptions most related to this question")
     question: str = dspy.InputField(desc="the user's current question")
-    answer: str = dspy.OutputField(desc="the personalized answer", max_length=ANSWER_CHARS)
+    answer: str = dspy.OutputField(desc="the personalized answer")
 
 
 class PlanAspects(dspy.Signature):
     """List the aspects this user expects to see in an answer to their question, judging from their past questions
-    and descriptions: for each, a short title and why it matters to this user."""
+    and descriptions: for each, a title and why it matters to this user."""
 
     profile: str = dspy.InputField(desc="the user's past questions and descriptions most related to this question")
     question: str = dspy.InputField(desc="the user's current question")
-    aspects: list[PlannedAspect] = dspy.OutputField(
-        desc=f"the aspects the user expects, at most {MAX_PLAN_ASPECTS}", max_length=MAX_PLAN_ASPECTS
-    )
+    aspects: list[PlannedAspect] = dspy.OutputField(desc="the aspects the user expects")
 
 
 class AnswerWithPlan(dspy.Signature):
     """You are a helpful assistant. Answer the user's question in a personalized way: learn what the user cares
-    about from their past questions and descriptions, and cover each aspect the user expects in the answer. Answer in
-    one to three short paragraphs."""
+    about from their past questions and descriptions, and cover each aspect the user expects in the answer."""
 
     profile: str = dspy.InputField(desc="the user's past questions and descriptions most related to this question")
     question: str = dspy.InputField(desc="the user's current question")
     plan: str = dspy.InputField(desc="the aspects the user expects to see in the answer")
-    answer: str = dspy.OutputField(desc="the personalized answer", max_length=ANSWER_CHARS)
+    answer: str = dspy.OutputField(desc="the personalized answer")
 
 
 class JudgeAspect(dspy.Signature):

@@ -10,9 +10,9 @@ import dspy
 
 class ExtractInsights(dspy.Signature):
     """From one past interaction in which the user preferred one completion over another, write between one and five
-    short insights about what this user values in responses, one insight per line."""
+    insights about what this user values in responses, one insight per line."""
 
     conversation: str = dspy.InputField(desc="the conversation leading up to the completions")
     preferred_completion: str = dspy.InputField(desc="the completion the user preferred")
     other_completion: str = dspy.InputField(desc="the completion the user did not prefer")
-    insights: str = dspy.OutputField(desc="one to five short insights about the user's preferences, one per line")
+    insights: str = dspy.OutputField(desc="one to five insights about the user's preferences, one per line")

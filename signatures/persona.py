@@ -15,4 +15,4 @@ class SynthesizePersona(dspy.Signature):
     past_judgments: str = dspy.InputField(
         desc="the user's past judgments: each conversation, the two completions, the reasoning and the preferred one"
     )
-    persona: str = dspy.OutputField(desc="a short paragraph describing the user and their preferences")
+    persona: str = dspy.OutputField(desc="a paragraph describing the user and their preferences")

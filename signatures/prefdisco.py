@@ -1,33 +1,28 @@
 """PrefDisco (seeds/000): a question-asking assistant, a passive user simulator and a per-attribute rubric grader.
 
 The asker's signatures (NextTurn, AnswerProblem) read the problem and the dialogue only, never the hidden profile; the
-simulator and the graders read it. Outputs are bounded (strings by `max_length`, grades by `Literal`) so that no call of
-a small model runs away. Field order is part of every compiled JSON: never reorder these fields.
+simulator and the graders read it. Grades are the paper's 1-5 scale. Field order is part of every compiled JSON: never
+reorder these fields.
 """
 
-from typing import Annotated, Literal
+from typing import Literal
 
 import dspy
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-QUESTION_CHARS = 120
-REPLY_CHARS = 120
-RESPONSE_CHARS = 400
-FINAL_ANSWER_CHARS = 40
-MAX_ESTIMATED_PREFERENCES = 2
 Grade = Literal[1, 2, 3, 4, 5]
 
 
 class PreferenceEstimate(BaseModel):
     """One entry of the asker's running estimate of the user's profile."""
 
-    attribute: Annotated[str, Field(max_length=30)]
-    value: Annotated[str, Field(max_length=50)]
+    attribute: str
+    value: str
     weight: Literal[1, 2, 3, 4, 5]
 
 
 class NextTurn(dspy.Signature):
-    """You are helping a user with a problem. Before answering, you may ask the user short clarifying questions about
+    """You are helping a user with a problem. Before answering, you may ask the user clarifying questions about
     how they like answers (level of detail, style, background knowledge), one question per turn. Update what you know
     about their preferences from the dialogue, then either ask one new question or decide to answer."""
 
@@ -35,11 +30,10 @@ class NextTurn(dspy.Signature):
     dialogue: str = dspy.InputField(desc="your questions and the user's replies so far (empty at first)")
     questions_left: int = dspy.InputField(desc="how many more questions you may ask")
     preferences: list[PreferenceEstimate] = dspy.OutputField(
-        desc="what you know so far of the user's preferences: attribute, value, importance 1-5",
-        max_length=MAX_ESTIMATED_PREFERENCES,
+        desc="what you know so far of the user's preferences: attribute, value, importance 1-5"
     )
     action: Literal["ask", "answer"] = dspy.OutputField(desc="'ask' one more question, or 'answer' now")
-    question: str = dspy.OutputField(desc="your one short question when asking, else empty", max_length=QUESTION_CHARS)
+    question: str = dspy.OutputField(desc="your one question when asking, else empty")
 
 
 class AnswerProblem(dspy.Signature):
@@ -48,24 +42,23 @@ class AnswerProblem(dspy.Signature):
 
     problem: str = dspy.InputField(desc="the user's problem")
     user_preferences: str = dspy.InputField(desc="what you know of the user's preferences (may be empty)")
-    response: str = dspy.OutputField(desc="your personalized answer to the user", max_length=RESPONSE_CHARS)
-    final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter",
-                                         max_length=FINAL_ANSWER_CHARS)
+    response: str = dspy.OutputField(desc="your personalized answer to the user")
+    final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter")
 
 
 class ReplyAsUser(dspy.Signature):
     """You are the user described by the hidden profile, talking to an assistant about a problem. Answer the
-    assistant's question factually and minimally, in one or two plain sentences, from your profile. Reveal nothing
-    that was not asked; if the profile does not cover the question, say you have no preference."""
+    assistant's question factually and minimally, from your profile. Reveal nothing that was not asked; if the profile
+    does not cover the question, say you have no preference."""
 
     hidden_profile: str = dspy.InputField(desc="your preferences: attribute, your value for it")
     question: str = dspy.InputField(desc="the assistant's question")
-    reply: str = dspy.OutputField(desc="your short reply", max_length=REPLY_CHARS)
+    reply: str = dspy.OutputField(desc="your reply")
 
 
 COLLABORATIVE_USER = """You are the user described by the hidden profile, talking to an assistant about a problem.
-Answer the assistant's question helpfully in one or two plain sentences from your profile, and mention the one other
-preference from your profile that matters most for this problem."""
+Answer the assistant's question helpfully from your profile, and mention the one other preference from your profile
+that matters most for this problem."""
 
 
 class GradeCriterion(dspy.Signature):

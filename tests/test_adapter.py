@@ -9,9 +9,18 @@ import pydantic
 import pytest
 from dspy.utils.dummies import DummyLM
 
-from prefcraft.adapter import CHARS_PER_TOKEN, MAX_SAFE_INTEGER, SchemaAdapter, max_chars, output_schema
+from prefcraft.adapter import (
+    CHARS_PER_TOKEN,
+    MAX_SAFE_INTEGER,
+    LengthBounds,
+    SchemaAdapter,
+    declared_names,
+    max_chars,
+    output_schema,
+)
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_adapter, build_lm
+from prefcraft.settings import SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
 
 
@@ -118,7 +127,7 @@ LLGUIDANCE_KEYWORDS = {
 
 
 def properties(signature: type[dspy.Signature], **bounds: int) -> dict[str, Any]:
-    return output_schema(signature, bounds.get("chars", 800), bounds.get("items", 8))["properties"]
+    return output_schema(signature, LengthBounds(bounds.get("chars", 800), bounds.get("items", 8)))["properties"]
 
 
 def map_entries(schema: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -195,7 +204,7 @@ def test_literal_becomes_an_unbounded_enum():
 
 
 def test_only_output_fields_and_closed():
-    schema = output_schema(JudgePreference, 800, 8)
+    schema = output_schema(JudgePreference, LengthBounds(800, 8))
     assert schema["type"] == "object"
     assert list(schema["properties"]) == ["preference"]
     assert schema["required"] == ["preference"]
@@ -207,6 +216,23 @@ def test_strings_get_max_length():
     assert fields["note"] == {"type": "string", "maxLength": 100}
     assert fields["short"]["maxLength"] == 40  # a tighter bound of the field's own is kept
     assert properties(Bounded, chars=10)["short"]["maxLength"] == 10
+
+
+def test_without_bounds_strings_and_lists_are_free():
+    fields = output_schema(Bounded)["properties"]
+    assert fields["note"] == {"type": "string"}
+    assert fields["tags"] == {"type": "array", "items": {"type": "string"}}
+    assert fields["short"]["maxLength"] == 40 and fields["few"]["maxItems"] == 3  # a signature's own bound stays
+    assert fields["stars"]["enum"] == [1, 2, 3, 4, 5]  # numbers keep their ranges: llguidance needs them
+    assert fields["count"] == {"type": "integer", "minimum": -MAX_SAFE_INTEGER, "maximum": MAX_SAFE_INTEGER}
+
+
+def test_without_bounds_a_map_has_any_number_of_entries_of_short_keys():
+    labels = output_schema(Typed)["properties"]["labels"]
+    assert "maxProperties" not in labels
+    pattern, values = map_entries(labels)
+    assert values == {"type": "string"}
+    assert re.fullmatch(pattern, "k" * 40) and not re.fullmatch(pattern, "k" * 41)
 
 
 def test_lists_get_max_items_and_bounded_items():
@@ -283,7 +309,7 @@ def test_dict_is_a_bounded_map_of_its_value_schema(field, values):
 def test_an_output_of_any_type_is_refused(annotation):
     signature = dspy.Signature("question -> answer").with_updated_fields("answer", type_=annotation)
     with pytest.raises(ConfigError, match="type Any"):
-        output_schema(signature, 800, 8)
+        output_schema(signature, LengthBounds(800, 8))
 
 
 def test_dict_keeps_a_tighter_size_of_its_own():
@@ -327,7 +353,7 @@ def test_optional_string_is_bounded_in_each_option():
 
 
 def test_nested_model_is_inlined_and_closed():
-    schema = output_schema(PlanMenu, 200, 5)
+    schema = output_schema(PlanMenu, LengthBounds(200, 5))
     text = json.dumps(schema)
     assert "$ref" not in text and "$defs" not in text
     menu = schema["properties"]["menu"]
@@ -340,6 +366,68 @@ def test_nested_model_is_inlined_and_closed():
     assert dish["properties"]["ingredients"]["items"]["maxLength"] == 200
 
 
+# Bounds of one field, keyed Owner.field
+
+
+class Aspect(pydantic.BaseModel):
+    title: str
+    tags: list[str]
+
+
+class PlanAspects(dspy.Signature):
+    """Plan the aspects of an answer."""
+
+    question: str = dspy.InputField()
+    summary: str = dspy.OutputField()
+    aspects: list[Aspect] = dspy.OutputField()
+
+
+class Summarize(dspy.Signature):
+    """Summarize the text."""
+
+    text: str = dspy.InputField()
+    summary: str = dspy.OutputField()
+
+
+FIELD_BOUNDS = LengthBounds(
+    500, 6, field_chars={"PlanAspects.summary": 90, "PlanAspects.aspects": 70, "Aspect.title": 30},
+    field_items={"PlanAspects.aspects": 2},
+)
+
+
+def test_a_field_bound_applies_to_that_field_only():
+    fields = output_schema(PlanAspects, FIELD_BOUNDS)["properties"]
+    assert fields["summary"] == {"type": "string", "maxLength": 90}
+    assert output_schema(Summarize, FIELD_BOUNDS)["properties"]["summary"]["maxLength"] == 500  # another signature's
+
+
+def test_a_field_bound_covers_what_the_field_holds_down_to_a_nested_field_of_its_own():
+    aspects = output_schema(PlanAspects, FIELD_BOUNDS)["properties"]["aspects"]
+    assert aspects["maxItems"] == 2
+    item = aspects["items"]["properties"]
+    assert item["title"] == {"type": "string", "maxLength": 30}  # Aspect.title, the nested model's own key
+    assert item["tags"] == {"type": "array", "maxItems": 2, "items": {"type": "string", "maxLength": 70}}
+
+
+@pytest.mark.parametrize(
+    "copy",
+    [
+        lambda signature: signature.with_instructions("Plan what this user wants to read."),
+        lambda signature: dspy.ChainOfThought(signature).predict.signature,
+        lambda signature: signature.load_state(dspy.Predict(signature).dump_state()["signature"]),
+    ],
+    ids=["instructions", "chain of thought", "loaded state"],
+)
+def test_a_field_bound_follows_the_copies_dspy_makes_of_a_signature(copy):
+    signature = copy(PlanAspects)
+    assert signature.__name__ != "PlanAspects"
+    assert declared_names(signature) == {"PlanAspects"}
+    fields = output_schema(signature, FIELD_BOUNDS)["properties"]
+    assert fields["summary"]["maxLength"] == 90
+    assert fields["aspects"]["maxItems"] == 2
+    assert fields.get("reasoning", {"maxLength": 500})["maxLength"] == 500
+
+
 # max_chars
 
 
@@ -348,7 +436,7 @@ SIGNATURES = [JudgePreference, Bounded, PlanMenu, ListTopics, GradeAnswer, Typed
 
 @pytest.mark.parametrize("signature", SIGNATURES)
 def test_max_chars_bounds_the_longest_compact_reply(signature):
-    schema = output_schema(signature, 120, 4)
+    schema = output_schema(signature, LengthBounds(120, 4))
     longest = longest_text(schema)
     json.loads(longest)
     assert len(longest) <= max_chars(schema)
@@ -380,9 +468,22 @@ def test_max_chars_of_a_map_counts_every_entry():
 
 
 def test_max_chars_grows_with_the_bounds():
-    assert max_chars(output_schema(ListTopics, 100, 8)) > max_chars(output_schema(ListTopics, 100, 4))
-    assert max_chars(output_schema(ListTopics, 200, 4)) > max_chars(output_schema(ListTopics, 100, 4))
-    assert max_chars(output_schema(Typed, 100, 8)) > max_chars(output_schema(Typed, 100, 4))
+    def longest(signature, chars, items):
+        return max_chars(output_schema(signature, LengthBounds(chars, items)))
+
+    assert longest(ListTopics, 100, 8) > longest(ListTopics, 100, 4)
+    assert longest(ListTopics, 200, 4) > longest(ListTopics, 100, 4)
+    assert longest(Typed, 100, 8) > longest(Typed, 100, 4)
+
+
+@pytest.mark.parametrize(("signature", "field"), [(Bounded, "note"), (Bounded, "tags"), (Typed, "labels")])
+def test_max_chars_of_an_unbounded_string_list_or_map_is_infinite(signature, field):
+    assert max_chars(output_schema(signature)["properties"][field]) == math.inf
+    assert max_chars(output_schema(signature)) == math.inf
+
+
+def test_max_chars_of_an_unbounded_schema_of_literals_is_finite():
+    assert len('{"grade":1}') <= max_chars(output_schema(GradeAnswer)) < 20
 
 
 # The grammar converter of the embedded server
@@ -391,7 +492,7 @@ def test_max_chars_grows_with_the_bounds():
 @pytest.mark.parametrize("signature", SIGNATURES)
 def test_schema_converts_to_a_grammar_unchanged(signature):
     xllamacpp = pytest.importorskip("xllamacpp")
-    schema = output_schema(signature, 120, 4)
+    schema = output_schema(signature, LengthBounds(120, 4))
     grammar = xllamacpp.json_schema_to_grammar(json.dumps(schema))
     # this build hands the schema to llguidance as it is, which compiles it when a request arrives
     header, embedded = grammar.split("%json ", 1)
@@ -401,7 +502,7 @@ def test_schema_converts_to_a_grammar_unchanged(signature):
 
 @pytest.mark.parametrize("signature", SIGNATURES)
 def test_schema_uses_only_keywords_llguidance_implements(signature):
-    assert schema_keywords(output_schema(signature, 120, 4)) <= LLGUIDANCE_KEYWORDS
+    assert schema_keywords(output_schema(signature, LengthBounds(120, 4))) <= LLGUIDANCE_KEYWORDS
 
 
 # SchemaAdapter.parse: a reply of each type comes back as that type
@@ -427,20 +528,22 @@ def test_parsed_types_are_the_declared_ones():
 
 def test_predict_with_the_schema_adapter_returns_typed_outputs():
     lm = DummyLM([TYPED_REPLY], adapter=dspy.JSONAdapter())
-    with dspy.context(lm=lm, adapter=SchemaAdapter(max_string_chars=120, max_list_items=4)):
+    with dspy.context(lm=lm, adapter=SchemaAdapter(bounds=LengthBounds(120, 4))):
         prediction = dspy.Predict(Typed)(question="What does this user want?")
     assert isinstance(prediction.menu, Menu) and isinstance(prediction.menu.main, Dish)
     assert prediction.weights == TYPED_REPLY["weights"]
     sent = lm.history[-1]["kwargs"]
-    assert sent["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(Typed, 120, 4)
+    assert sent["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(Typed, LengthBounds(120, 4))
 
 
 # SchemaAdapter._prepare_response_format
 
+SMALL = LengthBounds(800, 8)
 
-def prepared(dialect: str, signature: type[dspy.Signature] = Bounded, **lm_kwargs: Any) -> dict[str, Any]:
+
+def prepared(dialect: str, bounds: LengthBounds | None = SMALL, **lm_kwargs: Any) -> dict[str, Any]:
     lm = dspy.LM("hosted_vllm/SmolLM2-135M-Instruct", api_base="http://127.0.0.1:1/v1", max_tokens=16)
-    SchemaAdapter(dialect=dialect)._prepare_response_format(lm, lm_kwargs, signature)
+    SchemaAdapter(dialect=dialect, bounds=bounds)._prepare_response_format(lm, lm_kwargs, Bounded)
     return lm_kwargs
 
 
@@ -448,7 +551,7 @@ def test_json_schema_wire_form():
     sent = prepared("json_schema")
     assert sent["extra_body"]["response_format"] == {
         "type": "json_schema",
-        "json_schema": {"name": "outputs", "schema": output_schema(Bounded, 800, 8), "strict": True},
+        "json_schema": {"name": "outputs", "schema": output_schema(Bounded, LengthBounds(800, 8)), "strict": True},
     }
     assert "response_format" not in sent  # DSPy's native engine would rebuild a top-level one
 
@@ -465,10 +568,18 @@ def test_other_extra_body_keys_are_kept():
 
 
 def test_max_tokens_is_raised_to_cover_the_schema():
-    needed = math.ceil(max_chars(output_schema(Bounded, 800, 8)) / CHARS_PER_TOKEN)
+    needed = math.ceil(max_chars(output_schema(Bounded, LengthBounds(800, 8))) / CHARS_PER_TOKEN)
     assert prepared("json_schema")["max_tokens"] > needed  # the LM's own 16 would cut the reply off
     assert prepared("json_schema", max_tokens=100)["max_tokens"] > needed
     assert prepared("json_schema", max_tokens=100_000)["max_tokens"] == 100_000  # a larger budget is never lowered
+
+
+def test_an_unbounded_schema_leaves_max_tokens_as_it_is():
+    assert "max_tokens" not in prepared("json_schema", None)  # the LM's own max_tokens bounds the reply
+    assert prepared("json_schema", None, max_tokens=100)["max_tokens"] == 100
+    assert prepared("json_schema", None)["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(
+        Bounded
+    )
 
 
 def test_unknown_dialect():
@@ -482,13 +593,13 @@ CONVERSATION = "[user]: What is the capital of France? Answer in one word."
 
 
 def run_on(model, module: dspy.Module, adapter: SchemaAdapter | None = None, **inputs: Any) -> dspy.Prediction:
-    with dspy.context(lm=build_lm(model), adapter=adapter or build_adapter(model)):
+    with dspy.context(lm=build_lm(model), adapter=adapter or build_adapter(model, SmallModelProfile())):
         return module(**inputs)
 
 
 def small_adapter(model) -> SchemaAdapter:
-    """Tighter bounds than the defaults keep a 135M model's replies (and the tests) short."""
-    return SchemaAdapter(dialect=model.structured_output, max_string_chars=120, max_list_items=3)
+    """Tighter bounds than the profile's keep a 135M model's replies (and the tests) short."""
+    return SchemaAdapter(dialect=model.structured_output, bounds=LengthBounds(120, 3))
 
 
 @pytest.mark.server

@@ -4,7 +4,14 @@ from pathlib import Path
 import pytest
 
 from prefcraft.errors import ConfigError
-from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, load_settings
+from prefcraft.settings import (
+    EMBEDDED_MODEL_NAME,
+    SMALL_MODEL_FIELD_CHARS,
+    ModelSettings,
+    ServerSettings,
+    Settings,
+    load_settings,
+)
 
 
 def write_config(directory: Path, text: str) -> Path:
@@ -126,9 +133,54 @@ def test_with_api_base_points_only_unserved_models_at_the_server():
     assert settings.task.api_base is None  # the original is left alone
 
 
+VLLM = ModelSettings(model="hosted_vllm/Qwen/Qwen2.5-7B-Instruct", api_base="http://127.0.0.1:8000/v1")
+
+
+def test_the_small_model_profile_is_on_for_the_bundled_model_that_prefcraft_serves():
+    settings = Settings()
+    assert settings.small_model.enabled is None
+    assert settings.small_model_profile() is settings.small_model
+    assert settings.with_api_base("http://127.0.0.1:9000/v1").small_model_profile() is settings.small_model
+    assert Settings(judge=VLLM).small_model_profile() == settings.small_model  # the task model decides
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings(task=VLLM),
+        Settings(task=VLLM).with_api_base("http://127.0.0.1:9000/v1"),
+        Settings(task=ModelSettings(model="openai/gpt-4o"), serve=False),
+        Settings(serve=False),
+        Settings(server=ServerSettings(backend="vllm", model="Qwen/Qwen2.5-7B-Instruct")),
+        Settings(server=ServerSettings(model="/models/llama-3.1-8b.gguf")),
+    ],
+    ids=["api_base", "api_base beside a served judge", "hosted", "not served", "served by vllm", "another gguf"],
+)
+def test_the_small_model_profile_is_off_for_any_other_task_model(settings):
+    assert settings.small_model_profile() is None
+
+
+def test_an_explicit_small_model_profile_wins():
+    assert Settings(small_model={"enabled": False}).small_model_profile() is None
+    turned_on = Settings(task=VLLM, small_model={"enabled": True})
+    assert turned_on.small_model_profile() is turned_on.small_model
+
+
+def test_the_small_model_profile_from_a_file_and_the_environment(tmp_path):
+    config = write_config(tmp_path, '[small_model]\nenabled = false\nfield_chars = {"AnswerProblem.response" = 300}\n')
+    from_file = load_settings(config, environ={})
+    assert from_file.small_model_profile() is None
+    assert from_file.small_model.field_chars == {**SMALL_MODEL_FIELD_CHARS, "AnswerProblem.response": 300}
+    from_environment = load_settings(config, environ={"PREFCRAFT_SMALL_MODEL__ENABLED": "true"})
+    assert from_environment.small_model_profile() is from_environment.small_model
+
+
 @pytest.mark.parametrize(
     ("environ", "field"),
     [
+        ({"PREFCRAFT_SMALL_MODEL__FIELD_CHARS": '{"response": 300}'}, "small_model.field_chars.response.[key]"),
+        ({"PREFCRAFT_SMALL_MODEL__POST_CHARS": "0"}, "small_model.post_chars"),
+        ({"PREFCRAFT_SMALL_MODEL__ENABLE": "true"}, "small_model.enable"),
         ({"PREFCRAFT_TASK__TEMPERATURE": "-1"}, "task.temperature"),
         ({"PREFCRAFT_TASK__MAX_TOKENS": "many"}, "task.max_tokens"),
         ({"PREFCRAFT_TASK__STRUCTURED_OUTPUT": "grammar"}, "task.structured_output"),
@@ -174,7 +226,8 @@ def test_config_file_that_is_not_toml(tmp_path):
     assert str(config) in str(caught.value)
 
 
-@pytest.mark.parametrize("name", ["embedded.toml", "vllm-qwen7b.toml"])
-def test_the_shipped_experiment_settings_load(name):
+@pytest.mark.parametrize(("name", "small_model"), [("embedded.toml", True), ("vllm-qwen7b.toml", False)])
+def test_the_shipped_experiment_settings_load(name, small_model):
     settings = load_settings(Path(__file__).parents[1] / "experiments" / name, environ={})
     assert settings.task.structured_output == "json_schema"
+    assert settings.small_model.enabled is small_model

@@ -9,7 +9,6 @@ from prefcraft.loaders.lampqa import SAMPLE_QUESTIONS, ProfilePost, RubricAspect
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (
-    POST_CHARS,
     AspectJudge,
     BM25Retriever,
     DenseRetriever,
@@ -58,9 +57,21 @@ def test_dense_retrieval_ranks_by_cosine_similarity_of_the_embeddings():
     assert seen == [["q", *(post.text for post in POSTS)]]
 
 
-def test_the_profile_is_cut_per_post():
-    text = format_profile([ProfilePost(id="1", text="word " * 200)])
-    assert text.startswith("- word") and len(text) == 2 + POST_CHARS
+def test_the_profile_shows_each_post_whole_unless_given_a_cut():
+    posts = [ProfilePost(id="1", text="word " * 200), ProfilePost(id="2", text="short\n post")]
+    assert format_profile(posts) == f"- {'word ' * 199}word\n- short post"
+    cut = format_profile(posts, post_chars=300).splitlines()
+    assert len(cut[0]) == 2 + 300 and cut[0].endswith("...") and cut[1] == "- short post"
+
+
+def test_the_retrieving_methods_cut_the_posts_they_show():
+    long_posts = [ProfilePost(id="1", text="guitar " * 100)]
+    for program in (RAGPersonalization(BM25Retriever(k=1), post_chars=50), PlanPers(BM25Retriever(k=1), post_chars=50)):
+        lm = scripted(PLAN, ANSWER) if isinstance(program, PlanPers) else scripted(ANSWER)
+        with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+            program(question="Which guitar?", profile=long_posts)
+        shown = [line for prompt in prompts(lm) for line in prompt.splitlines() if line.startswith("- guitar")]
+        assert shown and all(len(line) == 2 + 50 for line in shown)
 
 
 def test_each_method_answers_and_planpers_returns_its_plan():
