@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+from prefcraft.console import configure_logging, echo, results_on_stdout
 from prefcraft.data import DEMO_USERS, SAMPLE_USERS
 from prefcraft.errors import PrefcraftError
 from prefcraft.executors import EXECUTORS
@@ -302,15 +303,13 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser().parse_args(argv)
     import dspy
 
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    for noisy in ("LiteLLM", "httpx", "alembic", "mlflow"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging(args.verbose)
     from prefcraft.settings import load_settings
 
     try:
         settings = load_settings(args.config, settings_overrides(args))
-        run_command(args, settings)
+        with results_on_stdout():
+            run_command(args, settings)
     except PrefcraftError as error:
         print(f"prefcraft: error: {error}", file=sys.stderr)
         return 2
@@ -357,20 +356,21 @@ def sensejudge_job(args: argparse.Namespace, settings: Any) -> Any:
     return job
 
 
-def run_command(args: argparse.Namespace, settings: Any) -> Any:
-    """Runs the parsed command; returns its outcome (what its report was made from), for a tour or an experiment."""
+def run_command(args: argparse.Namespace, settings: Any, emit: Callable[[str], None] = echo) -> Any:
+    """Runs the parsed command, its results written with `emit`; returns its outcome (what its report was made from),
+    for a tour or an experiment."""
     if args.command == "serve":
         from prefcraft.commands.serve import serve
 
-        serve(settings, print)
+        serve(settings, emit)
         return None
     if args.command in SUBCOMMANDS:
-        return _subcommand_cli(args.command).run(args, settings, print)
+        return _subcommand_cli(args.command).run(args, settings, emit)
     if args.command == "sensejudge":
         from prefcraft.commands.sensejudge import run_sensejudge
 
         steps = ["simulate", "select", "evaluate"] if args.step == "demo" else [args.step]
-        return run_sensejudge(settings, sensejudge_job(args, settings), steps, print)
+        return run_sensejudge(settings, sensejudge_job(args, settings), steps, emit)
     from prefcraft.commands.evaluate import evaluate_methods
     from prefcraft.report import format_comparison, format_fit_summary, format_report
 
@@ -380,7 +380,7 @@ def run_command(args: argparse.Namespace, settings: Any) -> Any:
 
         path = compile_persona(settings, data, args.output, train_users=args.train_users, val_users=args.val_users,
                                fit_config=search_config(args, settings), prompt_config=optimizer_config(args, settings))
-        print(f"compiled persona prompt written to {path}")
+        emit(f"compiled persona prompt written to {path}")
         return path
     users = args.users
     if args.command == "demo" and not args.data and not users:
@@ -394,7 +394,7 @@ def run_command(args: argparse.Namespace, settings: Any) -> Any:
         summary = fit_users(settings, data, args.fitted_dir, users=users, config=search_config(args, settings),
                             persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model),
                             executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
-        print(format_fit_summary(summary))
+        emit(format_fit_summary(summary))
         if not methods:
             return summary
         fitted = summary.judges
@@ -410,9 +410,9 @@ def run_command(args: argparse.Namespace, settings: Any) -> Any:
                                     allow_fitted_pairs=getattr(args, "allow_fitted_pairs", False),
                                     executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
         for method, outcome in outcomes.items():
-            print(format_report(method, outcome.report, outcome.usage))
+            emit(format_report(method, outcome.report, outcome.usage))
         if len(outcomes) > 1:
-            print(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
+            emit(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
         return outcomes
     return None
 

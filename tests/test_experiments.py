@@ -41,7 +41,8 @@ def test_each_component_ships_its_paper_experiment_and_a_small_twin():
         small = load_experiment(EXPERIMENTS / f"{stem}-small.toml")
         assert list(small.steps) == list(paper.steps)
         assert paper.settings.serve is False and paper.settings.task.api_base  # a vLLM server of the user's
-        assert small.settings.model_dump(exclude_unset=True) == {"task": {"timeout_s": 600.0}}  # the embedded model
+        assert small.settings.model_dump(exclude_unset=True) == {  # the embedded model
+            "task": {"timeout_s": 600.0}, "small_model": {"enabled": True}}
 
 
 def test_the_readme_example_is_a_valid_experiment(tmp_path):
