@@ -19,20 +19,26 @@ SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generat
 
 def format_evaluation(outcome: EvaluationOutcome) -> str:
     lines = [f"CUPID on {outcome.instances} {outcome.split} instances of {outcome.data} ({outcome.skipped} invalid "
-             "rows skipped); P / R / F1 pooled over instances (micro), 95% bootstrap intervals over instances"]
+             "rows skipped); P / R / F1 pooled over instances (micro, the paper's), per-instance mean F1 beside it, "
+             "95% bootstrap intervals over instances. Failures as the reference code counts them: a failed "
+             "inference is left out (inference failed), a failed matcher scores its items Not covered (matcher "
+             "failed), a missing label is Not covered (labels missing)"]
     if outcome.data == str(SAMPLE_INSTANCES):
         lines.append(f"  {SYNTHETIC_NOTE}")
     lines.append(f"{'inferrer':<20} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
-                 f"{'mean F1':<20} failed")
+                 f"{'mean F1':<20} {'inference failed':>16} {'matcher failed':>14} {'labels missing':>14}")
     for inference in outcome.inference:
         for kind, report in [("all", inference.overall), *inference.by_type.items()]:
             lines.append(f"{inference.name:<20} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
                          f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
-                         f"{report.failed}")
+                         f"{report.inference_failures:>16} {report.matcher_failures:>14} {report.missing_labels:>14}")
     if outcome.responses:
-        lines.append(f"{'response method':<20} {'judge score 1-10 [95% CI]':<28} unscored")
+        lines.append(f"{'response method':<20} {'judge score 1-10 [95% CI]':<28} {'judge failed (0)':>16} "
+                     f"{'unparseable (0)':>15} {'generation failed (left out)':>28}")
         for response in outcome.responses:
-            lines.append(f"{response.method:<20} {_score(response.score):<28} {response.failed}")
+            scores = response.scores
+            lines.append(f"{response.method:<20} {_score(scores.score):<28} {scores.judge_failures:>16} "
+                         f"{scores.unparseable:>15} {scores.generation_failures:>28}")
     lines.append(f"  {'cost per instance, by step':<28} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
                  f"{'seconds':>8}  failures (all instances)")
     for name, cost in _costs_by_step(outcome).items():

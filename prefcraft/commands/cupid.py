@@ -7,6 +7,12 @@ report pools the matched counts (micro P / R / F1) overall and per instance type
 inferred preference (of the first inferrer) and the gold preference (the ceiling); the judge scores each 1-10 against
 the gold preference and checklist. Every step runs its instances in parallel through `evaluate_program`, and each
 inferrer and response method is a child run. Results go to JSONL under the output directory.
+
+Failures count as in the reference code (see `prefcraft.metrics.cupid`): a failed inference is left out of the scores;
+when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache hit when the
+grading got that far) so that a failed matcher keeps the inferred items in the precision denominator, while a failed
+decomposition counts as a failed inference (the reference decomposes inside inference). A failed or unparseable judge
+score counts 0; a failed generation is left out. Every count is reported beside the figures.
 """
 
 from __future__ import annotations
@@ -22,8 +28,15 @@ from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.cupid import INSTANCE_TYPES, SAMPLE_INSTANCES, CupidInstance, load_instances, split_by_persona
-from prefcraft.metrics.cupid import ChecklistMatch, MatchReport, match_report
-from prefcraft.metrics.stats import Estimate, bootstrap_mean
+from prefcraft.metrics.cupid import (
+    ChecklistMatch,
+    MatchReport,
+    ResponseScores,
+    judge_score,
+    match_report,
+    response_scores,
+)
+from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
@@ -35,6 +48,7 @@ from prefcraft.programs.cupid import (
 )
 from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
+from prefcraft.signatures.cupid import DecomposePreference
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
@@ -78,12 +92,14 @@ class InstanceResult:
     checklist: list[str] | None
     predicted_coverage: list[float]
     true_coverage: list[float]
-    precision: float
-    recall: float
-    f1: float
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    """None where the instance is left out of the scores."""
     missing_labels: int
     failed: str | None
-    """None, or the step that failed: "inference" or "matching"."""
+    """None, or the step that failed: "inference" or "decomposition" (both left out of the scores), or "matching"
+    (scored with every item Not covered)."""
 
 
 @dataclass
@@ -101,17 +117,23 @@ class ResponseResult:
     method: str
     response: str | None
     score: float | None
-    """The judge's 1-10, or None when generation or judging failed."""
+    """The judge's 1-10 as read by `judge_score` (0 when unparseable or when judging failed), or None when
+    generation failed."""
+    failed: str | None = None
+    """None, or what failed: "generation", "judging" or "unparseable score"."""
 
 
 @dataclass
 class ResponseOutcome:
     method: str
-    score: Estimate
-    """Mean judge score (1-10) with its interval; unscored responses are left out and counted in `failed`."""
-    failed: int
+    scores: ResponseScores
+    """Mean judge score (1-10) with its interval, and the failures counted as the reference counts them."""
     results: list[ResponseResult]
     costs: dict[str, StepCost]
+
+    @property
+    def score(self) -> Estimate:
+        return self.scores.score
 
 
 @dataclass
@@ -176,19 +198,16 @@ def infer_and_match(
     """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
     with tracked_run(f"infer-{name}", {"inferrer": name}, nested=True):
         inferred, infer_cost = run_step(session, inferrer, examples, _unscored, "task")
-        to_grade = [_grading_example(example, prediction) for example, prediction, _ in inferred
-                    if prediction is not None]
-        graded, match_cost = run_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
-        matches = _aligned([prediction for _, prediction, _ in inferred], graded)
-        results = [_instance_result(example, prediction, match)
-                   for (example, prediction, _), match in zip(inferred, matches, strict=True)]
+        gradings, checklists, grading_costs = _grade(session, inferred)
+        results = [_instance_result(example, prediction, grading, checklist) for (example, prediction, _), grading,
+                   checklist in zip(inferred, gradings, checklists, strict=True)]
         outcome = InferenceOutcome(
             name=name,
             overall=_report(results, session.seed),
             by_type={kind: _report([r for r in results if r.instance_type == kind], session.seed)
                      for kind in INSTANCE_TYPES if any(r.instance_type == kind for r in results)},
             results=results,
-            costs={"infer": infer_cost, "match": match_cost},
+            costs={"infer": infer_cost, **grading_costs},
         )
         by_type = {metric: value for kind, report in outcome.by_type.items()
                    for metric, value in report.as_metrics(f"{kind}_").items()}
@@ -212,17 +231,41 @@ def respond_and_judge(
             for example, (_, prediction, _) in zip(examples, generated, strict=True) if prediction is not None
         ]
         judged, judge_cost = run_step(session, ResponseJudge(), to_judge, _judge_score, "judge")
-        judgments = _aligned([prediction for _, prediction, _ in generated], judged)
-        results = [ResponseResult(request.instance_id, method, getattr(prediction, "response", None),
-                                  float(judgment.score) if judgment is not None else None)
+        judgments = _aligned([prediction is not None for _, prediction, _ in generated], judged)
+        results = [_response_result(request.instance_id, method, prediction, judgment)
                    for (request, prediction, _), judgment in zip(generated, judgments, strict=True)]
-        valid = [result.score for result in results if result.score is not None]
-        outcome = ResponseOutcome(method, bootstrap_mean(valid, seed=session.seed), len(results) - len(valid), results,
-                                  {"generate": generate_cost, "judge": judge_cost})
-        log_metrics({"score": outcome.score.mean, "failed": float(outcome.failed), **_cost_metrics(outcome.costs)})
+        scores = response_scores([result.score if result.failed is None else None for result in results
+                                  if result.failed in (None, "unparseable score")],
+                                 judge_failures=sum(result.failed == "judging" for result in results),
+                                 generation_failures=sum(result.failed == "generation" for result in results),
+                                 seed=session.seed)
+        outcome = ResponseOutcome(method, scores, results, {"generate": generate_cost, "judge": judge_cost})
+        log_metrics({"score": scores.score.mean, "judge_failures": float(scores.judge_failures),
+                     "unparseable_scores": float(scores.unparseable),
+                     "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
         log_json([asdict(result) for result in results], f"responses-{method}.json")
     return outcome
 
+
+
+def _grade(
+    session: Settings, inferred: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
+) -> tuple[list[dspy.Prediction | None], list[list[str] | None], dict[str, StepCost]]:
+    """The inferred preferences graded on the judge model, and for each whose grading failed, its checklist from the
+    decomposer alone, so that a failed matcher is told from a failed decomposition; both aligned with `inferred`."""
+    was_inferred = [prediction is not None for _, prediction, _ in inferred]
+    to_grade = [_grading_example(example, prediction) for example, prediction, _ in inferred
+                if prediction is not None]
+    graded, match_cost = run_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
+    gradings = _aligned(was_inferred, graded)
+    ungraded = [dspy.Example(preference=example.preference).with_inputs("preference")
+                for example, prediction, _ in graded if prediction is None]
+    decomposed, decompose_cost = run_step(session, dspy.Predict(DecomposePreference), ungraded, _unscored, "judge")
+    redecomposed = _aligned([done and grading is None for done, grading in zip(was_inferred, gradings, strict=True)],
+                            decomposed)
+    checklists = [None if prediction is None else [item for item in prediction.checklist if item.strip()]
+                  for prediction in redecomposed]  # blank items dropped, as PreferenceMatch drops them
+    return gradings, checklists, {"match": match_cost, "redecompose": decompose_cost}
 
 
 def _inferrers(session: Settings, job: EvaluationJob) -> dict[str, dspy.Module]:
@@ -242,15 +285,28 @@ def _unscored(example: dspy.Example, prediction: dspy.Prediction) -> float:
 
 
 def _judge_score(example: dspy.Example, prediction: dspy.Prediction) -> float:
-    return float(prediction.score)
+    return judge_score(prediction.score) or 0.0
+
+
+def _response_result(
+    instance_id: str, method: str, generated: dspy.Prediction | None, judged: dspy.Prediction | None
+) -> ResponseResult:
+    """A response's score as the reference counts it: 0 when judging failed or its score is no number."""
+    if generated is None:
+        return ResponseResult(instance_id, method, None, None, "generation")
+    if judged is None:
+        return ResponseResult(instance_id, method, generated.response, 0.0, "judging")
+    score = judge_score(judged.score)
+    return ResponseResult(instance_id, method, generated.response, score or 0.0,
+                          None if score is not None else "unparseable score")
 
 
 def _aligned(
-    upstream: Sequence[dspy.Prediction | None], results: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
+    ran: Sequence[bool], results: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
 ) -> list[dspy.Prediction | None]:
-    """A later step's predictions, which ran only where the earlier step succeeded, aligned with the earlier ones."""
+    """A later step's predictions, which ran only where `ran` is true, aligned with the earlier step's."""
     later = iter(results)
-    return [next(later)[1] if prediction is not None else None for prediction in upstream]
+    return [next(later)[1] if did else None for did in ran]
 
 
 def _grading_example(example: dspy.Example, prediction: dspy.Prediction) -> dspy.Example:
@@ -259,18 +315,30 @@ def _grading_example(example: dspy.Example, prediction: dspy.Prediction) -> dspy
                                                                            "gold_checklist")
 
 
+LEFT_OUT = ("inference", "decomposition")
+
+
 def _instance_result(
-    example: dspy.Example, inferred: dspy.Prediction | None, graded: dspy.Prediction | None
+    example: dspy.Example, inferred: dspy.Prediction | None, graded: dspy.Prediction | None,
+    checklist: list[str] | None,
 ) -> InstanceResult:
-    """An instance's match; a failed step scores nothing on the inferred side and Not covered on every gold item."""
-    failed = "inference" if inferred is None else "matching" if graded is None else None
-    match = graded.match if graded is not None else ChecklistMatch([], [0.0] * len(example.gold_checklist))
+    """An instance's match: the grader's; after a failed matcher, every item Not covered; after a failed inference
+    or decomposition, nothing (the instance is left out of the scores)."""
+    if inferred is None or (graded is None and checklist is None):
+        return InstanceResult(
+            instance_id=example.instance_id, instance_type=example.instance_type,
+            preference=getattr(inferred, "preference", None), used_sessions=getattr(inferred, "used_sessions", None),
+            checklist=None, predicted_coverage=[], true_coverage=[], precision=None, recall=None, f1=None,
+            missing_labels=0, failed="inference" if inferred is None else "decomposition")
+    if graded is not None:
+        match, checklist, failed = graded.match, graded.checklist, None
+    else:
+        match, failed = ChecklistMatch.unmatched(len(checklist), len(example.gold_checklist)), "matching"
     return InstanceResult(
-        instance_id=example.instance_id, instance_type=example.instance_type,
-        preference=getattr(inferred, "preference", None), used_sessions=getattr(inferred, "used_sessions", None),
-        checklist=getattr(graded, "checklist", None), predicted_coverage=match.predicted_coverage,
-        true_coverage=match.true_coverage, precision=match.precision, recall=match.recall, f1=match.f1,
-        missing_labels=match.missing_labels, failed=failed,
+        instance_id=example.instance_id, instance_type=example.instance_type, preference=inferred.preference,
+        used_sessions=getattr(inferred, "used_sessions", None), checklist=checklist,
+        predicted_coverage=match.predicted_coverage, true_coverage=match.true_coverage, precision=match.precision,
+        recall=match.recall, f1=match.f1, missing_labels=match.missing_labels, failed=failed,
     )
 
 
@@ -279,8 +347,10 @@ def _match_of(result: InstanceResult) -> ChecklistMatch:
 
 
 def _report(results: Sequence[InstanceResult], seed: int) -> MatchReport:
-    return match_report([_match_of(result) for result in results], seed=seed,
-                        failed=sum(result.failed is not None for result in results))
+    scored = [result for result in results if result.failed not in LEFT_OUT]
+    return match_report([_match_of(result) for result in scored], seed=seed,
+                        inference_failures=len(results) - len(scored),
+                        matcher_failures=sum(result.failed == "matching" for result in scored))
 
 
 def _response_example(example: dspy.Example, method: str, inferred: str) -> dspy.Example:

@@ -1,10 +1,18 @@
-"""CUPID's preference-match scores (seeds/001, REFERENCE §1).
+"""CUPID's scores (seeds/001 §4; where the paper is silent, the reference code kixlab/CUPID evaluation/pipeline).
 
 Each instance yields two coverage lists, one value per checklist item (Fully 1, Partially 0.5, Not 0): the inferred
 preference's checklist items covered by the gold preference (precision side) and the gold checklist's items covered by
 the inferred preference (recall side). The paper's figures are micro scores: the matched counts are pooled over
 instances, P = Σ predicted matched / Σ predicted items, R = Σ true matched / Σ true items, F1 = 2PR / (P + R).
 Per-instance means of P, R and F1 are reported beside them. Every interval resamples whole instances.
+
+Failures count as the reference code counts them: a label the matcher did not give (or gave outside the three) is Not
+covered; a failed matcher call leaves every item of both lists Not covered, the inferred items staying in the
+precision denominator (`ChecklistMatch.unmatched`); an instance whose inference failed (the decomposition into a
+checklist is part of inference there) is left out of the scores and counted apart.
+
+The response judge's 1-10 is read as the reference reads it (`judge_score`): the text before any "/", then before any
+".", then before any blank line, without "**"; what is then no number scores 0, and so does a failed judge call.
 """
 
 from __future__ import annotations
@@ -27,6 +35,11 @@ class ChecklistMatch:
     true_coverage: list[float]
     missing_labels: int = 0
     """Checklist items the matcher gave no label (scored Not covered)."""
+
+    @classmethod
+    def unmatched(cls, inferred_items: int, gold_items: int) -> ChecklistMatch:
+        """A failed matcher call: every inferred and gold item Not covered, all of them still counted."""
+        return cls([0.0] * inferred_items, [0.0] * gold_items)
 
     @property
     def precision(self) -> float:
@@ -52,13 +65,16 @@ class MatchReport:
     mean_recall: Estimate
     mean_f1: Estimate
     instances: int
-    failed: int = 0
-    """Instances whose inference or matching failed; they count as matching nothing."""
+    """Instances scored: those whose inference succeeded."""
+    inference_failures: int = 0
+    """Instances left out of the scores because their inference (or its decomposition) failed."""
+    matcher_failures: int = 0
+    """Scored instances whose matcher call failed: all their items count as Not covered."""
     missing_labels: int = 0
 
     def as_metrics(self, prefix: str = "") -> dict[str, float]:
-        metrics = {"instances": float(self.instances), "failed": float(self.failed),
-                   "missing_labels": float(self.missing_labels)}
+        metrics = {"instances": float(self.instances), "inference_failures": float(self.inference_failures),
+                   "matcher_failures": float(self.matcher_failures), "missing_labels": float(self.missing_labels)}
         for name in ("precision", "recall", "f1", "mean_precision", "mean_recall", "mean_f1"):
             estimate: Estimate = getattr(self, name)
             metrics.update({name: estimate.mean, f"{name}_low": estimate.low, f"{name}_high": estimate.high})
@@ -79,9 +95,11 @@ def micro_scores(matches: Sequence[ChecklistMatch]) -> tuple[float, float, float
 
 
 def match_report(
-    matches: Sequence[ChecklistMatch], *, failed: int = 0, seed: int = 0, n_resamples: int = 1000
+    matches: Sequence[ChecklistMatch], *, inference_failures: int = 0, matcher_failures: int = 0, seed: int = 0,
+    n_resamples: int = 1000,
 ) -> MatchReport:
-    """P, R and F1 pooled over `matches` and averaged per instance, with intervals that resample instances."""
+    """P, R and F1 pooled over the scored instances' `matches` and averaged per instance, with intervals that resample
+    instances; the failures are counts to report beside them (`matches` already holds the matcher failures)."""
     options = {"seed": seed, "n_resamples": n_resamples}
     return MatchReport(
         precision=cluster_bootstrap_mean([m.predicted_coverage for m in matches], **options),
@@ -91,7 +109,8 @@ def match_report(
         mean_recall=bootstrap_mean([m.recall for m in matches], **options),
         mean_f1=bootstrap_mean([m.f1 for m in matches], **options),
         instances=len(matches),
-        failed=failed,
+        inference_failures=inference_failures,
+        matcher_failures=matcher_failures,
         missing_labels=sum(m.missing_labels for m in matches),
     )
 
@@ -116,3 +135,36 @@ def micro_f1_estimate(
     alpha = (1 - confidence) / 2
     low, high = np.quantile(f1s, [alpha, 1 - alpha])
     return Estimate(f1, float(low), float(high), len(matches))
+
+
+def judge_score(raw: object) -> float | None:
+    """The judge's 1-10 as the reference code reads it: "8.5" -> 8, "7/10" -> 7, "**9**" -> 9; None when no number
+    is left (the caller scores it 0 and counts it)."""
+    text = str(raw).strip()
+    for separator in ("/", ".", "\n\n"):
+        text = text.split(separator, 1)[0]
+    try:
+        return float(text.replace("**", ""))
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ResponseScores:
+    """The judge's mean 1-10 over the generated responses, a failed or unparseable judgment counting 0 (as in the
+    reference code), and the counts of each kind of failure; responses whose generation failed are left out."""
+
+    score: Estimate
+    judge_failures: int
+    unparseable: int
+    generation_failures: int
+
+
+def response_scores(
+    judged: Sequence[float | None], *, judge_failures: int = 0, generation_failures: int = 0, seed: int = 0
+) -> ResponseScores:
+    """`judged`: one `judge_score` per response whose judgment returned (None: unparseable); a failed judge call is
+    one of `judge_failures`, scored 0 beside them."""
+    values = [0.0 if score is None else score for score in judged] + [0.0] * judge_failures
+    return ResponseScores(bootstrap_mean(values, seed=seed), judge_failures,
+                          sum(score is None for score in judged), generation_failures)

@@ -1,6 +1,7 @@
 """`prefcraft cupid`: the command line, the evaluation's control flow on scripted models, and one real run."""
 
 import json
+import math
 from contextlib import nullcontext
 
 import dspy
@@ -41,9 +42,10 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
         assert inference.overall.precision.mean == pytest.approx(0.75)
         assert inference.overall.recall.mean == pytest.approx(0.75)
         assert inference.overall.f1.mean == pytest.approx(0.75)
-        assert set(inference.by_type) == {"consistent"} and inference.overall.failed == 0
+        assert set(inference.by_type) == {"consistent"} and inference.overall.inference_failures == 0
     assert [response.method for response in outcome.responses] == ["none", "sessions", "inferred"]
-    assert all(response.score.mean == 7 and response.failed == 0 for response in outcome.responses)
+    assert all(response.score.mean == 7 and response.scores.judge_failures == response.scores.unparseable == 0
+               for response in outcome.responses)
 
     task_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history])
     judge_prompts = json.dumps([entry["messages"] for entry in role_models["judge"].history])
@@ -66,7 +68,7 @@ def test_only_the_gold_response_method_hands_the_gold_preference_to_the_generato
     assert "GOLD-CHECK" not in generator_prompts and outcome.responses[0].score.mean == 7
 
 
-def test_a_failed_inference_scores_zero_recall_and_is_counted(role_models, tmp_path, monkeypatch):
+def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, tmp_path, monkeypatch):
     class Failing(dspy.Module):
         def forward(self, sessions, current_request):
             raise RuntimeError("the model answered nonsense")
@@ -78,8 +80,58 @@ def test_a_failed_inference_scores_zero_recall_and_is_counted(role_models, tmp_p
     outcome = evaluate_instances(Settings(num_threads=1), EvaluationJob(output_dir=tmp_path, response_methods=()),
                                  [marked_instance()])
     (inference,) = outcome.inference
-    assert inference.overall.failed == 1 and inference.results[0].failed == "inference"
-    assert inference.overall.recall.mean == 0.0 and inference.results[0].true_coverage == [0.0, 0.0]
+    assert inference.overall.inference_failures == 1 and inference.results[0].failed == "inference"
+    assert inference.overall.instances == 0 and math.isnan(inference.overall.recall.mean)
+    assert inference.results[0].recall is None
+
+
+class FailingGrader(dspy.Module):
+    def forward(self, **inputs):
+        raise RuntimeError("the matcher answered nonsense")
+
+
+def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(role_models, tmp_path, monkeypatch):
+    monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=())
+    (inference,) = evaluate_instances(Settings(num_threads=1), job, [marked_instance()]).inference
+    # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
+    (result,) = inference.results
+    assert result.failed == "matching" and result.checklist == REPLY["checklist"]
+    assert result.predicted_coverage == [0.0, 0.0] and result.true_coverage == [0.0, 0.0]
+    assert inference.overall.instances == 1 and inference.overall.matcher_failures == 1
+    assert inference.overall.precision.mean == 0.0 and inference.costs["redecompose"].usage.calls == 1
+
+
+def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_path, monkeypatch):
+    monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
+    monkeypatch.setattr(cupid, "DecomposePreference", dspy.Signature("preference -> missing_field"))
+    role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=())
+    (inference,) = evaluate_instances(Settings(num_threads=1), job, [marked_instance()]).inference
+    assert inference.results[0].failed == "decomposition"
+    assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
+
+
+def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, monkeypatch):
+    judged = iter([{"score": "8.5"}, {"score": "great"}])
+
+    class ScriptedJudge(dspy.Module):
+        def forward(self, **inputs):
+            reply = next(judged, None)
+            if reply is None:
+                raise RuntimeError("the judge call failed")
+            return dspy.Prediction(**reply)
+
+    monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
+    instances = [marked_instance(), marked_instance(sessions=2), marked_instance(sessions=1)]
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("gold",))
+    outcome = evaluate_instances(Settings(num_threads=1), job, instances)
+    (response,) = outcome.responses
+    assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
+    assert [result.failed for result in response.results] == [None, "unparseable score", "judging"]
+    assert response.score.mean == pytest.approx(8 / 3)
+    assert (response.scores.unparseable, response.scores.judge_failures) == (1, 1)
+    assert "judge failed (0)" in format_evaluation(outcome)
 
 
 def test_select_instances_skips_bad_rows_when_asked(tmp_path):

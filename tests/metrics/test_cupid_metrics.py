@@ -1,10 +1,17 @@
-"""CUPID's preference-match scores against hand-computed cases."""
+"""CUPID's preference-match and response scores against hand-computed cases, failures counted as the reference does."""
 
 import math
 
 import pytest
 
-from prefcraft.metrics.cupid import ChecklistMatch, match_report, micro_f1_estimate, micro_scores
+from prefcraft.metrics.cupid import (
+    ChecklistMatch,
+    judge_score,
+    match_report,
+    micro_f1_estimate,
+    micro_scores,
+    response_scores,
+)
 
 
 def test_one_instance_scores_as_the_paper_defines_them():
@@ -37,7 +44,7 @@ def test_nothing_inferred_scores_zero_and_adds_no_predicted_items():
 def test_report_intervals_resample_instances_and_contain_the_estimate():
     matches = [ChecklistMatch([1.0, 0.5], [1.0, 0.0, 0.5]), ChecklistMatch([0.0], [0.5]),
                ChecklistMatch([1.0, 1.0], [1.0, 1.0]), ChecklistMatch([0.5, 0.0, 0.0], [0.0, 0.0])]
-    report = match_report(matches, failed=1, seed=3)
+    report = match_report(matches, inference_failures=1, matcher_failures=2, seed=3)
     precision, recall, f1 = micro_scores(matches)
     assert report.precision.mean == pytest.approx(precision)
     assert report.recall.mean == pytest.approx(recall)
@@ -46,9 +53,10 @@ def test_report_intervals_resample_instances_and_contain_the_estimate():
     for estimate in (report.precision, report.recall, report.f1, report.mean_precision, report.mean_f1):
         assert estimate.low <= estimate.mean <= estimate.high
         assert estimate.low < estimate.high
-    assert report.instances == 4 and report.failed == 1
+    assert (report.instances, report.inference_failures, report.matcher_failures) == (4, 1, 2)
     metrics = report.as_metrics("all_")
-    assert metrics["all_f1"] == pytest.approx(f1) and metrics["all_failed"] == 1.0
+    assert metrics["all_f1"] == pytest.approx(f1) and metrics["all_inference_failures"] == 1.0
+    assert metrics["all_matcher_failures"] == 2.0
 
 
 def test_f1_interval_is_deterministic_per_seed_and_absent_for_one_instance():
@@ -57,3 +65,29 @@ def test_f1_interval_is_deterministic_per_seed_and_absent_for_one_instance():
     single = micro_f1_estimate(matches[:1])
     assert single.mean == pytest.approx(2 * 1.0 * 0.5 / 1.5) and math.isnan(single.low)
     assert math.isnan(micro_f1_estimate([]).mean)
+
+
+def test_a_failed_matcher_keeps_the_inferred_items_in_the_precision_denominator():
+    # Scored: 2.5 of 4 and 1 of 2 inferred items covered. A third instance's matcher failed on 3 inferred items:
+    # the reference keeps them (P = 3.5 / 9 = 0.39); dropping them would give 3.5 / 6 = 0.58.
+    scored = [ChecklistMatch([1.0, 1.0, 0.5, 0.0], [1.0, 0.5]), ChecklistMatch([1.0, 0.0], [0.0, 1.0])]
+    failed = ChecklistMatch.unmatched(inferred_items=3, gold_items=2)
+    assert failed.predicted_coverage == [0.0] * 3 and failed.true_coverage == [0.0] * 2
+    precision, recall, _ = micro_scores([*scored, failed])
+    assert precision == pytest.approx(3.5 / 9) and recall == pytest.approx(2.5 / 6)
+    assert micro_scores(scored)[0] == pytest.approx(3.5 / 6)
+
+
+def test_the_judge_score_is_read_as_the_reference_reads_it():
+    assert judge_score("8.5") == 8.0  # truncated at the point, not rounded
+    assert judge_score("7/10") == 7.0 and judge_score("**9**") == 9.0 and judge_score(" 10 ") == 10.0
+    assert judge_score("6\n\nThe response is fine") == 6.0
+    assert judge_score(7) == 7.0
+    assert judge_score("eight") is None and judge_score("") is None and judge_score("Score: 8") is None
+
+
+def test_unparseable_and_failed_judgments_score_zero_and_are_counted():
+    scores = response_scores([8.0, None, 6.0], judge_failures=1, generation_failures=2)
+    assert scores.score.mean == pytest.approx((8 + 0 + 6 + 0) / 4) and scores.score.n == 4
+    assert (scores.judge_failures, scores.unparseable, scores.generation_failures) == (1, 1, 2)
+    assert math.isnan(response_scores([], generation_failures=1).score.mean)
