@@ -21,6 +21,9 @@ from typing import TextIO
 logger = logging.getLogger(__name__)
 
 OWN_LOGGERS = ("prefcraft",)
+# DSPy loggers whose error lines hold whole examples: the executor's "Error for <example>: ..." and the bootstrap's
+# "Failed to run or to evaluate example <example> ...".
+EXAMPLE_LOGGERS = ("dspy.utils.parallelizer", "dspy.teleprompt.bootstrap")
 # Libraries that set their own level or handler when imported; every other library's records are filtered at the
 # handler (QuietThirdParty) whatever level its logger has.
 OWN_LEVEL_LOGGERS = ("dspy", "LiteLLM", "optuna", "mlflow", "alembic", "bm25s")
@@ -49,9 +52,9 @@ def configure_logging(verbose: bool) -> None:
     optuna.logging.set_verbosity(third_party)
     for name in OWN_LEVEL_LOGGERS:
         logging.getLogger(name).setLevel(third_party)
-    parallelizer = logging.getLogger("dspy.utils.parallelizer")
-    if not any(isinstance(f, HiddenExamples) for f in parallelizer.filters):
-        parallelizer.addFilter(HiddenExamples())
+    for name in EXAMPLE_LOGGERS:
+        if not any(isinstance(f, HiddenExamples) for f in logging.getLogger(name).filters):
+            logging.getLogger(name).addFilter(HiddenExamples())
 
 
 class QuietThirdParty(logging.Filter):
@@ -63,20 +66,22 @@ class QuietThirdParty(logging.Filter):
 
 
 class HiddenExamples(logging.Filter):
-    """DSPy's ParallelExecutor logs "Error for <item>: <error>" with the whole example, gold fields included: the
-    example is replaced by its ids (the fields named *_id), or by "an example"."""
+    """Each example a record's message shows whole (`Example({...}) (input_keys=...)`, gold fields included) is
+    replaced by its ids (its fields named *_id), or by "an example"."""
 
-    ITEM = re.compile(r"^Error for (?P<item>.*\(input_keys=(?:None|\{[^}]*\})\)\)*): ", re.DOTALL)
+    EXAMPLE = re.compile(r"Example\(\{(?P<fields>.*?)\}\) \(input_keys=(?:None|set\(\)|\{[^}]*\})\)", re.DOTALL)
     IDS = re.compile(r"'(\w+_id)': '([^']*)'")
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        match = self.ITEM.match(message)
-        if match:
-            ids = ", ".join(f"{key}={value}" for key, value in self.IDS.findall(match["item"]))
-            shown = f"example {ids}" if ids else "an example"
-            record.msg, record.args = f"Error for {shown} (fields not shown): {message[match.end():]}", ()
+        hidden = self.EXAMPLE.sub(self._named, message)
+        if hidden != message:
+            record.msg, record.args = hidden, ()
         return True
+
+    def _named(self, match: re.Match[str]) -> str:
+        ids = ", ".join(f"{key}={value}" for key, value in self.IDS.findall(match["fields"]))
+        return f"example {ids} (fields not shown)" if ids else "an example (fields not shown)"
 
 
 class StrayOutput(io.TextIOBase):

@@ -47,6 +47,16 @@ def test_dspy_s_bar_goes_to_stderr_and_its_error_lines_hide_the_gold_fields(caps
     assert "GOLD-SECRET" not in captured.err
 
 
+def test_bootstrap_s_error_lines_hide_the_example_too(capsys):
+    configure_logging(verbose=False)
+    example = dspy.Example(question="q", gold_preference="GOLD-SECRET").with_inputs("question")
+    logging.getLogger("dspy.teleprompt.bootstrap").error(
+        f"Failed to run or to evaluate example {example} with <metric> due to boom.")  # DSPy's own wording
+    error = capsys.readouterr().err
+    assert "Failed to run or to evaluate example an example (fields not shown) with <metric> due to boom." in error
+    assert "GOLD-SECRET" not in error
+
+
 def test_printed_lines_are_debug_lines_shown_with_verbose_only(capsys):
     for verbose in (False, True):
         configure_logging(verbose)
