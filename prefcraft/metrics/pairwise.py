@@ -1,4 +1,6 @@
-"""PersonalRewardBench pairwise accuracy: every test pair is judged in both orders.
+"""PersonalRewardBench pairwise accuracy (seeds/002 Table 3, "95% bootstrapped confidence intervals"; the order and
+interval rules follow the reference code, personalrm/synthesizeme.py `evaluate`): every test pair is judged in both
+orders.
 
 A judgment is correct when the judge names the position of the chosen response. Unparseable output is wrong.
 Per pair, a tie (the same position named in both orders) or any wrong order scores 0. A pair is consistent when the
@@ -15,7 +17,7 @@ from typing import Literal
 
 import dspy
 
-from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean
+from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean, reference_bootstrap_mean
 
 Order = Literal["chosen_first", "chosen_second"]
 CHOSEN_POSITION: dict[Order, str] = {"chosen_first": "First", "chosen_second": "Second"}
@@ -41,8 +43,8 @@ class PairwiseReport:
     """Over every judgment, both orders pooled: the headline number. Its interval resamples pairs, as a pair's two
     orders are correlated."""
     accuracy_per_judgment_ci: Estimate
-    """The same mean with the reference code's interval, which resamples single judgments: for comparison with the
-    paper, narrower than it should be."""
+    """The same mean with the reference code's interval (scipy's basic bootstrap, 9,999 resamples of single
+    judgments): for comparison with the paper, narrower than it should be."""
     chosen_first: Estimate
     chosen_second: Estimate
     pair_accuracy: Estimate
@@ -83,7 +85,7 @@ def pairwise_report(judgments: Iterable[Judgment], *, seed: int = 0) -> Pairwise
 
     return PairwiseReport(
         accuracy=_accuracy_by_pair(pairs.values(), seed),
-        accuracy_per_judgment_ci=bootstrap_mean([float(j.correct) for j in judgments], seed=seed),
+        accuracy_per_judgment_ci=reference_bootstrap_mean([float(j.correct) for j in judgments], seed=seed),
         chosen_first=mean_of("chosen_first"),
         chosen_second=mean_of("chosen_second"),
         pair_accuracy=bootstrap_mean([float(all(j.correct for j in o.values())) for o in complete], seed=seed),

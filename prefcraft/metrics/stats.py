@@ -27,17 +27,26 @@ class Estimate:
 
 
 def bootstrap_mean(
-    values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+    values: Sequence[float], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+    method: str = "percentile",
 ) -> Estimate:
-    """The mean of `values` with a percentile bootstrap confidence interval (each value resampled on its own)."""
+    """The mean of `values` with a bootstrap confidence interval (each value resampled on its own)."""
     return cluster_bootstrap_mean([[value] for value in values], confidence=confidence, n_resamples=n_resamples,
-                                  seed=seed)
+                                  seed=seed, method=method)
+
+
+def reference_bootstrap_mean(values: Sequence[float], *, seed: int = 0) -> Estimate:
+    """The interval SynthesizeMe's reference code reports (personalrm/synthesizeme.py `evaluate`): scipy's basic
+    bootstrap over single values with its default 9,999 resamples, 95%."""
+    return bootstrap_mean(values, n_resamples=9999, method="basic", seed=seed)
 
 
 def cluster_bootstrap_mean(
-    clusters: Sequence[Sequence[float]], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0
+    clusters: Sequence[Sequence[float]], *, confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+    method: str = "percentile",
 ) -> Estimate:
-    """The mean over every value of every cluster, with a percentile bootstrap interval that resamples whole clusters.
+    """The mean over every value of every cluster, with a bootstrap interval (scipy's `method`, percentile unless
+    told) that resamples whole clusters.
 
     Use it when values within a cluster are correlated (a pair judged in both orders): resampling single values
     would treat them as independent and give too narrow an interval.
@@ -57,7 +66,7 @@ def cluster_bootstrap_mean(
 
     result = bootstrap(
         (totals, sizes), _mean_of_pooled_clusters, paired=True, vectorized=True, n_resamples=n_resamples,
-        confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed),
+        confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
     )
     interval = result.confidence_interval
     return Estimate(mean, float(interval.low), float(interval.high), n)

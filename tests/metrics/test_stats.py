@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 from scipy.stats import bootstrap
 
-from prefcraft.metrics.stats import Estimate, bootstrap_mean, cluster_bootstrap_mean, macro_mean
+from prefcraft.metrics.stats import (
+    Estimate,
+    bootstrap_mean,
+    cluster_bootstrap_mean,
+    macro_mean,
+    reference_bootstrap_mean,
+)
 
 
 def test_mean_and_interval_bracket_the_data():
@@ -89,3 +95,16 @@ def test_macro_mean_weighs_each_group_the_same():
     assert estimate.mean == pytest.approx(0.5) and estimate.n == 4
     assert estimate.low == pytest.approx(0.5) == estimate.high  # each group is constant
     assert math.isnan(macro_mean([]).mean) and macro_mean([[], [0.25]]).mean == 0.25
+
+
+def test_the_reference_interval_is_scipys_basic_bootstrap_with_9999_resamples():
+    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 1.0]
+    estimate = reference_bootstrap_mean(values, seed=4)
+    expected = bootstrap((np.array(values),), np.mean, confidence_level=0.95, method="basic", n_resamples=9999,
+                         rng=np.random.default_rng(4)).confidence_interval
+    assert estimate.mean == pytest.approx(0.7) and estimate.n == 10
+    assert (estimate.low, estimate.high) == pytest.approx((expected.low, expected.high), abs=1e-9)
+    # The basic interval reflects the percentile one around the mean: 2·mean - the percentile bounds.
+    percentile = bootstrap_mean(values, n_resamples=9999, seed=4)
+    assert estimate.low == pytest.approx(2 * 0.7 - percentile.high, abs=1e-9)
+    assert estimate.high == pytest.approx(2 * 0.7 - percentile.low, abs=1e-9)
