@@ -16,8 +16,11 @@ import pytest
 from dspy.dsp.utils.settings import DEFAULT_CONFIG
 
 from prefcraft.backends import ManagedServer, managed_server
+from prefcraft.executors import keep_local_ray_on_loopback
 from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs
 from prefcraft.settings import ModelSettings, ServerSettings
+
+keep_local_ray_on_loopback()  # before any test module imports ray
 
 
 @pytest.fixture(autouse=True)
@@ -41,7 +44,8 @@ def embedded_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Manage
 
 @pytest.fixture(scope="session")
 def two_ray_workers() -> Iterator[None]:
-    """A local Ray runtime of two CPUs, so two tasks run at once (the Ray tests skip without the distributed extra)."""
+    """A local Ray runtime of two CPUs on loopback, so two tasks run at once (the Ray tests skip without the
+    distributed extra)."""
     ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
