@@ -1,4 +1,5 @@
-"""Majority votes of several pairwise judges, for many subsets of judges at once (SenseJudge's preference subsets).
+"""Majority votes of several pairwise judges, for many subsets of judges at once (SenseJudge's preference subsets,
+seeds/004 §3.2.4-3.2.5; ties and failed calls as in the reference code, 2_judge.py / 3_judge_count.py).
 
 Votes are a (judges, judgments) array of FIRST (+1), SECOND (-1) or NO_VOTE (0, a failed call); subsets are a
 (subsets, judges) 0/1 array. A subset's decision on a judgment is the position most of its cast votes name; a tie

@@ -1,4 +1,5 @@
-"""Position bias of a pairwise judge: the share of its judgments that name the first position.
+"""Position bias of a pairwise judge (seeds/004 §4.2.1, "Positional Bias"): the share of its judgments that name the
+first position.
 
 An unbiased judge over pairs shown in both orders names the first position half of the time whatever its accuracy;
 SenseJudge's paper reports how far from that each judge is. Unparseable judgments are left out.

@@ -1,4 +1,5 @@
-"""Ranking response models from pairwise comparisons, and comparing a ranking with a reference one.
+"""Ranking response models from pairwise comparisons, and comparing a ranking with a reference one (SenseJudge's
+model ranking, seeds/004 §4.2.2).
 
 Wins: each model's share of the comparisons it took part in and won. Bradley-Terry: strengths p with
 P(i beats j) = p_i / (p_i + p_j), fitted by Hunter's (2004) MM algorithm; `prior` adds that many wins to each side of
