@@ -3,9 +3,11 @@
 `SchemaAdapter` is DSPy's JSONAdapter plus one step: before each call it turns the signature's output fields into a
 JSON schema and asks the server to constrain decoding to it. Numbers always get a range; strings and lists get the
 length bounds the adapter is given (the small-model profile's), and none otherwise: then `max_tokens` alone bounds the
-reply. Two dialects:
+reply. Three dialects:
 - "json_schema": the OpenAI structured-outputs form `{"type": "json_schema", "json_schema": {...}}`, which llama.cpp's
   server, vLLM and hosted APIs all take;
+- "llguidance": llama.cpp's `grammar` field in llguidance's form, with JSON that has no free whitespace (through the
+  json_schema form, llguidance lets a model write any run of spaces and newlines between tokens);
 - "none": no constraint, the prompt alone asks for JSON.
 The format goes through `extra_body`, because DSPy's native engine rebuilds `response_format` itself.
 """
@@ -18,14 +20,16 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import dspy
 import pydantic
 
 from prefcraft.errors import ConfigError
 
-Dialect = Literal["json_schema", "none"]
+Dialect = Literal["json_schema", "llguidance", "none"]
+DIALECTS: tuple[str, ...] = get_args(Dialect)
+COMPACT_JSON = {"whitespace_flexible": False, "key_separator": ":", "item_separator": ","}  # llguidance's x-guidance
 
 # Bounds checked against llguidance (the grammar engine of xllamacpp's llama.cpp server). It enforces string, list, map
 # and number bounds, but the digits of a number without a range, or of a float without a step, are unbounded: every
@@ -60,8 +64,8 @@ class LengthBounds:
 class SchemaAdapter(dspy.JSONAdapter):
     def __init__(self, dialect: Dialect = "json_schema", bounds: LengthBounds | None = None, **kwargs):
         super().__init__(**kwargs)
-        if dialect not in ("json_schema", "none"):
-            raise ConfigError(f"unknown structured-output dialect {dialect!r}", "use json_schema or none")
+        if dialect not in DIALECTS:
+            raise ConfigError(f"unknown structured-output dialect {dialect!r}", f"use one of {', '.join(DIALECTS)}")
         self.dialect = dialect
         self.bounds = bounds or LengthBounds()
 
@@ -69,14 +73,20 @@ class SchemaAdapter(dspy.JSONAdapter):
         if self.dialect == "none":
             return
         schema = output_schema(signature, self.bounds)
-        response_format = {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
-        lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), "response_format": response_format}
+        lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), **_constraint(self.dialect, schema)}
         chars = max_chars(schema)
         if math.isfinite(chars):
             # A bounded schema bounds the reply's length, so a budget that covers it never cuts a reply short.
             needed = math.ceil(chars / CHARS_PER_TOKEN) + 32
             current = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens") or 0
             lm_kwargs["max_tokens"] = max(current, needed)
+
+
+def _constraint(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]:
+    if dialect == "llguidance":
+        return {"grammar": "%llguidance {}\nstart: %json " + json.dumps({**schema, "x-guidance": COMPACT_JSON})}
+    return {"response_format": {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema,
+                                                                       "strict": True}}}
 
 
 def output_schema(signature: type[dspy.Signature], bounds: LengthBounds | None = None) -> dict[str, Any]:

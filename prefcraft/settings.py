@@ -91,10 +91,10 @@ class ModelSettings(BaseModel):
         "simple-shuffle", description="how litellm's Router picks one of api_bases for each call"
     )
     api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
-    structured_output: Literal["json_schema", "none"] = Field(
+    structured_output: Literal["json_schema", "llguidance", "none"] = Field(
         "json_schema",
         description="how constrained decoding is requested: the OpenAI json_schema form (llama.cpp's server, vLLM and "
-        "hosted APIs take it) or not at all",
+        "hosted APIs take it), llama.cpp's llguidance grammar with compact JSON (no free whitespace), or not at all",
     )
     temperature: float = Field(0.0, ge=0.0)
     max_tokens: int = Field(512, gt=0)

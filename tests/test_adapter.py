@@ -11,6 +11,7 @@ from dspy.utils.dummies import DummyLM
 
 from prefcraft.adapter import (
     CHARS_PER_TOKEN,
+    COMPACT_JSON,
     MAX_SAFE_INTEGER,
     LengthBounds,
     SchemaAdapter,
@@ -582,6 +583,16 @@ def test_an_unbounded_schema_leaves_max_tokens_as_it_is():
     )
 
 
+def test_llguidance_wire_form_asks_for_compact_json():
+    sent = prepared("llguidance")
+    header, embedded = sent["extra_body"]["grammar"].split("%json ", 1)
+    assert header == "%llguidance {}\nstart: "
+    assert json.loads(embedded) == {**output_schema(Bounded, SMALL), "x-guidance": COMPACT_JSON}
+    assert COMPACT_JSON["whitespace_flexible"] is False
+    assert "response_format" not in sent["extra_body"] and "response_format" not in sent
+    assert sent["max_tokens"] == prepared("json_schema")["max_tokens"]  # the same bounds, the same budget
+
+
 def test_unknown_dialect():
     with pytest.raises(ConfigError, match="grammar"):
         SchemaAdapter(dialect="grammar")
@@ -645,3 +656,18 @@ def test_pydantic_output_is_parsed_into_the_model(embedded_model):
     assert isinstance(prediction.menu.spicy, bool)
     assert all(isinstance(ingredient, str) for ingredient in prediction.menu.main.ingredients)
     assert len(prediction.menu.title) <= 120  # the schema's maxLength was enforced
+
+
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+@pytest.mark.server
+def test_llguidance_dialect_gets_compact_json_that_parses(embedded_model):
+    lm = build_lm(embedded_model)
+    adapter = SchemaAdapter(dialect="llguidance", bounds=LengthBounds(120, 3))
+    with dspy.context(lm=lm, adapter=adapter):
+        prediction = dspy.ChainOfThought(PlanMenu)(occasion="a birthday dinner")
+    assert isinstance(prediction.menu, Menu) and isinstance(prediction.reasoning, str)
+    [reply] = lm.history[-1]["outputs"]
+    assert reply.startswith('{"reasoning":"')
+    assert not re.search(r"\s", JSON_STRING.sub('""', reply))  # no whitespace outside the strings

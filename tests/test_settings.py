@@ -133,6 +133,11 @@ def test_with_api_base_points_only_unserved_models_at_the_server():
     assert settings.task.api_base is None  # the original is left alone
 
 
+def test_a_model_may_ask_for_llguidance_compact_json():
+    settings = load_settings(environ={"PREFCRAFT_TASK__STRUCTURED_OUTPUT": "llguidance"})
+    assert settings.task.structured_output == "llguidance"
+
+
 VLLM = ModelSettings(model="hosted_vllm/Qwen/Qwen2.5-7B-Instruct", api_base="http://127.0.0.1:8000/v1")
 
 
