@@ -1,8 +1,8 @@
 """No cached failures: a reply cut short or unparseable is asked again on the next run once the server is healed,
 while good replies stay cached. Real LM calls through build_lm against a stand-in server behind a cutting proxy."""
 
-from collections.abc import Iterator
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import dspy
 import pytest
@@ -28,21 +28,21 @@ def standin() -> Iterator[StandInServer]:
     server.close()
 
 
-def ask_all(model: ModelSettings, *, evicting: bool) -> list[str | None]:
+def ask_all(model: ModelSettings) -> list[str | None]:
     """One run: each question once; None where the call failed or its reply did not parse."""
     predict = dspy.Predict("question -> answer")
     answers = []
     with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
         for question in QUESTIONS:
             try:
-                with evict_unparsed_replies() if evicting else nullcontext():
+                with evict_unparsed_replies():  # as SchemaAdapter wraps each of its calls
                     answers.append(predict(question=question).answer)
             except (dspy.LMError, AdapterParseError):
                 answers.append(None)
     return answers
 
 
-def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir, *, evicting: bool):
+def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir: Path, use_cache: Callable[[Path], None]):
     """Three runs: cut mid-way, then healed (same process), then a new process on the same disk cache. Returns the
     answers of each run and the requests that reached the model in each."""
     proxy = CuttingProxy(standin.api_base, mode, cut_after=ANSWERED_BEFORE_THE_CUT)
@@ -50,38 +50,56 @@ def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir, *, evicting:
                           timeout_s=10)
     answers, requests = [], []
     try:
-        use_disk_cache(cache_dir)
+        use_cache(cache_dir)
         for run in ("cut", "healed", "new process"):
             if run == "healed":
                 proxy.heal()
             if run == "new process":
-                use_disk_cache(cache_dir)
+                use_cache(cache_dir)
             before = len(standin.bodies)
-            answers.append(ask_all(model, evicting=evicting))
+            answers.append(ask_all(model))
             requests.append(len(standin.bodies) - before)
     finally:
         proxy.close()
     return answers, requests
 
 
-@pytest.mark.parametrize("mode", ["length", "hang_up"])
-def test_a_reply_cut_short_is_never_cached_and_the_healed_rerun_asks_again(mode, standin, tmp_path):
-    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, evicting=False)
+def dspys_own_cache(directory: Path) -> None:
+    dspy.configure_cache(enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory))
+
+
+@pytest.mark.parametrize("mode", ["length", "hang_up", "garbled"])
+def test_a_reply_cut_short_or_unparsed_is_asked_again_once_the_server_is_healed(mode, standin, tmp_path):
+    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, use_disk_cache)
     assert answers == [ANSWERED_THEN_CUT, ["hi"] * len(QUESTIONS), ["hi"] * len(QUESTIONS)]
-    assert requests == [len(QUESTIONS), CUT, 0]
+    assert requests == [len(QUESTIONS), CUT, 0]  # the good replies come from the cache, in memory and then on disk
 
 
-def test_an_unparsed_reply_is_evicted_and_the_healed_rerun_asks_again(standin, tmp_path):
-    answers, requests = rerun_after_a_cut("garbled", standin, tmp_path, evicting=True)
-    assert answers == [ANSWERED_THEN_CUT, ["hi"] * len(QUESTIONS), ["hi"] * len(QUESTIONS)]
-    assert requests == [len(QUESTIONS), CUT, 0]
-
-
-def test_without_eviction_an_unparsed_reply_is_served_again(standin, tmp_path):
-    """The failure the eviction is for: DSPy stores a complete reply that does not parse like any other."""
-    answers, requests = rerun_after_a_cut("garbled", standin, tmp_path, evicting=False)
+@pytest.mark.parametrize("mode", ["length", "garbled"])
+def test_dspys_own_cache_serves_the_broken_reply_again(mode, standin, tmp_path):
+    """The failure the ReplyCache is for: DSPy stores a complete reply, cut short or not, like any other."""
+    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, dspys_own_cache)
     assert answers == [ANSWERED_THEN_CUT] * 3
     assert requests == [len(QUESTIONS), 0, 0]
+
+
+def test_a_reply_cut_short_through_the_router_is_never_cached(standin, tmp_path):
+    """The Router's calls are canonical requests, which DSPy caches in its own record format."""
+    proxies = [CuttingProxy(standin.api_base, "length") for _ in range(2)]
+    model = ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_bases=[p.api_base for p in proxies],
+                          num_retries=0)
+    use_disk_cache(tmp_path)
+    try:
+        assert build_lm(model)("Say hi.") == ["{"]
+        for proxy in proxies:
+            proxy.heal()
+        assert build_lm(model)("Say hi.") == ["{}"]
+        use_disk_cache(tmp_path)
+        assert build_lm(model)("Say hi.") == ["{}"]
+    finally:
+        for proxy in proxies:
+            proxy.close()
+    assert len(standin.bodies) == 2
 
 
 def test_the_reply_cache_is_sized_as_dspys_own(tmp_path):
