@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import dspy
-from dspy.clients.call_result import CallResult
 from dspy.clients.engines import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
 from dspy.lm15 import Request, Response, response_to_events
@@ -15,8 +13,6 @@ from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
     import litellm
-
-NO_LITELLM_CACHE = {"no-cache": True, "no-store": True}  # DSPy caches above the engine, as for its own litellm calls
 
 
 def endpoint_router(model: ModelSettings, api_key: str | None) -> litellm.Router:
@@ -35,28 +31,30 @@ class RouterEngine(LiteLLMEngine):
     """DSPy's litellm engine, sending each call through a litellm Router instead of `litellm.completion`.
 
     A custom engine is DSPy's hook for its transport (`dspy.LM(model, engine=...)`): caching, retries, usage tracking
-    and history stay in `dspy.LM`, above the engine, and work as for any model. Adapters' calls arrive through
-    `complete_legacy`, DSPy 3.4's path for OpenAI-style requests (it warns that 3.5 removes it), because a canonical
-    `Request` cannot carry the `extra_body` in which SchemaAdapter asks for constrained decoding.
+    and history stay in `dspy.LM`, above the engine, and work as for any model. Calls arrive as DSPy's canonical
+    `Request`; litellm's request body is then written for the self-hosted servers a Router spreads over.
     """
+
+    # The inherited shortcut for OpenAI-style calls goes to `litellm.completion`, past the Router; without it, every
+    # call arrives here as a Request.
+    complete_legacy = None
 
     def __init__(self, router: litellm.Router):
         super().__init__(model_type="chat")
         self.router = router
 
-    def complete_legacy(self, lm: dspy.LM, request: dict[str, Any], **context: Any) -> CallResult:
-        request = {**request, "num_retries": 0, "cache": NO_LITELLM_CACHE}
-        request.pop("rollout_id", None)  # a cache-key field of DSPy's, never sent
-        with litellm_errors(model=lm.model):
-            raw = self.router.completion(**request)
-        lm._check_truncation(raw)
-        return CallResult.legacy(lm, raw, kwargs=request)
-
     def complete(self, request: Request) -> Response:
-        data = self._arguments(request)
         with litellm_errors(model=request.model):
-            raw = self.router.completion(**data)
+            raw = self.router.completion(**self._router_arguments(request))
         return self._response(raw, request)
 
     def stream(self, request: Request) -> Iterator[Any]:
         return response_to_events(self.complete(request))
+
+    def _router_arguments(self, request: Request) -> dict[str, Any]:
+        data = self._arguments(request)
+        # DSPy writes OpenAI's current `max_completion_tokens`, which llama.cpp and older vLLM servers ignore: a
+        # runaway generation follows.
+        if "max_completion_tokens" in data:
+            data["max_tokens"] = data.pop("max_completion_tokens")
+        return data

@@ -2,6 +2,7 @@
 
 import hashlib
 import random
+import warnings
 from collections.abc import Callable, Iterator
 
 import dspy
@@ -121,6 +122,17 @@ def test_an_explicit_request_goes_through_the_router_too(endpoints):
     response = lm(Request(model=MODEL, messages=(Message.user("Say hi."),)), cache=False)
     assert response.text == "{}"
     assert sum(len(server.bodies) for server in servers) == 1
+
+
+def test_calls_reach_the_router_as_requests_without_a_deprecation_warning(endpoints):
+    servers = endpoints(2)
+    lm = build_lm(ModelSettings(model=MODEL, api_bases=[server.api_base for server in servers], max_tokens=77))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # DSPy 3.4 warns on the complete_legacy shortcut
+        assert lm("Say hi.", cache=False) == ["{}"]
+    [body] = [body for server in servers for body in server.bodies]
+    assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
+    assert "max_completion_tokens" not in body
 
 
 def test_a_dead_endpoint_among_several_is_named(endpoints):
