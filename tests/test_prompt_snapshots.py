@@ -34,7 +34,7 @@ from prefcraft.commands.sensejudge_simulate import ANNOTATOR_HEADING, DEFAULT_PE
 from prefcraft.data import SAMPLE_USERS
 from prefcraft.lm import build_adapter
 from prefcraft.loaders.cupid import load_instances
-from prefcraft.loaders.lampqa import load_questions
+from prefcraft.loaders.lampqa import ProfilePost, load_questions
 from prefcraft.loaders.personal_reward_bench import (
     format_conversation,
     group_by_user,
@@ -58,7 +58,7 @@ from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, UserSimula
 from prefcraft.programs.prefdisco import Responder as PrefDiscoResponder
 from prefcraft.programs.responder import Responder
 from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
-from prefcraft.settings import ModelSettings
+from prefcraft.settings import ModelSettings, SmallModelProfile
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE_VARIABLE = "PREFCRAFT_UPDATE_SNAPSHOTS"
@@ -67,9 +67,12 @@ PROGRAM_MODULES = (prefcraft.programs.cupid, prefcraft.programs.judge, prefcraft
                    prefcraft.programs.memory, prefcraft.programs.persona, prefcraft.programs.prefdisco,
                    prefcraft.programs.responder, prefcraft.programs.sensejudge)
 MODEL = ModelSettings()  # the embedded default: the model string, sampling and structured-output dialect commands use
+PROFILES: dict[str, SmallModelProfile | None] = {"small": SmallModelProfile(), "paper": None}
+"""Each snapshot in both profiles: `small`, the small-model profile's defaults (what the embedded default turns on), and
+`paper`, no profile (max_tokens alone bounds a reply)."""
 
-# The fake takes adapters' calls as OpenAI-style bodies, the only form that carries SchemaAdapter's extra_body (as
-# prefcraft.routing.RouterEngine does); DSPy 3.4 warns that this path goes in 3.5.
+# The fake takes adapters' calls as the OpenAI-style body dspy.LM hands its engine, before any transport rewrites it;
+# DSPy 3.4 warns that this path goes in 3.5.
 pytestmark = pytest.mark.filterwarnings("ignore:The custom-engine complete_legacy:DeprecationWarning")
 
 
@@ -79,12 +82,12 @@ class Case:
     program: str
     covers: tuple[type[dspy.Module], ...]
     """The program classes whose calls this snapshot shows."""
-    run: Callable[[], object]
-    """Runs the program once on its fixed input, on the model in the current dspy.context."""
+    run: Callable[[SmallModelProfile | None], object]
+    """Runs the program once on its fixed input, on the model in the current dspy.context, built as the commands
+    build it under the profile (None: no profile)."""
 
-    @property
-    def path(self) -> Path:
-        return SNAPSHOTS / self.component / f"{self.program}.txt"
+    def path(self, profile: str) -> Path:
+        return SNAPSHOTS / self.component / f"{self.program}.{profile}.txt"
 
     @property
     def description(self) -> str:
@@ -94,8 +97,11 @@ class Case:
 CASES: list[Case] = []
 
 
-def case(component: str, program: str, *covers: type[dspy.Module]) -> Callable[[Callable[[], object]], Callable]:
-    def register(run: Callable[[], object]) -> Callable[[], object]:
+Run = Callable[[SmallModelProfile | None], object]
+
+
+def case(component: str, program: str, *covers: type[dspy.Module]) -> Callable[[Run], Run]:
+    def register(run: Run) -> Run:
         CASES.append(Case(component, program, covers, run))
         return run
 
@@ -127,9 +133,22 @@ def _cupid_instance():
     return instance.model_copy(update={"prior_interactions": instance.prior_interactions[:3]})
 
 
+LONG_POST = ProfilePost(id="long-post", text=(
+    "I have been sketching faces from old family photos for a few months, mostly in pencil at the kitchen table "
+    "because my apartment has no room for an easel. The eyes always come out flat and the proportions drift "
+    "towards the chin. I would like a routine I can keep up in half an hour a day, and ideally a class or a group "
+    "nearby where I could draw with other people and get some feedback."))
+
+
 def _lampqa_question():
+    """The first sample test question, with its first four profile posts and one long literal post (longer than the
+    small-model profile shows of a post)."""
     question = load_questions(split="test").questions[0]
-    return question.model_copy(update={"profile": question.profile[:4]})
+    return question.model_copy(update={"profile": (*question.profile[:4], LONG_POST)})
+
+
+def _post_chars(profile: SmallModelProfile | None) -> int | None:
+    return profile.post_chars if profile else None
 
 
 def _scenario():
@@ -139,14 +158,14 @@ def _scenario():
 # SynthesizeMe (programs/judge.py, persona.py, memory.py)
 
 @case("synthesizeme", "judge", PreferenceJudge)
-def run_default_judge():
+def run_default_judge(profile: SmallModelProfile | None):
     """The judge without user context (SynthesizeMe's default LLM-as-judge) on the first sample user's first train
     pair, chosen completion first."""
     return PreferenceJudge()(**_judge_inputs(_first_pair_both_orders()[0]))
 
 
 @case("synthesizeme", "personal_judge", PreferenceJudge)
-def run_personal_judge():
+def run_personal_judge(profile: SmallModelProfile | None):
     """A fitted personal judge: a persona in its instructions and two demos (a verified trace with reasoning, and a
     labelled pair without), on the first sample user's second train pair."""
     first, second = _first_pair_both_orders()
@@ -156,7 +175,7 @@ def run_personal_judge():
 
 
 @case("synthesizeme", "persona", PersonaSynthesizer)
-def run_persona():
+def run_persona(profile: SmallModelProfile | None):
     """The persona synthesizer on two verified traces (the first sample user's first train pair in both orders),
     formatted as SynthesizeMe's step 2 reads them."""
     traces = [_verified_trace(example) for example in _first_pair_both_orders()]
@@ -164,7 +183,7 @@ def run_persona():
 
 
 @case("synthesizeme", "memory", MemoryBuilder, PreferenceJudge)
-def run_memory_judge():
+def run_memory_judge(profile: SmallModelProfile | None):
     """The Memory baseline as `evaluate --method memory` builds it: insights from each of the first two context pairs
     of the first sample user, then the judge with the memory as user context."""
     user = _sample_user_pairs()
@@ -174,7 +193,7 @@ def run_memory_judge():
 
 
 @case("synthesizeme", "demographics_judge", PreferenceJudge)
-def run_demographics_judge():
+def run_demographics_judge(profile: SmallModelProfile | None):
     """The judge with a demographic profile as user context (`evaluate --method demographics`)."""
     judge = PreferenceJudge("age: 25-34\nlocation: Europe\nenglish_proficiency: fluent", heading=DEMOGRAPHICS_HEADING)
     return judge(**_judge_inputs(_first_pair_both_orders()[1]))
@@ -183,7 +202,7 @@ def run_demographics_judge():
 # SenseJudge (programs/sensejudge.py, responder.py)
 
 @case("sensejudge", "extractor", PreferenceExtractor)
-def run_extractor():
+def run_extractor(profile: SmallModelProfile | None):
     """Descriptions from two labelled pairs (the first sample user's first train pairs): one per pair, then the
     aggregate over both."""
     pairs = [{"conversation": format_conversation(pair.context), "chosen_response": pair.chosen.content,
@@ -192,14 +211,14 @@ def run_extractor():
 
 
 @case("sensejudge", "selected_judge", SelectedJudge, PreferenceJudge)
-def run_selected_judge():
+def run_selected_judge(profile: SmallModelProfile | None):
     """The majority vote of three description-conditioned judges (the empty description and two written ones)."""
     judge = SelectedJudge(["", "Prefers short, direct answers.", "Values step-by-step structure and examples."])
     return judge(**_judge_inputs(_first_pair_both_orders()[0]))
 
 
 @case("sensejudge", "simulated_responder", Responder)
-def run_simulated_responder():
+def run_simulated_responder(profile: SmallModelProfile | None):
     """A response model of `sensejudge simulate`: the concise variant's system prompt at the simulation's response
     temperature."""
     responder = Responder(VARIANTS["concise"], temperature=SimulationConfig().response_temperature)
@@ -207,7 +226,7 @@ def run_simulated_responder():
 
 
 @case("sensejudge", "simulated_annotator", PreferenceJudge)
-def run_simulated_annotator():
+def run_simulated_annotator(profile: SmallModelProfile | None):
     """The simulated annotator of `sensejudge simulate`: the judge with the default persona."""
     annotator = PreferenceJudge(DEFAULT_PERSONA, heading=ANNOTATOR_HEADING)
     return annotator(**_judge_inputs(_first_pair_both_orders()[0]))
@@ -216,7 +235,7 @@ def run_simulated_annotator():
 # PrefDisco (programs/prefdisco.py)
 
 @case("prefdisco", "asker", QuestionAsker)
-def run_asker():
+def run_asker(profile: SmallModelProfile | None):
     """Discovery: the question asker with two turns on the first sample scenario; the user's replies are literals,
     so that this file shows the asker's calls only."""
     replies = iter(["Keep it short, please.", "Just the equation and the number."])
@@ -224,33 +243,33 @@ def run_asker():
 
 
 @case("prefdisco", "baseline", PrefDiscoResponder)
-def run_baseline():
+def run_baseline(profile: SmallModelProfile | None):
     """Baseline: one answer with nothing known of the user."""
     return PrefDiscoResponder()(problem=_scenario().question, user_preferences="")
 
 
 @case("prefdisco", "oracle", PrefDiscoResponder)
-def run_oracle():
+def run_oracle(profile: SmallModelProfile | None):
     """Oracle: one answer given the hidden profile as the evaluation passes it."""
     scenario = _scenario()
     return PrefDiscoResponder()(problem=scenario.question, user_preferences=scenario.hidden_profile())
 
 
 @case("prefdisco", "user_simulator", UserSimulator)
-def run_user_simulator():
+def run_user_simulator(profile: SmallModelProfile | None):
     """The passive user simulator (the paper's default) answering one question from the hidden profile."""
     return UserSimulator()(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
 
 
 @case("prefdisco", "user_simulator_collaborative", UserSimulator)
-def run_collaborative_simulator():
+def run_collaborative_simulator(profile: SmallModelProfile | None):
     """The collaborative user simulator answering one question from the hidden profile."""
     simulator = UserSimulator(collaborative=True)
     return simulator(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
 
 
 @case("prefdisco", "grader", RubricGrader)
-def run_grader():
+def run_grader(profile: SmallModelProfile | None):
     """The rubric grader on a literal response: one call per criterion, then the correctness check."""
     example = grading_example(_scenario(), "12 pens are 4 groups of 3, and 4 x $2 = $8.", "8")
     return RubricGrader()(**{name: example[name] for name in example.inputs().keys()})
@@ -264,26 +283,26 @@ def _infer(variant: str) -> dspy.Prediction:
 
 
 @case("cupid", "inferrer_all", PreferenceInferrer)
-def run_inferrer_all():
+def run_inferrer_all(profile: SmallModelProfile | None):
     """The inferrer from every prior session at once (the paper's zero-shot setting); the first sample instance with
     its first three sessions."""
     return _infer("all")
 
 
 @case("cupid", "inferrer_relevant", PreferenceInferrer)
-def run_inferrer_relevant():
+def run_inferrer_relevant(profile: SmallModelProfile | None):
     """The inferrer that first selects the relevant sessions; same input."""
     return _infer("relevant")
 
 
 @case("cupid", "inferrer_summaries", PreferenceInferrer)
-def run_inferrer_summaries():
+def run_inferrer_summaries(profile: SmallModelProfile | None):
     """The inferrer from one summary per session; same input."""
     return _infer("summaries")
 
 
 @case("cupid", "preference_match", PreferenceMatch)
-def run_preference_match():
+def run_preference_match(profile: SmallModelProfile | None):
     """The metric's program: a literal inferred preference decomposed into a checklist, then matched against the gold
     preference (precision) and the gold checklist against the inferred preference (recall)."""
     instance = _cupid_instance()
@@ -293,27 +312,27 @@ def run_preference_match():
 
 
 @case("cupid", "response_no_context", ResponseGenerator)
-def run_response_no_context():
+def run_response_no_context(profile: SmallModelProfile | None):
     """A response to the current request with no user context."""
     return ResponseGenerator()(request=_cupid_instance().current_request)
 
 
 @case("cupid", "response_from_sessions", ResponseGenerator)
-def run_response_from_sessions():
+def run_response_from_sessions(profile: SmallModelProfile | None):
     """A response given the prior sessions."""
     instance = _cupid_instance()
     return ResponseGenerator()(request=instance.current_request, sessions=instance.sessions())
 
 
 @case("cupid", "response_from_preference", ResponseGenerator)
-def run_response_from_preference():
+def run_response_from_preference(profile: SmallModelProfile | None):
     """A response given a preference (the gold one here; evaluation passes the inferred one)."""
     instance = _cupid_instance()
     return ResponseGenerator()(request=instance.current_request, preference=instance.current_contextual_preference)
 
 
 @case("cupid", "response_judge", ResponseJudge)
-def run_response_judge():
+def run_response_judge(profile: SmallModelProfile | None):
     """The 1-10 response judge on a literal response, against the gold preference and checklist."""
     instance = _cupid_instance()
     return ResponseJudge()(request=instance.current_request, response="Dana, can we move the launch to 3 June?",
@@ -323,28 +342,28 @@ def run_response_judge():
 # LaMP-QA (programs/lampqa.py)
 
 @case("lampqa", "no_personalization", NoPersonalization)
-def run_no_personalization():
+def run_no_personalization(profile: SmallModelProfile | None):
     """The question alone: the first sample test question."""
     question = _lampqa_question()
     return NoPersonalization()(question=question.question, profile=question.profile)
 
 
 @case("lampqa", "rag", RAGPersonalization)
-def run_rag():
-    """Retrieval (BM25) over the first four profile posts, then the answer."""
+def run_rag(profile: SmallModelProfile | None):
+    """Retrieval (BM25) over the profile (four sample posts and a long literal one), then the answer."""
     question = _lampqa_question()
-    return RAGPersonalization()(question=question.question, profile=question.profile)
+    return RAGPersonalization(post_chars=_post_chars(profile))(question=question.question, profile=question.profile)
 
 
 @case("lampqa", "planpers", PlanPers)
-def run_planpers():
+def run_planpers(profile: SmallModelProfile | None):
     """Retrieval, the aspect planner, then the answer with the plan."""
     question = _lampqa_question()
-    return PlanPers()(question=question.question, profile=question.profile)
+    return PlanPers(post_chars=_post_chars(profile))(question=question.question, profile=question.profile)
 
 
 @case("lampqa", "aspect_judge", AspectJudge)
-def run_aspect_judge():
+def run_aspect_judge(profile: SmallModelProfile | None):
     """The aspect judge on a literal response: one call per gold aspect, with the narrative as details."""
     question = _lampqa_question()
     return AspectJudge()(question=question.question, details=question.narrative,
@@ -352,15 +371,20 @@ def run_aspect_judge():
                          aspects=question.rubric_aspects)
 
 
-def render(case: Case) -> str:
+def render(case: Case, profile_name: str) -> str:
+    profile = PROFILES[profile_name]
+    adapter = build_adapter(MODEL, profile)
     lm, engine = capturing_lm(MODEL)
-    with dspy.context(lm=lm, adapter=build_adapter(MODEL)):
-        case.run()
+    with dspy.context(lm=lm, adapter=adapter):
+        case.run(profile)
+    described = ("the small-model profile's defaults (SmallModelProfile())" if profile else
+                 "paper (no small-model profile: max_tokens alone bounds a reply)")
     header = [
         f"# {case.component}/{case.program}: {', '.join(program.__name__ for program in case.covers)}",
         *(f"# {line}" for line in case.description.splitlines()),
+        f"# Profile: {described}",
         f"# Model: {MODEL.model} (temperature {MODEL.temperature}, max_tokens {MODEL.max_tokens}); adapter: "
-        f"{type(build_adapter(MODEL)).__name__}, structured_output {MODEL.structured_output}",
+        f"{type(adapter).__name__}, structured_output {MODEL.structured_output}",
         f"# Replies are the capturing fake's (tests/capturing_lm.py). Regenerate: {REGENERATE}",
     ]
     return "\n".join(header) + "\n\n" + render_calls(engine.calls)
@@ -370,19 +394,20 @@ def _updating() -> bool:
     return os.environ.get(UPDATE_VARIABLE) == "1"
 
 
+@pytest.mark.parametrize("profile", PROFILES)
 @pytest.mark.parametrize("case", CASES, ids=[f"{c.component}/{c.program}" for c in CASES])
-def test_prompt_snapshot(case: Case) -> None:
-    rendered = render(case)
+def test_prompt_snapshot(case: Case, profile: str) -> None:
+    rendered, path = render(case, profile), case.path(profile)
     if _updating():
-        case.path.parent.mkdir(parents=True, exist_ok=True)
-        case.path.write_text(rendered, encoding="utf-8")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rendered, encoding="utf-8")
         return
-    if not case.path.is_file():
-        pytest.fail(f"{case.path} is missing: regenerate with {REGENERATE}, then review it")
-    committed = case.path.read_text(encoding="utf-8")
+    if not path.is_file():
+        pytest.fail(f"{path} is missing: regenerate with {REGENERATE}, then review it", pytrace=False)
+    committed = path.read_text(encoding="utf-8")
     if rendered != committed:
         diff = difflib.unified_diff(committed.splitlines(keepends=True), rendered.splitlines(keepends=True),
-                                    fromfile=f"{case.path} (committed)", tofile=f"{case.path} (rendered now)")
+                                    fromfile=f"{path} (committed)", tofile=f"{path} (rendered now)")
         pytest.fail(f"the prompts changed; review the diff, then regenerate with {REGENERATE}\n{''.join(diff)}",
                     pytrace=False)
 
@@ -396,7 +421,7 @@ def test_every_program_has_a_snapshot() -> None:
 
 
 def test_no_stale_snapshot_files() -> None:
-    expected = {case.path for case in CASES}
+    expected = {case.path(profile) for case in CASES for profile in PROFILES}
     stale = sorted(path for path in SNAPSHOTS.rglob("*.txt") if path not in expected)
     if _updating():
         for path in stale:
