@@ -42,6 +42,9 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
 )
 from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.optimizers.artifacts import shipped_compiled
+from prefcraft.optimizers.cupid import PROGRAM_NAME as CUPID_PROGRAM
+from prefcraft.optimizers.cupid import load_inferrer
 from prefcraft.optimizers.prefdisco import grading_example
 from prefcraft.optimizers.synthesizeme import format_judgments
 from prefcraft.programs.cupid import (
@@ -299,6 +302,15 @@ def run_inferrer_relevant(profile: SmallModelProfile | None):
 def run_inferrer_summaries(profile: SmallModelProfile | None):
     """The inferrer from one summary per session; same input."""
     return _infer("summaries")
+
+
+@case("cupid", "inferrer_shipped", PreferenceInferrer)
+def run_inferrer_shipped(profile: SmallModelProfile | None):
+    """The compiled inferrer prefcraft ships for the embedded model (compiled/index.json), as `cupid evaluate` loads
+    it; same input."""
+    inferrer, _ = load_inferrer(shipped_compiled(CUPID_PROGRAM, MODEL.model))
+    instance = _cupid_instance()
+    return inferrer(sessions=instance.sessions(), current_request=instance.current_request)
 
 
 @case("cupid", "preference_match", PreferenceMatch)
