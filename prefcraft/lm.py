@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 from pathlib import Path
+from typing import Any
 
 import dspy
 from dspy.clients import DISK_CACHE_LIMIT
+from dspy.utils.callback import BaseCallback
 
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.backends.process import list_models
@@ -20,12 +22,29 @@ from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
+class StopCheck(BaseCallback):
+    """Raises, before any LM call of any thread starts, the stop that a signal requested (`runtime.stoppable` sets
+    `requested`), so that no request leaves after Ctrl-C or SIGTERM.
+
+    The signal's own exception reaches only the main thread, at whatever line it is on: a finalizer it interrupts or a
+    library's catch-all can swallow it, and a thread pool's workers never see it.
+    """
+
+    requested: type[BaseException] | None = None
+
+    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
+        if StopCheck.requested is not None:
+            raise StopCheck.requested()
+
+
 def build_lm(model: ModelSettings) -> dspy.LM:
-    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours.
+    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours, and that sends no
+    call once a stop was requested (StopCheck).
 
     A model on several endpoints (`api_bases`) sends each call through litellm's Router, which spreads them.
     """
-    sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": model.num_retries}
+    sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": model.num_retries,
+                "callbacks": [StopCheck()]}
     api_key = _api_key(model)
     if model.api_bases:
         return dspy.LM(model.model, engine=RouterEngine(endpoint_router(model, api_key)), **sampling)

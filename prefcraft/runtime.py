@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -12,7 +14,15 @@ import dspy
 from prefcraft.backends import managed_server
 from prefcraft.errors import PrefcraftError
 from prefcraft.executors import Item, Result
-from prefcraft.lm import build_adapter, build_lm, check_configured, check_reachable, configure_cache, use_disk_cache
+from prefcraft.lm import (
+    StopCheck,
+    build_adapter,
+    build_lm,
+    check_configured,
+    check_reachable,
+    configure_cache,
+    use_disk_cache,
+)
 from prefcraft.settings import ModelSettings, Role, Settings
 
 logger = logging.getLogger(__name__)
@@ -25,6 +35,7 @@ def model_session(settings: Settings) -> Iterator[Settings]:
     An error from inside the block is re-raised as ServerUnreachableError when a model's server no longer answers.
     """
     with ExitStack() as stack:
+        stack.enter_context(stoppable())
         cache_dir = configure_cache(settings)  # before the served models get their address, which changes per run
         if settings.roles_needing_server():
             server = stack.enter_context(managed_server(settings.server))
@@ -39,6 +50,51 @@ def model_session(settings: Settings) -> Iterator[Settings]:
             # A model call failed somewhere inside DSPy: if a server stopped answering, say that instead.
             check_servers(settings)
             raise
+
+
+class Terminated(SystemExit):
+    """SIGTERM, raised in the main thread: the command unwinds as on Ctrl-C (servers stopped, the MLflow run ended
+    KILLED), then the process exits with 143, the status the signal itself would have given."""
+
+    def __init__(self) -> None:
+        super().__init__(128 + signal.SIGTERM)
+
+
+STOPS: dict[int, type[BaseException]] = {signal.SIGINT: KeyboardInterrupt, signal.SIGTERM: Terminated}
+
+
+@contextmanager
+def stoppable() -> Iterator[None]:
+    """While the block runs in the main thread, SIGINT raises KeyboardInterrupt and SIGTERM raises Terminated there,
+    unless the process installed handlers of its own.
+
+    A process that a shell starts in the background inherits SIGINT ignored, and Python then installs no handler: only
+    DSPy's thread pools, which set one while they run, took Ctrl-C, so a sequential step (MIPROv2 proposing
+    instructions) ignored it. SIGTERM's default ends the process on the spot, leaving the MLflow run RUNNING.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    defaults = (signal.SIG_DFL, signal.SIG_IGN, signal.default_int_handler, None)
+    previous = {signum: signal.getsignal(signum) for signum in STOPS}
+    for signum, handler in previous.items():
+        if handler in defaults:
+            signal.signal(signum, _stop)
+    StopCheck.requested = None
+    try:
+        yield
+        if StopCheck.requested is not None:
+            raise StopCheck.requested()  # the signal's exception went astray and no LM call came after it
+    finally:
+        StopCheck.requested = None
+        for signum, handler in previous.items():
+            signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
+
+
+def _stop(signum: int, frame: object) -> None:
+    StopCheck.requested = STOPS[signum]  # for the LM calls still to come, should this exception go astray
+    logger.warning("%s: stopping", signal.Signals(signum).name)
+    raise STOPS[signum]()
 
 
 def check_servers(settings: Settings) -> None:

@@ -1,6 +1,7 @@
 """MLflow glue: every command that compiles or evaluates is one run (child runs per user), with DSPy autologging.
 
-A run that raises is ended with status FAILED by `mlflow.start_run`'s context manager; whatever was logged stays.
+A run that raises is ended with status FAILED by `mlflow.start_run`'s context manager, one stopped by Ctrl-C or
+SIGTERM with status KILLED; whatever was logged stays.
 With `--resume` the next run of the same command and params continues it instead of opening a new one.
 """
 
@@ -60,7 +61,11 @@ def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: b
             mlflow.set_tag(RESUMED_TAG, int(run.data.tags.get(RESUMED_TAG, 0)) + 1)
         if logged:
             mlflow.log_params(logged)
-        yield run
+        try:
+            yield run
+        except (KeyboardInterrupt, SystemExit):
+            mlflow.end_run("KILLED")  # stopped by Ctrl-C or a signal: nothing failed
+            raise
 
 
 def _interrupted_run(name: str, params: Mapping[str, str]) -> str | None:

@@ -6,8 +6,14 @@ embedded server (a server killed mid-step, unparseable replies) are in tests/tes
 tests/test_faults_components.py.
 """
 
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
-from fault_commands import parent_runs
+from fault_commands import flags, parent_runs
+from openai_standin import StandInServer
 
 from prefcraft.cli import main
 
@@ -68,3 +74,44 @@ def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(tmp_pat
     assert main([*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]) == 2
     assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
     assert_nothing_finished(tmp_path)
+
+
+# SIGINT and SIGTERM, in a real process started as a shell starts one in the background: with SIGINT ignored
+
+
+STOPPED = {signal.SIGINT: (130, "prefcraft: interrupted"), signal.SIGTERM: (143, "SIGTERM: stopping")}
+REQUESTS_BEFORE_THE_SIGNAL = {"cupid compile": 7, "cupid evaluate": 2}  # the compile: MIPROv2 proposing instructions
+
+
+@pytest.fixture
+def slow_standin():
+    server = StandInServer(delay_s=1.0)
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("signum", STOPPED, ids=lambda signum: signal.Signals(signum).name)
+@pytest.mark.parametrize("step", REQUESTS_BEFORE_THE_SIGNAL)
+def test_a_signal_stops_the_step_at_once_and_its_run_is_killed(step, signum, slow_standin, tmp_path):
+    compiled = tmp_path / "compiled"
+    argv = [*STEPS[step], *(["--output", str(compiled / "inferrer.json")] if "compile" in step else []),
+            *flags(tmp_path, slow_standin.api_base)]
+    process = subprocess.Popen([sys.executable, "-m", "prefcraft.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
+                               stdout=subprocess.DEVNULL, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        deadline = time.monotonic() + 120
+        while len(slow_standin.bodies) < REQUESTS_BEFORE_THE_SIGNAL[step] and process.poll() is None:
+            assert time.monotonic() < deadline, "the step never reached the point of the signal"
+            time.sleep(0.05)
+        process.send_signal(signum)
+        sent = len(slow_standin.bodies)
+        _, error = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    code, message = STOPPED[signum]
+    assert process.returncode == code, error
+    assert message in error and "Traceback" not in error, error
+    assert len(slow_standin.bodies) <= sent + 2, "requests went on after the signal"  # at most one per thread
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["KILLED"]
+    assert not compiled.exists()
