@@ -34,7 +34,6 @@ from prefcraft.commands.lampqa import (
     method_programs,
 )
 from prefcraft.settings import ModelSettings, ServerSettings, Settings
-from prefcraft.signatures.lampqa import ANSWER_CHARS
 from prefcraft.tracking import start_tracking
 
 RESULTS = Path(__file__).resolve().parent / "results" / "lampqa_cost.json"
@@ -87,8 +86,10 @@ def main() -> None:
                             retrieval=RetrievalConfig(k=args.k), output_dir=scratch / "out")
         first = run(session, job)
         again = run(session, job)
+    profile = session.small_model_profile()
     result = {"questions": 3 * args.questions_per_category, "k": args.k, "threads": args.threads,
-              "model": session.task.model, "answer_bound_chars": ANSWER_CHARS, "first_run": first,
+              "model": session.task.model, "answer_bound_chars": profile.field_chars["AnswerWithPlan.answer"],
+              "first_run": first,
               "rerun_same_cache": again,
               "note": "wall times measured on a shared 2-core machine while other jobs ran: inflated; counts exact"}
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -253,7 +253,7 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
         group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
                            help=f"several base URLs serving the {role} model; calls are spread over them")
-        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "none"],
+        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "llguidance", "none"],
                            help=f"json_schema: the {role} model's output is constrained to the signature's schema")
         group.add_argument(f"--{role}-max-tokens", type=int, help=f"longest answer of the {role} model")
         group.add_argument(f"--{role}-temperature", type=float, help=f"sampling temperature of the {role} model")

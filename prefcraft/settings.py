@@ -96,7 +96,7 @@ class ModelSettings(BaseModel):
         description="how constrained decoding is requested: the OpenAI json_schema form (llama.cpp's server, vLLM and "
         "hosted APIs take it), llama.cpp's llguidance grammar with compact JSON (no free whitespace), or not at all",
     )
-    temperature: float = Field(0.0, ge=0.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(60.0, gt=0)
     num_retries: int = Field(1, ge=0)
@@ -234,11 +234,14 @@ class Settings(BaseSettings):
 
     def small_model_profile(self) -> SmallModelProfile | None:
         """The small-model profile when it is on: as `small_model.enabled` says, or, unset, when the task model is the
-        bundled model that prefcraft serves (llama.cpp with no model file of the user's)."""
+        bundled SmolLM2: served by prefcraft from the bundled file, or reached at an endpoint under the bundled model's
+        own name (`prefcraft serve` in another shell)."""
         enabled = self.small_model.enabled
         if enabled is None:
-            bundled = self.server.backend == "llamacpp" and self.server.model is None
-            enabled = bundled and self.served_here("task")
+            if self.served_here("task"):
+                enabled = self.server.backend == "llamacpp" and self.server.model is None
+            else:
+                enabled = self.task.endpoints != [] and self.task.model.rsplit("/", 1)[-1] == EMBEDDED_MODEL_NAME
         return self.small_model if enabled else None
 
     @classmethod

@@ -59,6 +59,8 @@ BAD = {
         "search.optimizer: Input should be 'miprov2', 'gepa' or 'bootstrap_rs'"),
     "a count below the flag's own bound": (GOOD.replace("low = 1, high = 6", "low = 0, high = 6"),
                                            "search.candidates: Input should be greater than or equal to 1"),
+    "a temperature no model takes": (GOOD.replace("low = 0.0, high = 1.0", "low = 0.0, high = 7.0"),
+                                     "search.task.temperature: Input should be less than or equal to 2"),
     "a negative temperature": (GOOD.replace("low = 0.0, high = 1.0", "low = -1.0, high = 1.0"),
                                "search.task.temperature: Input should be greater than or equal to 0"),
     "a path the sweep sets": (GOOD.replace("[options]", '[options]\noutput = "compiled/x.json"'),

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import dspy
 
-from prefcraft.adapter import SchemaAdapter
+from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
@@ -162,7 +162,7 @@ def _simulate(
 ) -> list[list[dict[str, object]]]:
     """Each dialogue's labelled rows (no split yet); failures and identical pairs are counted in `summary`."""
     with lm_context(session, "task"), metered() as responding:
-        adapter = SchemaAdapter(dialect=session.task.structured_output, max_string_chars=config.max_response_chars)
+        adapter = SchemaAdapter(dialect=session.task.structured_output, bounds=LengthBounds(string_chars=config.max_response_chars))
         with dspy.context(adapter=adapter):
             responses = _respond(dialogues, config, session.num_threads)
     jobs = []
