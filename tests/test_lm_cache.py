@@ -42,12 +42,12 @@ def ask_all(model: ModelSettings) -> list[str | None]:
     return answers
 
 
-def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir: Path, use_cache: Callable[[Path], None]):
-    """Three runs: cut mid-way, then healed (same process), then a new process on the same disk cache. Returns the
-    answers of each run and the requests that reached the model in each."""
-    proxy = CuttingProxy(standin.api_base, mode, cut_after=ANSWERED_BEFORE_THE_CUT)
-    model = ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_base=proxy.api_base, num_retries=0,
-                          timeout_s=10)
+def rerun_after_a_cut(mode: str, upstream: str, cache_dir: Path, use_cache: Callable[[Path], None] = use_disk_cache,
+                      **model: object):
+    """Three runs in front of the model server at `upstream`: cut mid-way, then healed (same process), then a new
+    process on the same disk cache. Returns the answers of each run and the requests that reached the server in each."""
+    proxy = CuttingProxy(upstream, mode, cut_after=ANSWERED_BEFORE_THE_CUT)
+    settings = ModelSettings(api_base=proxy.api_base, num_retries=0, **model)
     answers, requests = [], []
     try:
         use_cache(cache_dir)
@@ -56,9 +56,9 @@ def rerun_after_a_cut(mode: str, standin: StandInServer, cache_dir: Path, use_ca
                 proxy.heal()
             if run == "new process":
                 use_cache(cache_dir)
-            before = len(standin.bodies)
-            answers.append(ask_all(model))
-            requests.append(len(standin.bodies) - before)
+            before = proxy.completions
+            answers.append(ask_all(settings))
+            requests.append(proxy.completions - before)
     finally:
         proxy.close()
     return answers, requests
@@ -70,7 +70,7 @@ def dspys_own_cache(directory: Path) -> None:
 
 @pytest.mark.parametrize("mode", ["length", "hang_up", "garbled"])
 def test_a_reply_cut_short_or_unparsed_is_asked_again_once_the_server_is_healed(mode, standin, tmp_path):
-    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, use_disk_cache)
+    answers, requests = rerun_after_a_cut(mode, standin.api_base, tmp_path, timeout_s=10)
     assert answers == [ANSWERED_THEN_CUT, ["hi"] * len(QUESTIONS), ["hi"] * len(QUESTIONS)]
     assert requests == [len(QUESTIONS), CUT, 0]  # the good replies come from the cache, in memory and then on disk
 
@@ -78,9 +78,23 @@ def test_a_reply_cut_short_or_unparsed_is_asked_again_once_the_server_is_healed(
 @pytest.mark.parametrize("mode", ["length", "garbled"])
 def test_dspys_own_cache_serves_the_broken_reply_again(mode, standin, tmp_path):
     """The failure the ReplyCache is for: DSPy stores a complete reply, cut short or not, like any other."""
-    answers, requests = rerun_after_a_cut(mode, standin, tmp_path, dspys_own_cache)
+    answers, requests = rerun_after_a_cut(mode, standin.api_base, tmp_path, dspys_own_cache, timeout_s=10)
     assert answers == [ANSWERED_THEN_CUT] * 3
     assert requests == [len(QUESTIONS), 0, 0]
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("mode", ["length", "hang_up"])
+def test_on_the_real_model_the_rerun_asks_again_only_what_was_cut(mode, embedded_server, tmp_path):
+    """JSONAdapter repairs half a JSON object into an empty answer, so a reply cut short may even parse: only its
+    finish reason tells it apart."""
+    answers, requests = rerun_after_a_cut(mode, embedded_server.base_url, tmp_path, max_tokens=256, timeout_s=300)
+
+    cut, healed, new_process = answers
+    assert requests == [len(QUESTIONS), CUT, 0]
+    assert healed[:ANSWERED_BEFORE_THE_CUT] == cut[:ANSWERED_BEFORE_THE_CUT]
+    assert all(healed) and new_process == healed
+    assert healed[ANSWERED_BEFORE_THE_CUT:] != cut[ANSWERED_BEFORE_THE_CUT:]
 
 
 def test_a_reply_cut_short_through_the_router_is_never_cached(standin, tmp_path):
