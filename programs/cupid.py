@@ -91,7 +91,9 @@ class PreferenceMatch(dspy.Module):
     def forward(self, preference: str, gold_preference: str, gold_checklist: Sequence[str]) -> dspy.Prediction:
         checklist = [item for item in self.decompose(preference=preference).checklist if item.strip()]
         predicted, missing_predicted = self._coverage(checklist, gold_preference)
-        true, missing_true = self._coverage(list(gold_checklist), preference)
+        # An empty inferred checklist covers no gold item: the reference scores it so without asking the matcher.
+        true, missing_true = (self._coverage(list(gold_checklist), preference) if checklist
+                              else ([0.0] * len(gold_checklist), 0))
         match = ChecklistMatch(predicted_coverage=predicted, true_coverage=true,
                                missing_labels=missing_predicted + missing_true)
         return dspy.Prediction(checklist=checklist, match=match)

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 import dspy
+from dspy.utils.exceptions import AdapterParseError
 
 from prefcraft.signatures.prefdisco import (
     COLLABORATIVE_USER,
@@ -112,7 +113,10 @@ class SimulatedUser:
 
 
 class RubricGrader(dspy.Module):
-    """One grade (1-5) per criterion, one call each, and one correctness call against the gold answer."""
+    """One grade (1-5) per criterion, one call each, and one correctness call against the gold answer.
+
+    A grade whose reply does not parse is None (PrefAlign counts it as 1, as the reference code does); a failed call
+    still fails the grading."""
 
     def __init__(self):
         super().__init__()
@@ -120,6 +124,12 @@ class RubricGrader(dspy.Module):
         self.check = dspy.Predict(JudgeCorrectness)
 
     def forward(self, problem: str, response: str, criteria: Sequence[str], reference_answer: str) -> dspy.Prediction:
-        grades = [int(self.grade(problem=problem, criterion=c, response=response).grade) for c in criteria]
+        grades = [self._grade(problem, criterion, response) for criterion in criteria]
         correct = bool(self.check(problem=problem, reference_answer=reference_answer, response=response).correct)
         return dspy.Prediction(grades=grades, correct=correct)
+
+    def _grade(self, problem: str, criterion: str, response: str) -> int | None:
+        try:
+            return int(self.grade(problem=problem, criterion=criterion, response=response).grade)
+        except AdapterParseError:
+            return None

@@ -117,12 +117,13 @@ def test_match_runs_the_decomposer_once_and_the_matcher_twice():
     assert prediction.match.missing_labels == 1
 
 
-def test_an_empty_inferred_checklist_skips_the_precision_match():
+def test_an_empty_inferred_checklist_asks_no_matcher_and_covers_no_gold_item():
     lm = scripted({**REPLY, "checklist": []})
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        prediction = PreferenceMatch()(preference="", gold_preference="Short.", gold_checklist=["Short?"])
-    assert len(lm.history) == 2
+        prediction = PreferenceMatch()(preference="", gold_preference="Short.", gold_checklist=["Short?", "Warm?"])
+    assert len(lm.history) == 1  # the decomposer alone
     assert prediction.match.predicted_coverage == [] and prediction.match.precision == 0.0
+    assert prediction.match.true_coverage == [0.0, 0.0]
 
 
 def test_generator_takes_sessions_or_a_preference_not_both():

@@ -79,6 +79,13 @@ def test_the_grader_makes_one_call_per_criterion_and_one_for_correctness():
     assert graded.grades == [4, 2] and graded.correct is True and len(lm.history) == 3
 
 
+def test_a_grade_that_does_not_parse_is_missing_not_a_failed_grading():
+    lm = scripted([{"grade": 4}, {"verdict": "excellent"}, {"correct": True}])
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        graded = RubricGrader()(problem="p", response="r", criteria=["a", "b"], reference_answer="8")
+    assert graded.grades == [4, None] and graded.correct is True
+
+
 def test_the_responder_passes_what_is_known_of_the_user():
     lm = scripted([ANSWER])
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
