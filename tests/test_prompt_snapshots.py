@@ -29,6 +29,7 @@ import prefcraft.programs.persona
 import prefcraft.programs.prefdisco
 import prefcraft.programs.responder
 import prefcraft.programs.sensejudge
+from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
 from prefcraft.commands.sensejudge_simulate import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
 from prefcraft.data import SAMPLE_USERS
@@ -223,9 +224,13 @@ def run_selected_judge(profile: SmallModelProfile | None):
 @case("sensejudge", "simulated_responder", Responder)
 def run_simulated_responder(profile: SmallModelProfile | None):
     """A response model of `sensejudge simulate`: the concise variant's system prompt at the simulation's response
-    temperature."""
-    responder = Responder(VARIANTS["concise"], temperature=SimulationConfig().response_temperature)
-    return responder(conversation=format_conversation(_sample_user_pairs().train[0].context))
+    temperature, under the adapter the command gives its responders (SimulationConfig's max_response_chars)."""
+    config = SimulationConfig()
+    bounds = LengthBounds(string_chars=config.max_response_chars)
+    adapter = SchemaAdapter(dialect=MODEL.structured_output, bounds=bounds)
+    with dspy.context(adapter=adapter):
+        responder = Responder(VARIANTS["concise"], temperature=config.response_temperature)
+        return responder(conversation=format_conversation(_sample_user_pairs().train[0].context))
 
 
 @case("sensejudge", "simulated_annotator", PreferenceJudge)
