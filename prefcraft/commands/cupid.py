@@ -167,7 +167,8 @@ def select_instances(data: CupidData, split: str) -> tuple[list[CupidInstance], 
     if split == "all":
         chosen = loaded.instances
     else:
-        parts = split_by_persona(loaded.instances, val_personas=data.val_personas, test_personas=data.test_personas)
+        parts = split_by_persona(loaded.instances, val_personas=data.val_personas, test_personas=data.test_personas,
+                                 source=data.source)
         chosen = getattr(parts, split)
     return chosen[: data.max_instances], len(loaded.skipped)
 

@@ -29,7 +29,7 @@ import dspy
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, Scenario, load_scenarios
+from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
 from prefcraft.metrics.prefdisco import (
     ConditionScores,
     NormAlignSummary,
@@ -129,22 +129,13 @@ class EvaluationOutcome:
 
 
 def select_scenarios(data: PrefDiscoData, split: str) -> list[Scenario]:
-    """The scenarios of `split`: within each task, the problems (sorted by id) are split so that the last ones are
-    test and the ones before them validation; all personas of a problem stay in one split."""
+    """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task and `max_scenarios` in all."""
     if split not in SPLITS:
         raise ConfigError(f"unknown split '{split}'", f"choose one of {', '.join(SPLITS)}")
     scenarios = load_scenarios(data.source)
     if split != "all":
-        wanted = set()
-        for task in sorted({s.task for s in scenarios}):
-            problems = sorted({s.problem_id for s in scenarios if s.task == task})
-            test = max(1, round(len(problems) * data.test_share)) if len(problems) > 2 else 0
-            val = max(1, round(len(problems) * data.val_share)) if len(problems) > 2 else 0
-            parts = {"train": problems[: len(problems) - test - val],
-                     "val": problems[len(problems) - test - val: len(problems) - test],
-                     "test": problems[len(problems) - test:]}
-            wanted.update(parts[split])
-        scenarios = [s for s in scenarios if s.problem_id in wanted]
+        scenarios = split_scenarios(scenarios, split, val_share=data.val_share, test_share=data.test_share,
+                                    source=data.source)
     if data.per_task is not None:
         scenarios = [s for s in scenarios
                      if [t.scenario_id for t in scenarios if t.task == s.task].index(s.scenario_id) < data.per_task]
