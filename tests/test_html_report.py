@@ -218,7 +218,10 @@ def test_report_command_writes_the_page(tmp_path, capsys):
     assert main(["report", "--tracking-uri", uri, "--output", str(output), "--runs", "3"]) == 0
     assert str(output) in capsys.readouterr().out
     assert "<td>tour</td>" in output.read_text()
-    assert main(["report", "--tracking-uri", uri, "--runs", "0"]) == 2
+    with pytest.raises(SystemExit) as refused:  # argparse checks the flag's bound
+        main(["report", "--tracking-uri", uri, "--runs", "0"])
+    assert refused.value.code == 2
+    assert "--runs: 0 is not at least 1" in capsys.readouterr().err
 
 
 def logging_compile(calls, fail):
