@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import dspy
+from dspy import lm15
 from dspy.clients import DISK_CACHE_LIMIT
+from dspy.clients.call_result import CallResult
+from dspy.clients.engines import LiteLLMEngine
+from dspy.lm15 import Request, Response
 from dspy.utils.callback import BaseCallback
 
 from prefcraft.adapter import LengthBounds, SchemaAdapter
@@ -17,6 +27,7 @@ from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.lm_cache import ReplyCache
 from prefcraft.routing import RouterEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
+from prefcraft.usage import count_sent
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -38,25 +49,116 @@ class StopCheck(BaseCallback):
 
 
 def build_lm(model: ModelSettings) -> dspy.LM:
-    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours, and that sends no
-    call once a stop was requested (StopCheck).
+    """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours, counts every request
+    it sends (CountingEngine), and sends no call once a stop was requested (StopCheck).
 
     A model on several endpoints (`api_bases`) sends each call through litellm's Router, which spreads them.
     """
-    sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": model.num_retries,
+    # DSPy's own retries would send a call that timed out again, to a server already too slow for it: the engine
+    # retries connection errors alone.
+    sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": 0,
                 "callbacks": [StopCheck()]}
     api_key = _api_key(model)
     if model.api_bases:
-        return dspy.LM(model.model, engine=RouterEngine(endpoint_router(model, api_key)), **sampling)
-    kwargs: dict[str, object] = {**sampling, "timeout": model.timeout_s}
+        engine = CountingRouterEngine(endpoint_router(model, api_key), retries=model.num_retries)
+        return dspy.LM(model.model, engine=engine, **sampling)
+    client: dict[str, Any] = {"timeout": model.timeout_s}
     if model.api_base:
-        kwargs["api_base"] = model.api_base
+        client["api_base"] = model.api_base
     if api_key:
-        kwargs["api_key"] = api_key
-    # DSPy's native engine sends `max_completion_tokens` for openai/ models, which llama.cpp ignores (runaway
-    # generations); its litellm engine sends `max_tokens`. hosted_vllm/ sends `max_tokens` natively.
-    engine = "litellm" if model.model.startswith("openai/") and model.api_base else "auto"
-    return dspy.LM(model.model, engine=engine, **kwargs)
+        client["api_key"] = api_key
+    # litellm's engine sends `max_tokens`, which every server honours (DSPy's native engine sends
+    # `max_completion_tokens` for openai/ models, which llama.cpp ignores: runaway generations).
+    engine = CountingEngine(retries=model.num_retries, wire_model=model.model, **client)
+    return dspy.LM(model.model, engine=engine, **sampling)
+
+
+class _Sending:
+    """Sends one request per attempt, counting each in the calling block's usage (`usage.metered`); retries a
+    connection error (`retries` times, never a timeout: that server is busy, not gone); and sends a request identical
+    to one still waiting for its answer only once: DSPy's thread pools resubmit calls that run long, which would give a
+    slow server the same work again. Identical requests get identical answers (as from DSPy's cache)."""
+
+    retries: int
+    _waiting: ClassVar[dict[str, Future[Any]]] = {}
+    _waiting_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def _send(self, request: Any, send: Callable[[], Any]) -> Any:
+        endpoint = getattr(self, "client_options", {}).get("api_base")
+        key = hashlib.sha256(json.dumps([endpoint, request], sort_keys=True, default=repr).encode()).hexdigest()
+        with self._waiting_lock:
+            earlier = self._waiting.get(key)
+            if earlier is None:
+                answer = self._waiting[key] = Future()
+        if earlier is not None:
+            count_sent("resubmissions")
+            return _as_cache_hit(earlier.result())
+        try:
+            result = self._send_with_retries(send)
+        except BaseException as error:
+            answer.set_exception(error)
+            raise
+        else:
+            answer.set_result(result)
+            return result
+        finally:
+            with self._waiting_lock:
+                del self._waiting[key]
+
+    def _send_with_retries(self, send: Callable[[], Any]) -> Any:
+        for attempt in range(self.retries + 1):
+            count_sent("requests" if attempt == 0 else "retries")
+            try:
+                return send()
+            except Exception as error:
+                if attempt == self.retries or not _connection_failed(error):
+                    raise
+                time.sleep(min(2.0**attempt, 10.0))
+        raise AssertionError("unreachable")
+
+
+def _as_cache_hit(result: Any) -> Any:
+    """A copy of a DSPy call result that says it came from a cache: its tokens were counted with the request that
+    fetched it. (A Router's reply arrives before DSPy wraps it and cannot say so: its tokens count twice.)"""
+    return dataclasses.replace(result, cache_hit=True) if isinstance(result, CallResult) else result
+
+
+def _connection_failed(error: BaseException | None) -> bool:
+    """Whether `error`, or an error that led to it, is a connection that could not be opened or broke: worth another
+    attempt, unlike a timeout. litellm reports a refused connection to a self-hosted server as a server error."""
+    import httpx  # litellm's client, imported by then
+
+    broken = (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError)
+    while error is not None:
+        if isinstance(error, broken):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+class CountingEngine(_Sending, LiteLLMEngine):
+    """DSPy's litellm engine (one HTTP request per call), sending through `_Sending`."""
+
+    def __init__(self, retries: int, wire_model: str, **client: Any) -> None:
+        super().__init__(model_type="chat", wire_model=wire_model, **client)
+        self.retries = retries
+
+    def complete_legacy(self, lm: dspy.LM, request: dict[str, Any], **context: Any) -> Any:
+        return self._send(request, lambda: LiteLLMEngine.complete_legacy(self, lm, request, **context))
+
+    def complete(self, request: Request) -> Response:
+        return self._send(request, lambda: LiteLLMEngine.complete(self, request))
+
+
+class CountingRouterEngine(_Sending, RouterEngine):
+    """The Router's engine, sending through `_Sending`."""
+
+    def __init__(self, router: Any, retries: int) -> None:
+        super().__init__(router)
+        self.retries = retries
+
+    def complete(self, request: Request) -> Response:
+        return self._send(request, lambda: RouterEngine.complete(self, request))
 
 
 def _api_key(model: ModelSettings) -> str | None:

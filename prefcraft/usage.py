@@ -1,4 +1,6 @@
-"""LM calls and tokens spent inside a block, from DSPy's own usage tracker (cache hits cost nothing)."""
+"""LM calls and tokens spent inside a block, from DSPy's own usage tracker (cache hits cost nothing), and the HTTP
+requests sent for them, counted by prefcraft's engine (`lm.CountingEngine`): DSPy's tracker sees one entry per answered
+call, not the attempts that failed or were sent again."""
 
 from __future__ import annotations
 
@@ -6,28 +8,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import threading
+from typing import Literal
+
 import dspy
 from dspy.utils.usage_tracker import UsageTracker
+
+Sending = Literal["requests", "retries", "resubmissions"]
 
 
 @dataclass
 class LMUsage:
+    """`calls`: calls a server answered (cache hits excluded). Every HTTP request sent is counted once, as one of
+    `requests` (a call's first attempt, failed or not) or `retries` (the same request again, after a broken
+    connection). `resubmissions`: calls made again while the same request still waited for its answer (DSPy resubmits
+    slow calls), answered by that request and never sent."""
+
     calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    requests: int = 0
+    retries: int = 0
+    resubmissions: int = 0
 
     def __add__(self, other: LMUsage) -> LMUsage:
-        return LMUsage(
-            self.calls + other.calls,
-            self.prompt_tokens + other.prompt_tokens,
-            self.completion_tokens + other.completion_tokens,
-        )
+        return LMUsage(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
 
     def as_metrics(self, prefix: str = "") -> dict[str, float]:
         return {
             f"{prefix}lm_calls": float(self.calls),
             f"{prefix}prompt_tokens": float(self.prompt_tokens),
             f"{prefix}completion_tokens": float(self.completion_tokens),
+            f"{prefix}lm_requests": float(self.requests),
+            f"{prefix}lm_retries": float(self.retries),
+            f"{prefix}lm_resubmissions": float(self.resubmissions),
         }
 
 
@@ -45,8 +59,24 @@ class SharedUsageTracker(UsageTracker):
     by Evaluate or Module.batch never reach the tracker of the caller. Sharing it makes the caller's totals complete.
     """
 
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: dict[Sending, int] = {"requests": 0, "retries": 0, "resubmissions": 0}
+        self._lock = threading.Lock()
+
     def __deepcopy__(self, memo: dict[int, object]) -> SharedUsageTracker:
         return self
+
+    def count(self, sending: Sending, times: int = 1) -> None:
+        with self._lock:
+            self.sent[sending] += times
+
+
+def count_sent(sending: Sending) -> None:
+    """Count one request sent (or one resubmission answered without sending) in the calling thread's `metered()`."""
+    tracker = dspy.settings.usage_tracker
+    if isinstance(tracker, SharedUsageTracker):
+        tracker.count(sending)
 
 
 @contextmanager
@@ -62,9 +92,13 @@ def metered() -> Iterator[UsageMeter]:
             if parent is not None:
                 for model, entries in tracker.usage_data.items():
                     parent.usage_data[model].extend(entries)
+            if isinstance(parent, SharedUsageTracker):
+                for sending, times in tracker.sent.items():
+                    parent.count(sending, times)
             entries = [entry for per_model in tracker.usage_data.values() for entry in per_model]
             meter.usage = LMUsage(
                 calls=len(entries),
                 prompt_tokens=sum(int(entry.get("prompt_tokens") or 0) for entry in entries),
                 completion_tokens=sum(int(entry.get("completion_tokens") or 0) for entry in entries),
+                **tracker.sent,
             )

@@ -1,6 +1,7 @@
 """A stand-in OpenAI-compatible server for tests without a model: it lists the embedded model's name, answers each
 chat request with JSON that fits the request's schema (strings "hi", the first value of an enum, the lowest number)
-and keeps every request body. `delay_s` holds each answer back, as a model server elsewhere would."""
+and keeps every request body. `delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups`
+requests are closed unanswered, as by a server that restarts."""
 
 from __future__ import annotations
 
@@ -14,16 +15,22 @@ from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 
 class StandInServer:
-    def __init__(self, delay_s: float = 0.0) -> None:
+    def __init__(self, delay_s: float = 0.0, hang_ups: int = 0) -> None:
         self.delay_s = delay_s
+        self.hang_ups = hang_ups
         self.bodies: list[dict[str, Any]] = []
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.api_base = f"http://127.0.0.1:{self.server.server_port}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that gave up on a slow answer is part of the test
 
 
 def fill(schema: dict[str, Any]) -> Any:
@@ -52,6 +59,9 @@ def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             standin.bodies.append(body)
+            if len(standin.bodies) <= standin.hang_ups:
+                self.close_connection = True
+                return
             time.sleep(standin.delay_s)
             schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
             self._send({

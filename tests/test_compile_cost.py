@@ -34,5 +34,6 @@ def test_a_compile_run_logs_the_calls_it_sent(run_name, standin, tmp_path, monke
     assert main([*command, *flags(tmp_path, standin.api_base)]) == 0
     [run] = parent_runs(tmp_path)
     assert (run.info.run_name, run.info.status) == (run_name, "FINISHED")
-    assert run.data.metrics["lm_calls"] == len(standin.bodies) > 0
+    assert run.data.metrics["lm_calls"] == run.data.metrics["lm_requests"] == len(standin.bodies) > 0
+    assert run.data.metrics["lm_retries"] == 0
     assert run.data.metrics["prompt_tokens"] == 3 * len(standin.bodies)  # the stand-in's usage per reply

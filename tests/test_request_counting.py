@@ -1,0 +1,62 @@
+"""prefcraft counts every HTTP request it sends, as a counting stand-in server receives them: first attempts, retries
+after a broken connection, and calls sent again while the same request waits (sent once, counted apart). A timeout
+is never retried: the slow server would get the same work again."""
+
+import dspy
+import pytest
+from openai_standin import StandInServer
+
+from prefcraft.lm import build_adapter, build_lm
+from prefcraft.settings import ModelSettings
+from prefcraft.usage import LMUsage, metered
+
+QUESTIONS = [dspy.Example(question=f"question {index}").with_inputs("question") for index in range(6)]
+
+
+@pytest.fixture
+def standin():
+    servers = []
+
+    def start(**options):
+        servers.append(StandInServer(**options))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def run(model: ModelSettings, examples, num_threads: int = 2) -> tuple[list, LMUsage]:
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)), metered() as meter:
+        answers = dspy.Predict("question -> answer").batch(examples, num_threads=num_threads, return_failed_examples=True)
+    return answers, meter.usage
+
+
+def test_every_request_is_counted_as_the_server_received_it(standin):
+    server = standin()
+    _, usage = run(ModelSettings(api_base=server.api_base), QUESTIONS)
+    assert usage.requests == usage.calls == len(server.bodies) == len(QUESTIONS)
+    assert (usage.retries, usage.resubmissions) == (0, 0)
+
+
+def test_a_broken_connection_is_retried_and_the_retries_are_counted_apart(standin):
+    server = standin(hang_ups=2)
+    _, usage = run(ModelSettings(api_base=server.api_base, num_retries=2), QUESTIONS)
+    assert usage.requests + usage.retries == len(server.bodies) == len(QUESTIONS) + 2
+    assert (usage.requests, usage.retries, usage.calls) == (len(QUESTIONS), 2, len(QUESTIONS))
+
+
+def test_a_timeout_is_not_retried(standin):
+    server = standin(delay_s=3.0)
+    answers, usage = run(ModelSettings(api_base=server.api_base, timeout_s=0.5, num_retries=2), QUESTIONS[:1], 1)
+    assert (usage.requests, usage.retries, usage.calls) == (1, 0, 0)
+    assert len(server.bodies) == 1
+
+
+def test_a_call_made_again_while_its_request_waits_is_answered_by_that_request(standin):
+    """As DSPy's thread pools resubmit a slow call: two threads make the same call while the first one waits."""
+    server = standin(delay_s=1.0)
+    answers, usage = run(ModelSettings(api_base=server.api_base), [QUESTIONS[0], QUESTIONS[0]])
+    assert [answer.answer for answer in answers[0]] == ["hi", "hi"]
+    assert len(server.bodies) == usage.requests == usage.calls == 1  # its tokens are the request's
+    assert usage.resubmissions == 1
