@@ -38,32 +38,19 @@ def dead_endpoint() -> str:
 # build_lm
 
 
-def test_openai_models_on_a_server_use_the_litellm_engine():
+def test_a_model_on_a_server_is_reached_through_its_engine():
     lm = build_lm(ModelSettings(model=f"openai/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"))
-    assert lm.engine == "litellm"
-    assert lm.kwargs["api_base"] == "http://127.0.0.1:8000/v1"
-    assert lm.kwargs["api_key"] == "EMPTY"
-
-
-@pytest.mark.parametrize(
-    "model",
-    [
-        ModelSettings(model="openai/gpt-4o-mini"),
-        ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"),
-        ModelSettings(),
-    ],
-)
-def test_other_models_use_the_default_engine(model):
-    assert build_lm(model).engine == "auto"
+    assert lm.engine.client_options["api_base"] == "http://127.0.0.1:8000/v1"
+    assert lm.engine.client_options["api_key"] == "EMPTY"  # a self-hosted server wants a key but checks none
 
 
 def test_sampling_settings_are_passed_on():
     lm = build_lm(ModelSettings(temperature=0.7, max_tokens=99, timeout_s=12, num_retries=3))
     assert lm.kwargs["temperature"] == 0.7
     assert lm.kwargs["max_tokens"] == 99
-    assert lm.kwargs["timeout"] == 12
-    assert lm.num_retries == 3
-    assert "api_base" not in lm.kwargs
+    assert lm.engine.client_options["timeout"] == 12
+    assert (lm.engine.retries, lm.num_retries) == (3, 0)  # the engine retries connection errors, DSPy nothing
+    assert "api_base" not in lm.engine.client_options
 
 
 @pytest.mark.parametrize("provider", ["openai", "hosted_vllm"])
@@ -83,7 +70,7 @@ def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
 def test_api_key_is_read_from_the_named_variable(monkeypatch):
     monkeypatch.setenv("PREFCRAFT_TEST_API_KEY", "sk-test-123")
     lm = build_lm(ModelSettings(model="openai/gpt-4o-mini", api_key_env="PREFCRAFT_TEST_API_KEY"))
-    assert lm.kwargs["api_key"] == "sk-test-123"
+    assert lm.engine.client_options["api_key"] == "sk-test-123"
 
 
 def test_unset_api_key_variable_is_a_config_error(monkeypatch):
