@@ -11,6 +11,7 @@ import hashlib
 import json
 import logging
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -25,7 +26,10 @@ MAX_PARAM_CHARS = 500
 SHOWN_PARAM_CHARS = 40
 RESUMED_TAG = "prefcraft.resumed"
 INTERRUPTED = ("FAILED", "KILLED", "RUNNING")  # RUNNING: a process killed hard never ended its run
+IGNORED_TAG = "prefcraft.resume_ignored"  # + ".<param>": a param that changes no result, changed on resuming
+RESULT_NEUTRAL = ("num_threads", "display_progress", "progress")  # how a command runs, not what it computes
 _resume = False  # set by start_tracking from the settings, for the rest of the process
+_resumed_at: dict[str, int] = {}  # resumed run id -> when (ms) this process resumed it
 
 
 def start_tracking(settings: Settings) -> None:
@@ -49,16 +53,23 @@ def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: b
     """A run; one started while another is active (a command inside a tour or an experiment) nests under it.
 
     With `--resume` a top-level run continues the newest run called `name` if that one was interrupted and logged the
-    same params; otherwise it starts anew and says why.
+    same params (those that change no result aside); otherwise it starts anew and says why. Inside a resumed run, a
+    child run replaces the child of the same name that the interrupted attempt left.
     """
     import mlflow
 
     logged = {key: _param_value(value) for key, value in (params or {}).items()}
     nested = nested or mlflow.active_run() is not None
-    run_id = _interrupted_run(name, logged) if _resume and not nested else None
-    with mlflow.start_run(run_id=run_id, run_name=name, nested=nested) as run:
-        if run_id:
+    resumed = _interrupted_run(name, logged) if _resume and not nested else None
+    if nested:
+        _drop_earlier_child(name)
+    with mlflow.start_run(run_id=resumed and resumed.info.run_id, run_name=name, nested=nested) as run:
+        if resumed:
             mlflow.set_tag(RESUMED_TAG, int(run.data.tags.get(RESUMED_TAG, 0)) + 1)
+            _resumed_at[run.info.run_id] = int(time.time() * 1000)
+            ignored = {key: value for key, value in logged.items() if resumed.data.params.get(key, value) != value}
+            mlflow.set_tags({f"{IGNORED_TAG}.{key}": value for key, value in ignored.items()})
+            logged = {key: value for key, value in logged.items() if key not in ignored}
         if logged:
             mlflow.log_params(logged)
         try:
@@ -68,10 +79,11 @@ def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: b
             raise
 
 
-def _interrupted_run(name: str, params: Mapping[str, str]) -> str | None:
-    """The id of the newest top-level run called `name` if it was interrupted with the same `params`, else None.
+def _interrupted_run(name: str, params: Mapping[str, str]) -> Any:
+    """The newest top-level run called `name` if it was interrupted with the same `params`, else None.
 
-    Params are compared as MLflow stores them; ones the old run has beyond `params` (DSPy autologging's) don't count.
+    Params are compared as MLflow stores them; ones the old run has beyond `params` (DSPy autologging's) don't count,
+    nor do those that change no result (RESULT_NEUTRAL): the log names those that changed.
     """
     import mlflow
 
@@ -83,13 +95,37 @@ def _interrupted_run(name: str, params: Mapping[str, str]) -> str | None:
         return None
     run = runs[0]
     old = run.data.params
-    changed = [f"{key} changed ({_param_value(old.get(key, 'unset'), SHOWN_PARAM_CHARS)} -> "
-               f"{_param_value(value, SHOWN_PARAM_CHARS)})" for key, value in params.items() if old.get(key) != value]
+    changes = {key: f"{key} changed ({_param_value(old.get(key, 'unset'), SHOWN_PARAM_CHARS)} -> "
+               f"{_param_value(value, SHOWN_PARAM_CHARS)})" for key, value in params.items() if old.get(key) != value}
+    changed = [change for key, change in changes.items() if not _result_neutral(key)]
     if changed:
         logger.warning("not resuming run %s: %s; starting a new run", run.info.run_id, ", ".join(changed))
         return None
-    logger.info("resuming run %s (%s)", run.info.run_id, name)
-    return run.info.run_id
+    ignored = [change for key, change in changes.items() if _result_neutral(key)]
+    logger.info("resuming run %s (%s)%s", run.info.run_id, name,
+                f"; ignoring what changes no result: {', '.join(ignored)}" if ignored else "")
+    return run
+
+
+def _result_neutral(key: str) -> bool:
+    return any(key == neutral or key.endswith(f"_{neutral}") for neutral in RESULT_NEUTRAL)
+
+
+def _drop_earlier_child(name: str) -> None:
+    """Delete the child called `name` that a resumed run's interrupted attempt left, before a new one replaces it."""
+    import mlflow
+
+    parent = mlflow.active_run()
+    resumed_at = _resumed_at.get(parent.info.run_id) if parent else None
+    if resumed_at is None:
+        return
+    earlier = mlflow.search_runs(
+        filter_string=f"tags.mlflow.runName = {name!r} AND tags.mlflow.parentRunId = {parent.info.run_id!r} "
+        f"AND attributes.start_time < {resumed_at}",
+        output_format="list",
+    )
+    for child in earlier:
+        mlflow.delete_run(child.info.run_id)
 
 
 def log_metrics(metrics: Mapping[str, float]) -> None:

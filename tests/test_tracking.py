@@ -160,3 +160,37 @@ def test_every_command_takes_resume(argv):
     overrides = settings_overrides(make_parser().parse_args([*argv, "--resume"]))
     assert load_settings(None, overrides, environ={}).resume is True
     assert load_settings(None, {}, environ={"PREFCRAFT_RESUME": "1"}).resume is True
+
+
+def test_resume_ignores_params_that_change_no_result_and_says_which(track, caplog):
+    track()
+    first = interrupted("fit", {**PARAMS, "num_threads": 4, "fit_num_threads": 4})
+    track(resume=True)
+    changed = {**PARAMS, "num_threads": 1, "fit_num_threads": 2}
+    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), tracked_run("fit", changed) as run:
+        pass
+    assert run.info.run_id == first
+    assert (f"resuming run {first} (fit); ignoring what changes no result: num_threads changed (4 -> 1), "
+            "fit_num_threads changed (4 -> 2)") in caplog.text
+    resumed = mlflow.get_run(first)
+    assert resumed.data.params["num_threads"] == "4"  # as the run began
+    assert resumed.data.tags[f"{tracking.IGNORED_TAG}.num_threads"] == "1"
+
+
+def test_a_resumed_run_keeps_one_child_per_step(track):
+    track()
+    with pytest.raises(RuntimeError), tracked_run("fit", PARAMS) as first:
+        for user in ("u1", "u2"):
+            with tracked_run(user, {"user_id": user}, nested=True):
+                pass
+        with tracked_run("u3", {"user_id": "u3"}, nested=True):
+            raise RuntimeError("server died")
+    track(resume=True)
+    with tracked_run("fit", PARAMS) as run:
+        for user in ("u2", "u3"):  # u1's fitted file is kept: the command skips it without a child run
+            with tracked_run(user, {"user_id": user}, nested=True):
+                pass
+    assert run.info.run_id == first.info.run_id
+    children = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'", output_format="list")
+    assert sorted((child.info.run_name, child.info.status) for child in children) == [
+        ("u1", "FINISHED"), ("u2", "FINISHED"), ("u3", "FINISHED")]
