@@ -28,6 +28,7 @@ Conversation = str | Sequence[Mapping[str, str]]
 """One user message, or the messages so far as {"role": ..., "content": ...}."""
 
 DEFAULT_FITTED_DIR = Path("runs/fitted")
+DEFAULT_RESULTS_DIR = Path("runs/latest")  # as `prefcraft evaluate --output-dir`
 
 
 @contextmanager
@@ -81,14 +82,16 @@ def fit(
 def evaluate(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("default",),
     users: Sequence[str] | None = None, fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test",
-    executor: Executor = "local", address: str | None = None,
+    output_dir: str | Path = DEFAULT_RESULTS_DIR, executor: Executor = "local", address: str | None = None,
 ) -> dict[str, MethodOutcome]:
     """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, and from the judges in
     `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
+    Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as
+    `prefcraft evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
     return evaluate_methods(settings or Settings(), data, methods=methods, users=users, split=split, fitted=fitted,
-                            executor=executor, address=address)
+                            output_dir=Path(output_dir), executor=executor, address=address)
 
 
 def _as_text(conversation: Conversation) -> str:

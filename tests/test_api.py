@@ -8,12 +8,14 @@ import sys
 import dspy
 import pytest
 from dspy.utils.dummies import DummyLM
+from openai_standin import StandInServer
 
 import prefcraft
 from prefcraft import api
 from prefcraft.commands.evaluate import PERSONAL_JUDGE
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.settings import ModelSettings, Settings
 
 
 def test_importing_prefcraft_leaves_dspy_unimported_until_the_api_is_used():
@@ -72,3 +74,16 @@ def test_the_readme_example_runs(embedded_model, user_with, tmp_path, monkeypatc
     assert [line.split()[0] for line in printed if line.startswith(tuple(outcomes))] == ["default", "synthesizeme"]
     assert judge.persona.strip() and (tmp_path / "runs" / "fitted" / "u1.json").is_file()
     assert all(outcome.report.accuracy.n == 4 for outcome in outcomes.values())  # 2 test pairs, both orders
+
+
+def test_evaluate_keeps_each_method_s_judgments_as_the_command_does(tmp_path):
+    server = StandInServer()
+    try:
+        settings = Settings(task=ModelSettings(api_base=server.api_base), serve=False, cache_dir=tmp_path / "cache",
+                            tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+        outcomes = prefcraft.evaluate(settings, users=["sample_user_01"], fitted_dir=tmp_path / "fitted",
+                                      output_dir=tmp_path / "results")
+    finally:
+        server.close()
+    judgments = (tmp_path / "results" / "judgments-default.jsonl").read_text().splitlines()
+    assert len(judgments) == len(outcomes["default"].judgments) == len(server.bodies) > 0
