@@ -26,6 +26,7 @@ import dspy
 import pydantic
 
 from prefcraft.errors import ConfigError
+from prefcraft.lm_cache import evict_unparsed_replies
 
 Dialect = Literal["json_schema", "llguidance", "none"]
 DIALECTS: tuple[str, ...] = get_args(Dialect)
@@ -68,6 +69,15 @@ class SchemaAdapter(dspy.JSONAdapter):
             raise ConfigError(f"unknown structured-output dialect {dialect!r}", f"use one of {', '.join(DIALECTS)}")
         self.dialect = dialect
         self.bounds = bounds or LengthBounds()
+
+    # A reply that does not parse leaves DSPy's cache, so that the next run asks again.
+    def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
+        with evict_unparsed_replies():
+            return super().__call__(lm, lm_kwargs, signature, demos, inputs)
+
+    async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
+        with evict_unparsed_replies():
+            return await super().acall(lm, lm_kwargs, signature, demos, inputs)
 
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: type[dspy.Signature]) -> None:
         if self.dialect == "none":

@@ -12,7 +12,7 @@ from litellm import ModelResponse
 from openai_standin import StandInServer
 
 from prefcraft.lm import build_adapter, build_lm, use_disk_cache
-from prefcraft.lm_cache import ReplyCache, evict_unparsed_replies, finish_reasons
+from prefcraft.lm_cache import ReplyCache, finish_reasons
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
 
 QUESTIONS = [f"question {index}" for index in range(4)]
@@ -35,8 +35,7 @@ def ask_all(model: ModelSettings) -> list[str | None]:
     with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
         for question in QUESTIONS:
             try:
-                with evict_unparsed_replies():  # as SchemaAdapter wraps each of its calls
-                    answers.append(predict(question=question).answer)
+                answers.append(predict(question=question).answer)
             except (dspy.LMError, AdapterParseError):
                 answers.append(None)
     return answers
