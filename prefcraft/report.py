@@ -56,9 +56,8 @@ def format_verdict(verdict: CompileVerdict, score_name: str) -> str:
         outcome = "shipped (registered in compiled/index.json)"
     elif verdict.won:
         outcome = "saved (outside compiled/, not registered)"
-    elif not verdict.differs:
-        outcome = "NOT shipped: identical to the uncompiled program"
     else:
-        outcome = "NOT shipped: it did not beat the uncompiled program on validation"
+        outcome = f"NOT shipped: {verdict.reason}"
     return (f"  validation {score_name}: uncompiled {100 * verdict.uncompiled_score:.1f}%, compiled "
-            f"{100 * verdict.compiled_score:.1f}%\n  {verdict.path}: {outcome}")
+            f"{100 * verdict.compiled_score:.1f}%; degenerate outputs: uncompiled {verdict.uncompiled_degenerate}, "
+            f"compiled {verdict.compiled_degenerate}\n  {verdict.path}: {outcome}")

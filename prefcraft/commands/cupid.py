@@ -273,6 +273,8 @@ def _inferrers(session: Settings, job: EvaluationJob) -> dict[str, dspy.Module]:
     """The uncompiled inferrer of each variant, then the compiled one beside the uncompiled one of its variant."""
     inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in job.variants}
     compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if job.use_shipped else None)
+    if compiled is None and job.use_shipped:
+        logger.info("no compiled inferrer ships for %s: uncompiled inferrers only", session.task.model)
     if compiled is not None:
         program, metadata = load_inferrer(compiled)
         inferrers.setdefault(program.variant, PreferenceInferrer(program.variant))
