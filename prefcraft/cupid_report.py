@@ -40,7 +40,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
             lines.append(f"{response.method:<20} {_score(scores.score):<28} {scores.judge_failures:>16} "
                          f"{scores.unparseable:>15} {scores.generation_failures:>28}")
     lines.append(f"  {'cost per instance, by step':<28} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
-                 f"{'seconds':>8}  failures (all instances)")
+                 f"{'seconds':>8}  failures / degenerate (all instances)")
     for name, cost in _costs_by_step(outcome).items():
         lines.append(f"  {name:<28} {_per_instance(cost, outcome.instances)}")
     lines.append(f"results: {outcome.results_dir}")
@@ -87,4 +87,4 @@ def _costs_by_step(outcome: EvaluationOutcome) -> dict[str, StepCost]:
 def _per_instance(cost: StepCost, instances: int) -> str:
     n, usage = max(instances, 1), cost.usage
     return (f"{usage.calls / n:8.2f} {usage.prompt_tokens / n:10.1f} {usage.completion_tokens / n:10.1f} "
-            f"{cost.seconds / n:8.1f}  {cost.failures}")
+            f"{cost.seconds / n:8.1f}  {cost.failures} / {cost.degenerate}")

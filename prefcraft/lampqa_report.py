@@ -51,10 +51,10 @@ def _cost_table(outcome: EvaluationOutcome) -> str:
     questions = max(outcome.questions, 1)
     rows = [[METHOD_NAMES.get(name, name), step, f"{cost.usage.calls / questions:.1f}",
              f"{cost.usage.prompt_tokens / questions:.0f}", f"{cost.usage.completion_tokens / questions:.0f}",
-             f"{cost.seconds / questions:.1f}"]
+             f"{cost.seconds / questions:.1f}", str(cost.failures), str(cost.degenerate)]
             for name, method in outcome.methods.items() for step, cost in method.cost.items()]
     return "Cost per question (cache hits cost nothing)\n" + _table(
-        ["method", "step", "LM calls", "prompt tok", "completion tok", "wall s"], rows)
+        ["method", "step", "LM calls", "prompt tok", "completion tok", "wall s", "failures", "degenerate"], rows)
 
 
 def _estimate(estimate: Estimate) -> str:

@@ -44,7 +44,8 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
             usage = cost.usage
             parts.append(f"{step} {usage.calls / outcome.scenarios:.1f} calls, "
                          f"{(usage.prompt_tokens + usage.completion_tokens) / outcome.scenarios:.0f} tokens, "
-                         f"{cost.seconds / outcome.scenarios:.1f} s, {cost.failures} failed")
+                         f"{cost.seconds / outcome.scenarios:.1f} s, {cost.failures} failed, "
+                         f"{cost.degenerate} degenerate")
         lines.append(f"  {condition:<21} " + "; ".join(parts))
     lines.append(f"dialogues (every turn, hidden profile, grades, scores): {outcome.results_path}")
     return "\n".join(lines)

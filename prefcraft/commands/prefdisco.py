@@ -27,7 +27,7 @@ from typing import Any
 import dspy
 
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, evaluate_program
+from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
 from prefcraft.metrics.prefdisco import (
@@ -207,16 +207,17 @@ def run_condition(session: Settings, condition: str, program: dspy.Module, examp
         generated, generation_usage = evaluate_program(program, examples, _generated, model=session.task,
                                                        num_threads=session.num_threads)
     generation = StepCost(generation_usage, time.perf_counter() - started,
-                          sum(prediction is None for _, prediction, _ in generated))
+                          sum(prediction is None for _, prediction, _ in generated),
+                          degenerate_outputs(program, generated))
     answered = [(scenario, prediction) for scenario, (_, prediction, _) in zip(scenarios, generated, strict=True)
                 if prediction is not None]
-    started = time.perf_counter()
+    started, grader = time.perf_counter(), RubricGrader()
     with lm_context(session, "judge"):
         graded, grading_usage = evaluate_program(
-            RubricGrader(), [grading_example(s, p.response, p.final_answer) for s, p in answered], grade_pref_align,
+            grader, [grading_example(s, p.response, p.final_answer) for s, p in answered], grade_pref_align,
             model=session.model_for("judge"), num_threads=session.num_threads)
     grading = StepCost(grading_usage, time.perf_counter() - started,
-                       sum(prediction is None for _, prediction, _ in graded))
+                       sum(prediction is None for _, prediction, _ in graded), degenerate_outputs(grader, graded))
     grades = {example.scenario_id: (prediction, score) for example, prediction, score in graded}
     predictions = {s.scenario_id: p for s, p in answered}
     rows = [_result(condition, s, predictions.get(s.scenario_id), grades.get(s.scenario_id)) for s in scenarios]
