@@ -40,7 +40,7 @@ from prefcraft.loaders.personal_reward_bench import group_by_user, judge_set, lo
 from prefcraft.metrics.pairwise import pairwise_report
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.settings import ModelSettings, ServerSettings
+from prefcraft.settings import ModelSettings, ServerSettings, SmallModelProfile
 
 logger = logging.getLogger("fit_cost")
 
@@ -175,7 +175,7 @@ def main() -> None:
         done = set.intersection(*({row["user"] for row in fits.get(search, [])} for search in args.searches))
         fits = {search: [row for row in fits.get(search, []) if row["user"] in done] for search in args.searches}
         threads: list[dict] = []
-        with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+        with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
             # User by user, both searches, so that a run cut short leaves paired figures.
             for user in (user for user in users if user.user_id not in done):
                 configs = [SynthesizeMeConfig(num_persona_subsets=args.subsets,

@@ -103,7 +103,7 @@ def record(args: argparse.Namespace) -> None:
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.optimizers import candidate_search
-    from prefcraft.settings import ModelSettings, ServerSettings
+    from prefcraft.settings import ModelSettings, ServerSettings, SmallModelProfile
     from prefcraft.usage import metered
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
@@ -114,7 +114,8 @@ def record(args: argparse.Namespace) -> None:
     job = fit_job if args.job == "fit" else evaluate_job
     with managed_server(ServerSettings(log_dir=Path(tempfile.mkdtemp()))) as server:
         model = ModelSettings(api_base=server.base_url, timeout_s=300)
-        with dspy.context(lm=build_lm(model), adapter=build_adapter(model), callbacks=[recorder]), metered() as meter:
+        adapter = build_adapter(model, SmallModelProfile())
+        with dspy.context(lm=build_lm(model), adapter=adapter, callbacks=[recorder]), metered() as meter:
             started = time.perf_counter()
             described = job(users, model, args)
             wall_s = round(time.perf_counter() - started, 1)
@@ -131,7 +132,7 @@ def throughput(args: argparse.Namespace) -> None:
     from prefcraft.data import SAMPLE_USERS
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
-    from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
+    from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
     from prefcraft.usage import metered
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
@@ -141,7 +142,8 @@ def throughput(args: argparse.Namespace) -> None:
         recorder = RequestRecorder(StepCounter())
         with start_engine("xllamacpp", args) as server:
             model = ModelSettings(api_base=server.base_url, timeout_s=300)
-            with dspy.context(lm=build_lm(model), adapter=build_adapter(model), callbacks=[recorder]), \
+            adapter = build_adapter(model, SmallModelProfile())
+            with dspy.context(lm=build_lm(model), adapter=adapter, callbacks=[recorder]), \
                     metered() as meter:
                 started = time.perf_counter()
                 evaluate_job(users, model, argparse.Namespace(clients=threads))

@@ -13,7 +13,7 @@ from openai_standin import StandInServer
 
 from prefcraft.lm import build_adapter, build_lm, use_disk_cache
 from prefcraft.lm_cache import ReplyCache, finish_reasons
-from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
 
 QUESTIONS = [f"question {index}" for index in range(4)]
 ANSWERED_BEFORE_THE_CUT = 2
@@ -32,7 +32,7 @@ def ask_all(model: ModelSettings) -> list[str | None]:
     """One run: each question once; None where the call failed or its reply did not parse."""
     predict = dspy.Predict("question -> answer")
     answers = []
-    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
         for question in QUESTIONS:
             try:
                 answers.append(predict(question=question).answer)

@@ -17,7 +17,14 @@ from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.runtime import check_servers, lm_context, model_session
-from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, ServerSettings, Settings, load_settings
+from prefcraft.settings import (
+    EMBEDDED_MODEL_NAME,
+    ModelSettings,
+    ServerSettings,
+    Settings,
+    SmallModelProfile,
+    load_settings,
+)
 
 MODEL = f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
 
@@ -93,7 +100,7 @@ def test_calls_are_spread_over_every_endpoint_with_constrained_decoding_usage_an
     predict = dspy.Predict("question -> answer")
     questions = [dspy.Example(question=f"question {index}").with_inputs("question") for index in range(20)]
 
-    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
         answers = predict.batch(questions, num_threads=4)
         with dspy.track_usage() as usage:  # DSPy tracks the calling thread's calls, not batch()'s
             assert predict(question="one more").answer == "hi"

@@ -16,6 +16,7 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
+from prefcraft.settings import SmallModelProfile
 
 
 def test_examples_carry_only_the_past_judgments_as_input(pair, user_with):
@@ -58,7 +59,7 @@ def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedd
     config = OptimizerConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
                                  num_threads=2)
     lm = build_lm(embedded_model)
-    with dspy.context(lm=lm, adapter=build_adapter(embedded_model)):
+    with dspy.context(lm=lm, adapter=build_adapter(embedded_model, SmallModelProfile())):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
         splits = [train_val_split(user) for user in users]
         evidence = [fitter.collect_evidence(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))

@@ -13,6 +13,7 @@ from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig, format_judgments
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
+from prefcraft.settings import SmallModelProfile
 
 PERSONA_REPLY = {"reasoning": "They pick the short answers.", "persona": "Likes short, direct answers."}
 SMALL_SEARCH = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1)
@@ -138,7 +139,7 @@ def test_every_candidate_demo_set_shows_as_many_chosen_first_as_second(user_with
 def test_real_fit_saves_a_judge_that_loads_back_and_predicts_identically(embedded_model, tmp_path, pair, user_with):
     config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, num_threads=2)
     user = user_with(train=4, val=2)
-    with dspy.context(lm=build_lm(embedded_model), adapter=build_adapter(embedded_model)):
+    with dspy.context(lm=build_lm(embedded_model), adapter=build_adapter(embedded_model, SmallModelProfile())):
         train, val = train_val_split(user)
         judge = SynthesizeMe(PersonaSynthesizer(), config).compile(
             PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val)
