@@ -54,20 +54,23 @@ def compile_planpers(
     grader: GraderContext,
     config: OptimizerConfig,
     retriever: Retriever | None = None,
+    post_chars: int | None = None,
     prompt_model: dspy.LM | None = None,
     task_model: dspy.LM | None = None,
 ) -> PlanPers:
     """MIPROv2 over a fresh PlanPers (both predictors); the result carries `score` and `trial_logs` from DSPy."""
     compiled = compile_program(
-        PlanPers(retriever), trainset=trainset, valset=valset, metric=aspect_metric(grader, config.metric_threshold),
+        PlanPers(retriever, post_chars), trainset=trainset, valset=valset, metric=aspect_metric(grader, config.metric_threshold),
         config=config, prompt_model=prompt_model, task_model=task_model,
     )
     return keep_prompt_demos(compiled)
 
 
-def load_planpers(path: Path, retriever: Retriever | None = None) -> tuple[PlanPers, dict[str, Any]]:
+def load_planpers(
+    path: Path, retriever: Retriever | None = None, post_chars: int | None = None
+) -> tuple[PlanPers, dict[str, Any]]:
     """A compiled PlanPers and its metadata; without a retriever, BM25 with the k it was compiled with."""
     metadata = read_metadata(path)
-    program = PlanPers(retriever or BM25Retriever(metadata.get("k", DEFAULT_K)))
+    program = PlanPers(retriever or BM25Retriever(metadata.get("k", DEFAULT_K)), post_chars)
     load_compiled(program, path, program_name=PROGRAM_NAME)
     return program, metadata

@@ -128,7 +128,8 @@ def run_lampqa_evaluation(settings: Settings, job: EvaluationJob, emit: Callable
     from prefcraft.lampqa_report import format_evaluation
 
     loaded = job.data.load(job.split)
-    programs, compiled = method_programs(job, settings.task.model)
+    profile = settings.small_model_profile()
+    programs, compiled = method_programs(job, settings.task.model, profile.post_chars if profile else None)
     with model_session(settings) as session:
         start_tracking(session)
         outcome = evaluate_methods(session, job, loaded, programs, compiled)
@@ -136,17 +137,20 @@ def run_lampqa_evaluation(settings: Settings, job: EvaluationJob, emit: Callable
     return outcome
 
 
-def method_programs(job: EvaluationJob, task_model: str) -> tuple[dict[str, dspy.Module], Path | None]:
-    """A program per method asked for, plus the compiled PlanPers given or shipped for the task model."""
+def method_programs(
+    job: EvaluationJob, task_model: str, post_chars: int | None = None
+) -> tuple[dict[str, dspy.Module], Path | None]:
+    """A program per method asked for, plus the compiled PlanPers given or shipped for the task model; `post_chars`
+    (the small-model profile's) cuts each retrieved post."""
     unknown = sorted(set(job.methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown method(s) {', '.join(unknown)}", f"use {', '.join(METHODS)}")
-    builders = {"none": NoPersonalization, "rag": lambda: RAGPersonalization(job.retrieval.build()),
-                "planpers": lambda: PlanPers(job.retrieval.build())}
+    builders = {"none": NoPersonalization, "rag": lambda: RAGPersonalization(job.retrieval.build(), post_chars),
+                "planpers": lambda: PlanPers(job.retrieval.build(), post_chars)}
     programs = {name: builders[name]() for name in job.methods}
     compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if job.use_shipped else None)
     if compiled is not None:
-        programs[COMPILED_METHOD] = load_planpers(compiled, job.retrieval.build())[0]
+        programs[COMPILED_METHOD] = load_planpers(compiled, job.retrieval.build(), post_chars)[0]
     return programs, compiled
 
 

@@ -120,3 +120,11 @@ def test_bad_input_fails_before_any_server_starts(tmp_path, capsys):
     assert "not one file" in capsys.readouterr().err
     assert main(["lampqa", "evaluate", "--retriever", "dense", "--no-shipped"]) == 2
     assert "needs an embedding model" in capsys.readouterr().err
+
+
+def test_the_small_model_profile_cuts_retrieved_posts_and_the_paper_profile_does_not():
+    job = EvaluationJob(use_shipped=False)
+    cut, _ = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct", post_chars=300)
+    whole, _ = method_programs(job, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
+    assert cut["rag"].post_chars == cut["planpers"].post_chars == 300
+    assert whole["rag"].post_chars is None and whole["planpers"].post_chars is None
