@@ -60,8 +60,9 @@ def compile_planpers(
 ) -> PlanPers:
     """MIPROv2 over a fresh PlanPers (both predictors); the result carries `score` and `trial_logs` from DSPy."""
     compiled = compile_program(
-        PlanPers(retriever, post_chars), trainset=trainset, valset=valset, metric=aspect_metric(grader, config.metric_threshold),
-        config=config, prompt_model=prompt_model, task_model=task_model,
+        PlanPers(retriever, post_chars), trainset=trainset, valset=valset,
+        metric=aspect_metric(grader, config.metric_threshold), config=config, prompt_model=prompt_model,
+        task_model=task_model,
     )
     return keep_prompt_demos(compiled)
 

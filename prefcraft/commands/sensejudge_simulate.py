@@ -162,7 +162,8 @@ def _simulate(
 ) -> list[list[dict[str, object]]]:
     """Each dialogue's labelled rows (no split yet); failures and identical pairs are counted in `summary`."""
     with lm_context(session, "task"), metered() as responding:
-        adapter = SchemaAdapter(dialect=session.task.structured_output, bounds=LengthBounds(string_chars=config.max_response_chars))
+        bounds = LengthBounds(string_chars=config.max_response_chars)
+        adapter = SchemaAdapter(dialect=session.task.structured_output, bounds=bounds)
         with dspy.context(adapter=adapter):
             responses = _respond(dialogues, config, session.num_threads)
     jobs = []
