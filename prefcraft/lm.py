@@ -8,8 +8,9 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,7 +24,7 @@ from dspy.utils.callback import BaseCallback
 
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.backends.process import list_models
-from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
 from prefcraft.lm_cache import ReplyCache
 from prefcraft.routing import RouterEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
@@ -85,6 +86,8 @@ class _Sending:
 
     def _send(self, request: Any, send: Callable[[], Any]) -> Any:
         endpoint = getattr(self, "client_options", {}).get("api_base")
+        if endpoint in EndpointFaults.timed_out or endpoint in EndpointFaults.unreachable:
+            raise EndpointFaults.error()
         key = hashlib.sha256(json.dumps([endpoint, request], sort_keys=True, default=repr).encode()).hexdigest()
         with self._waiting_lock:
             earlier = self._waiting.get(key)
@@ -94,7 +97,7 @@ class _Sending:
             count_sent("resubmissions")
             return _as_cache_hit(earlier.result())
         try:
-            result = self._send_with_retries(send)
+            result = self._send_with_retries(send, endpoint)
         except BaseException as error:
             answer.set_exception(error)
             raise
@@ -105,17 +108,63 @@ class _Sending:
             with self._waiting_lock:
                 del self._waiting[key]
 
-    def _send_with_retries(self, send: Callable[[], Any]) -> Any:
+    def _send_with_retries(self, send: Callable[[], Any], endpoint: str | None) -> Any:
         for attempt in range(self.retries + 1):
             count_sent("requests" if attempt == 0 else "retries")
             try:
                 return send()
             except Exception as error:
-                if attempt == self.retries or not _connection_failed(error):
+                last = attempt == self.retries or not _connection_failed(error)
+                EndpointFaults.record(endpoint, error, getattr(self, "client_options", {}).get("timeout"), last)
+                if last:
                     raise
                 time.sleep(min(2.0**attempt, 10.0))
         raise AssertionError("unreachable")
 
+
+class EndpointFaults:
+    """The endpoints (None: a routed model's) where, while `runtime.model_session` watches, a request timed out (with
+    the timeout) or the connection still failed after its retries: no further request goes there, and the command
+    ends with `error()` instead of scoring the failed calls as 0."""
+
+    watching: ClassVar[bool] = False
+    timed_out: ClassVar[dict[str | None, float | None]] = {}
+    unreachable: ClassVar[dict[str | None, str]] = {}
+
+    @classmethod
+    def record(cls, endpoint: str | None, error: Exception, timeout: float | None, last_attempt: bool) -> None:
+        if cls.watching and _caused_by(error, TimeoutError):
+            cls.timed_out[endpoint] = timeout
+        elif cls.watching and last_attempt and _connection_failed(error):
+            cls.unreachable[endpoint] = f"it stopped answering mid-run ({type(error).__name__})"
+
+    @classmethod
+    def error(cls) -> PrefcraftError | None:
+        if cls.unreachable:
+            endpoint, detail = next(iter(cls.unreachable.items()))
+            return ServerUnreachableError(endpoint or "the endpoints of a routed model", detail)
+        if not cls.timed_out:
+            return None
+        where = ", ".join(f"{endpoint or 'the endpoints of a routed model'} (after {timeout or '?'} s)"
+                          for endpoint, timeout in cls.timed_out.items())
+        return ConfigError(
+            f"a model call timed out at {where}: the server is slower than the timeout, and sending the same work "
+            "again would slow it further",
+            "raise --task-timeout-s (--judge-timeout-s, --prompt-timeout-s for those models), or lower --threads",
+        )
+
+    @classmethod
+    @contextmanager
+    def watch(cls) -> Iterator[None]:
+        cls.timed_out.clear()
+        cls.unreachable.clear()
+        cls.watching = True
+        try:
+            yield
+        finally:
+            cls.watching = False
+            cls.timed_out.clear()
+            cls.unreachable.clear()
 
 def _as_cache_hit(result: Any) -> Any:
     """A copy of a DSPy call result that says it came from a cache: its tokens were counted with the request that
@@ -128,9 +177,12 @@ def _connection_failed(error: BaseException | None) -> bool:
     attempt, unlike a timeout. litellm reports a refused connection to a self-hosted server as a server error."""
     import httpx  # litellm's client, imported by then
 
-    broken = (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError)
+    return _caused_by(error, (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError))
+
+
+def _caused_by(error: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> bool:
     while error is not None:
-        if isinstance(error, broken):
+        if isinstance(error, kinds):
             return True
         error = error.__cause__ or error.__context__
     return False

@@ -15,6 +15,7 @@ from prefcraft.backends import managed_server
 from prefcraft.errors import PrefcraftError
 from prefcraft.executors import Item, Result
 from prefcraft.lm import (
+    EndpointFaults,
     StopCheck,
     build_adapter,
     build_lm,
@@ -32,7 +33,9 @@ logger = logging.getLogger(__name__)
 def model_session(settings: Settings) -> Iterator[Settings]:
     """Yields settings in which every model has a reachable endpoint; stops any server it started on exit.
 
-    An error from inside the block is re-raised as ServerUnreachableError when a model's server no longer answers.
+    An error from inside the block is re-raised as ServerUnreachableError when a model's server no longer answers. A
+    call that timed out, or found its server gone, ends the block with one error saying so (EndpointFaults), whatever
+    the block made of the failed calls.
     """
     with ExitStack() as stack:
         stack.enter_context(stoppable())
@@ -42,14 +45,19 @@ def model_session(settings: Settings) -> Iterator[Settings]:
             settings = settings.with_api_base(server.base_url)
         check_servers(settings)
         logger.info("DSPy cache: %s", cache_dir)
+        stack.enter_context(EndpointFaults.watch())
         try:
             yield settings
         except PrefcraftError:
             raise
         except Exception:
-            # A model call failed somewhere inside DSPy: if a server stopped answering, say that instead.
+            # A model call failed somewhere inside DSPy: if a server was too slow or stopped answering, say that.
+            if (fault := EndpointFaults.error()) is not None:
+                raise fault from None
             check_servers(settings)
             raise
+        if (fault := EndpointFaults.error()) is not None:
+            raise fault
 
 
 class Terminated(SystemExit):

@@ -17,6 +17,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from prefcraft.lm import EndpointFaults
 from prefcraft.settings import Settings
 from prefcraft.usage import UsageMeter, metered
 
@@ -77,6 +78,8 @@ def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: b
         except (KeyboardInterrupt, SystemExit):
             mlflow.end_run("KILLED")  # stopped by Ctrl-C or a signal: nothing failed
             raise
+        if (fault := EndpointFaults.error()) is not None:
+            raise fault  # its failed calls were scored as 0: the run failed
 
 
 def _interrupted_run(name: str, params: Mapping[str, str]) -> Any:

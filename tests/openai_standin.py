@@ -1,7 +1,8 @@
 """A stand-in OpenAI-compatible server for tests without a model: it lists the embedded model's name, answers each
 chat request with JSON that fits the request's schema (strings "hi", the first value of an enum, the lowest number)
 and keeps every request body. `delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups`
-requests are closed unanswered, as by a server that restarts."""
+requests are closed unanswered, as by a server that restarts; once `die_after` chat requests came, every request is,
+as by a server killed mid-step."""
 
 from __future__ import annotations
 
@@ -15,13 +16,18 @@ from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 
 class StandInServer:
-    def __init__(self, delay_s: float = 0.0, hang_ups: int = 0) -> None:
+    def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None) -> None:
         self.delay_s = delay_s
         self.hang_ups = hang_ups
+        self.die_after = die_after
         self.bodies: list[dict[str, Any]] = []
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.api_base = f"http://127.0.0.1:{self.server.server_port}/v1"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def dead(self) -> bool:
+        return self.die_after is not None and len(self.bodies) >= self.die_after
 
     def close(self) -> None:
         self.server.shutdown()
@@ -54,10 +60,16 @@ def fill(schema: dict[str, Any]) -> Any:
 def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if standin.dead:
+                self.close_connection = True
+                return
             self._send({"object": "list", "data": [{"id": EMBEDDED_MODEL_NAME, "object": "model"}]})
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if standin.dead:
+                self.close_connection = True
+                return
             standin.bodies.append(body)
             if len(standin.bodies) <= standin.hang_ups:
                 self.close_connection = True

@@ -15,6 +15,7 @@ import pytest
 from fault_commands import flags, parent_runs
 from openai_standin import StandInServer
 
+from prefcraft.backends import free_port
 from prefcraft.cli import main
 
 STEPS = {
@@ -30,6 +31,9 @@ STEPS = {
     "prefdisco evaluate": ["prefdisco", "evaluate", "--max-scenarios", "1"],
     "prefdisco compile": ["prefdisco", "compile", "--max-scenarios", "2"],
 }
+
+MID_STEP = ["synthesizeme evaluate", "persona compile", "cupid evaluate", "cupid compile", "lampqa evaluate",
+            "prefdisco compile"]  # each component's evaluation, and compiles of both kinds, under faults mid-step
 
 
 def tracking(tmp_path):
@@ -74,6 +78,62 @@ def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(tmp_pat
     assert main([*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]) == 2
     assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
     assert_nothing_finished(tmp_path)
+
+
+# Unreachable, killed mid-step, slower than the timeout: stand-in servers
+
+
+def output_flags(step, tmp_path):
+    """Where each step writes: compiled programs into a compiled/ folder, results into runs/."""
+    if step == "persona compile":
+        return []
+    output = ["--output", str(tmp_path / "compiled" / "program.json")] if "compile" in step else []
+    return [*output, "--output-dir", str(tmp_path / "runs")] if "cupid" in step or "lampqa" in step or "prefdisco" in step \
+        else output
+
+
+def run_step(step, tmp_path, api_base, *extra):
+    argv = [*STEPS[step], *output_flags(step, tmp_path), *flags(tmp_path, api_base), *extra]
+    return main(argv)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_an_unreachable_endpoint_is_one_error_naming_it(step, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    api_base = f"http://127.0.0.1:{free_port()}/v1"
+    assert run_step(step, tmp_path, api_base) == 2
+    assert_one_error_line(capsys.readouterr().err, f"model server at {api_base} is unreachable")
+    assert_nothing_finished(tmp_path)
+    assert not (tmp_path / "compiled").exists()
+
+
+@pytest.mark.parametrize("step", MID_STEP)
+def test_a_server_killed_mid_step_is_one_error_naming_it(step, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    server = StandInServer(die_after=2)
+    try:
+        assert run_step(step, tmp_path, server.api_base) == 2
+    finally:
+        server.close()
+    assert_one_error_line(capsys.readouterr().err, f"model server at {server.api_base} is unreachable")
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
+    assert not (tmp_path / "compiled").exists()
+
+
+@pytest.mark.parametrize("step", MID_STEP)
+def test_a_server_slower_than_the_timeout_is_one_error_saying_so_and_gets_no_work_twice(
+    step, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    server = StandInServer(delay_s=2.0)
+    try:
+        assert run_step(step, tmp_path, server.api_base, "--task-timeout-s", "0.5") == 2
+    finally:
+        server.close()
+    assert_one_error_line(capsys.readouterr().err, f"timed out at {server.api_base} (after 0.5 s)", "--task-timeout-s")
+    assert len(server.bodies) <= 2  # what was in flight when the first timed out, one per thread; nothing sent again
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
+    assert not (tmp_path / "compiled").exists()
 
 
 # SIGINT and SIGTERM, in a real process started as a shell starts one in the background: with SIGINT ignored
