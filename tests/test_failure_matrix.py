@@ -75,7 +75,8 @@ def test_no_endpoint_names_the_role_whose_model_lacks_one(tmp_path, monkeypatch,
 def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert main([*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]) == 2
+    argv = [*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]
+    assert main(argv) == 2
     assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
     assert_nothing_finished(tmp_path)
 
@@ -88,8 +89,8 @@ def output_flags(step, tmp_path):
     if step == "persona compile":
         return []
     output = ["--output", str(tmp_path / "compiled" / "program.json")] if "compile" in step else []
-    return [*output, "--output-dir", str(tmp_path / "runs")] if "cupid" in step or "lampqa" in step or "prefdisco" in step \
-        else output
+    component = step.split()[0] in ("cupid", "lampqa", "prefdisco")
+    return [*output, "--output-dir", str(tmp_path / "runs")] if component else output
 
 
 def run_step(step, tmp_path, api_base, *extra):

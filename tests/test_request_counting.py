@@ -28,7 +28,8 @@ def standin():
 
 def run(model: ModelSettings, examples, num_threads: int = 2) -> tuple[list, LMUsage]:
     with dspy.context(lm=build_lm(model), adapter=build_adapter(model)), metered() as meter:
-        answers = dspy.Predict("question -> answer").batch(examples, num_threads=num_threads, return_failed_examples=True)
+        predict = dspy.Predict("question -> answer")
+        answers = predict.batch(examples, num_threads=num_threads, return_failed_examples=True)
     return answers, meter.usage
 
 
