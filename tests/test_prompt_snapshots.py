@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import dspy
@@ -31,6 +33,8 @@ import prefcraft.programs.responder
 import prefcraft.programs.sensejudge
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
+from prefcraft.commands.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
+from prefcraft.commands.prefdisco import load_asker
 from prefcraft.commands.sensejudge_simulate import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
 from prefcraft.data import SAMPLE_USERS
 from prefcraft.lm import build_adapter
@@ -43,9 +47,12 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
 )
 from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
-from prefcraft.optimizers.artifacts import shipped_compiled
+from prefcraft.optimizers.artifacts import COMPILED_DIR, COMPILED_INDEX
 from prefcraft.optimizers.cupid import PROGRAM_NAME as CUPID_PROGRAM
 from prefcraft.optimizers.cupid import load_inferrer
+from prefcraft.optimizers.lampqa import PROGRAM_NAME as LAMPQA_PROGRAM
+from prefcraft.optimizers.lampqa import load_planpers
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME as PREFDISCO_PROGRAM
 from prefcraft.optimizers.prefdisco import grading_example
 from prefcraft.optimizers.synthesizeme import format_judgments
 from prefcraft.programs.cupid import (
@@ -89,13 +96,10 @@ class Case:
     run: Callable[[SmallModelProfile | None], object]
     """Runs the program once on its fixed input, on the model in the current dspy.context, built as the commands
     build it under the profile (None: no profile)."""
+    description: str
 
     def path(self, profile: str) -> Path:
         return SNAPSHOTS / self.component / f"{self.program}.{profile}.txt"
-
-    @property
-    def description(self) -> str:
-        return inspect.getdoc(self.run) or ""
 
 
 CASES: list[Case] = []
@@ -106,7 +110,7 @@ Run = Callable[[SmallModelProfile | None], object]
 
 def case(component: str, program: str, *covers: type[dspy.Module]) -> Callable[[Run], Run]:
     def register(run: Run) -> Run:
-        CASES.append(Case(component, program, covers, run))
+        CASES.append(Case(component, program, covers, run, inspect.getdoc(run) or ""))
         return run
 
     return register
@@ -182,8 +186,12 @@ def run_personal_judge(profile: SmallModelProfile | None):
 def run_persona(profile: SmallModelProfile | None):
     """The persona synthesizer on two verified traces (the first sample user's first train pair in both orders),
     formatted as SynthesizeMe's step 2 reads them."""
+    return _synthesize(PersonaSynthesizer())
+
+
+def _synthesize(synthesizer: PersonaSynthesizer) -> dspy.Prediction:
     traces = [_verified_trace(example) for example in _first_pair_both_orders()]
-    return PersonaSynthesizer()(past_judgments=format_judgments(traces))
+    return synthesizer(past_judgments=format_judgments(traces))
 
 
 @case("synthesizeme", "memory", MemoryBuilder, PreferenceJudge)
@@ -246,8 +254,12 @@ def run_simulated_annotator(profile: SmallModelProfile | None):
 def run_asker(profile: SmallModelProfile | None):
     """Discovery: the question asker with two turns on the first sample scenario; the user's replies are literals,
     so that this file shows the asker's calls only."""
+    return _ask(QuestionAsker(max_turns=2))
+
+
+def _ask(asker: QuestionAsker) -> dspy.Prediction:
     replies = iter(["Keep it short, please.", "Just the equation and the number."])
-    return QuestionAsker(max_turns=2)(problem=_scenario().question, user=lambda question: next(replies))
+    return asker(problem=_scenario().question, user=lambda question: next(replies))
 
 
 @case("prefdisco", "baseline", PrefDiscoResponder)
@@ -286,8 +298,12 @@ def run_grader(profile: SmallModelProfile | None):
 # CUPID (programs/cupid.py)
 
 def _infer(variant: str) -> dspy.Prediction:
+    return _infer_with(PreferenceInferrer(variant))
+
+
+def _infer_with(inferrer: PreferenceInferrer) -> dspy.Prediction:
     instance = _cupid_instance()
-    return PreferenceInferrer(variant)(sessions=instance.sessions(), current_request=instance.current_request)
+    return inferrer(sessions=instance.sessions(), current_request=instance.current_request)
 
 
 @case("cupid", "inferrer_all", PreferenceInferrer)
@@ -307,15 +323,6 @@ def run_inferrer_relevant(profile: SmallModelProfile | None):
 def run_inferrer_summaries(profile: SmallModelProfile | None):
     """The inferrer from one summary per session; same input."""
     return _infer("summaries")
-
-
-@case("cupid", "inferrer_shipped", PreferenceInferrer)
-def run_inferrer_shipped(profile: SmallModelProfile | None):
-    """The compiled inferrer prefcraft ships for the embedded model (compiled/index.json), as `cupid evaluate` loads
-    it; same input."""
-    inferrer, _ = load_inferrer(shipped_compiled(CUPID_PROGRAM, MODEL.model))
-    instance = _cupid_instance()
-    return inferrer(sessions=instance.sessions(), current_request=instance.current_request)
 
 
 @case("cupid", "preference_match", PreferenceMatch)
@@ -375,8 +382,12 @@ def run_rag(profile: SmallModelProfile | None):
 @case("lampqa", "planpers", PlanPers)
 def run_planpers(profile: SmallModelProfile | None):
     """Retrieval, the aspect planner, then the answer with the plan."""
+    return _plan_and_answer(PlanPers(post_chars=_post_chars(profile)))
+
+
+def _plan_and_answer(program: PlanPers) -> dspy.Prediction:
     question = _lampqa_question()
-    return PlanPers(post_chars=_post_chars(profile))(question=question.question, profile=question.profile)
+    return program(question=question.question, profile=question.profile)
 
 
 @case("lampqa", "aspect_judge", AspectJudge)
@@ -386,6 +397,47 @@ def run_aspect_judge(profile: SmallModelProfile | None):
     return AspectJudge()(question=question.question, details=question.narrative,
                          response="Start with pencil sketches of friends from photos.",
                          aspects=question.rubric_aspects)
+
+
+# Compiled programs that prefcraft ships (compiled/index.json), loaded as the commands load them, on the inputs above.
+
+def _shipped_inferrer(path: Path, profile: SmallModelProfile | None) -> dspy.Prediction:
+    return _infer_with(load_inferrer(path)[0])
+
+
+def _shipped_planpers(path: Path, profile: SmallModelProfile | None) -> dspy.Prediction:
+    return _plan_and_answer(load_planpers(path, post_chars=_post_chars(profile))[0])
+
+
+def _shipped_asker(path: Path, profile: SmallModelProfile | None) -> dspy.Prediction:
+    return _ask(load_asker(path, max_turns=2))
+
+
+def _shipped_persona_prompt(path: Path, profile: SmallModelProfile | None) -> dspy.Prediction:
+    return _synthesize(load_persona_synthesizer(path)[0])
+
+
+SHIPPED_RUNS: dict[str, Callable[[Path, SmallModelProfile | None], object]] = {
+    CUPID_PROGRAM: _shipped_inferrer, LAMPQA_PROGRAM: _shipped_planpers, PREFDISCO_PROGRAM: _shipped_asker,
+    PERSONA_SYNTHESIZER: _shipped_persona_prompt,
+}
+
+
+def _shipped_index() -> dict[str, list[dict[str, str]]]:
+    return json.loads(COMPILED_INDEX.read_text(encoding="utf-8")) if COMPILED_INDEX.is_file() else {}
+
+
+def _shipped_cases() -> list[Case]:
+    """One case per compiled program listed in compiled/index.json whose kind SHIPPED_RUNS knows."""
+    return [
+        Case("shipped", f"{name}-{entry['model'].rsplit('/', 1)[-1]}", (),
+             partial(SHIPPED_RUNS[name], COMPILED_DIR / entry["path"]),
+             f"The shipped {name} compiled for {entry['model']} ({entry['path']}), on the uncompiled program's input.")
+        for name, entries in _shipped_index().items() if name in SHIPPED_RUNS for entry in entries
+    ]
+
+
+CASES.extend(_shipped_cases())
 
 
 def render(case: Case, profile_name: str) -> str:
@@ -435,6 +487,11 @@ def test_every_program_has_a_snapshot() -> None:
     covered = {program for case in CASES for program in case.covers}
     missing = sorted(program.__qualname__ for program in programs - covered)
     assert not missing, f"programs without a prompt snapshot case in {Path(__file__).name}: {', '.join(missing)}"
+
+
+def test_every_shipped_program_has_a_snapshot() -> None:
+    unknown = sorted(set(_shipped_index()) - set(SHIPPED_RUNS))
+    assert not unknown, f"shipped compiled programs with no run in SHIPPED_RUNS: {', '.join(unknown)}"
 
 
 def test_no_stale_snapshot_files() -> None:
