@@ -87,7 +87,8 @@ class _Sending:
     def _send(self, request: Any, send: Callable[[], Any]) -> Any:
         endpoint = getattr(self, "client_options", {}).get("api_base")
         if endpoint in EndpointFaults.timed_out or endpoint in EndpointFaults.unreachable:
-            raise EndpointFaults.error()
+            # The command ends with EndpointFaults.error(); this failed call only needs to say why it was not sent.
+            raise PrefcraftError(f"not sent: an earlier request to {endpoint or 'this routed model'} failed")
         key = hashlib.sha256(json.dumps([endpoint, request], sort_keys=True, default=repr).encode()).hexdigest()
         with self._waiting_lock:
             earlier = self._waiting.get(key)
