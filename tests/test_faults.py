@@ -66,12 +66,19 @@ def assert_resumed_once(runs) -> None:
     assert [(run.info.status, run.data.tags.get("prefcraft.resumed")) for run in runs] == [("FINISHED", "1")]
 
 
-def test_slow_and_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_server, tmp_path, capsys):
+def test_a_server_slower_than_the_timeout_is_one_error_and_gets_no_call_twice(embedded_server, tmp_path, capsys):
     evaluate = ["evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
     with fault_proxy(embedded_server.base_url, "slow", delay_s=3) as proxy:
         code = main([*evaluate, *flags(tmp_path, proxy.base_url, "--task-timeout-s", "1")])
-    assert code == 0
-    assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out
+    error = capsys.readouterr().err
+    assert code == 2
+    assert f"a model call timed out at {proxy.base_url} (after 1.0 s)" in error and "Traceback" not in error, error
+    assert len(proxy.answered) <= 2  # the requests in flight (2 threads) when the first timed out; none sent again
+    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
+
+
+def test_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_server, tmp_path, capsys):
+    evaluate = ["evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
     with fault_proxy(embedded_server.base_url, "truncate") as proxy:
         assert main([*evaluate, *flags(tmp_path / "truncated", proxy.base_url)]) == 0
     assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out
