@@ -98,8 +98,10 @@ class ModelSettings(BaseModel):
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, gt=0)
-    timeout_s: float = Field(60.0, gt=0)
-    num_retries: int = Field(1, ge=0)
+    timeout_s: float = Field(
+        300.0, gt=0, description="seconds a call may wait for its reply; a call that timed out is never sent again"
+    )
+    num_retries: int = Field(2, ge=0, description="retries of a call whose connection was refused or broke")
 
     @model_validator(mode="after")
     def _one_way_to_each_endpoint(self) -> ModelSettings:
