@@ -27,6 +27,7 @@ import pydantic
 
 from prefcraft.errors import ConfigError
 from prefcraft.lm_cache import evict_unparsed_replies
+from prefcraft.routing import RouterEngine
 
 Dialect = Literal["json_schema", "llguidance", "none"]
 DIALECTS: tuple[str, ...] = get_args(Dialect)
@@ -83,7 +84,11 @@ class SchemaAdapter(dspy.JSONAdapter):
         if self.dialect == "none":
             return
         schema = output_schema(signature, self.bounds)
-        lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), **_constraint(self.dialect, schema)}
+        constraint = _constraint(self.dialect, schema)
+        if isinstance(getattr(lm, "engine", None), RouterEngine):
+            lm_kwargs.update(constraint)  # the Router's engine takes DSPy's canonical Request, which has no extra_body
+        else:
+            lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), **constraint}
         chars = max_chars(schema)
         if math.isfinite(chars):
             # A bounded schema bounds the reply's length, so a budget that covers it never cuts a reply short.

@@ -24,7 +24,7 @@ from prefcraft.lm import (
     configure_cache,
     use_disk_cache,
 )
-from prefcraft.settings import ModelSettings, Role, Settings
+from prefcraft.settings import ModelSettings, Role, Settings, SmallModelProfile
 
 logger = logging.getLogger(__name__)
 
@@ -118,18 +118,20 @@ def check_servers(settings: Settings) -> None:
 def lm_context(settings: Settings, role: Role = "task") -> dspy.context:
     """A dspy.context that runs programs on the model of `role` with its structured-output adapter."""
     model = settings.model_for(role)
-    return dspy.context(lm=build_lm(model), adapter=build_adapter(model))
+    return dspy.context(lm=build_lm(model), adapter=build_adapter(model, settings.small_model_profile()))
 
 
 def run_in_worker(
-    function: Callable[[Item], Result], item: Item, *, model: ModelSettings, cache_dir: Path
+    function: Callable[[Item], Result], item: Item, *, model: ModelSettings, cache_dir: Path,
+    profile: SmallModelProfile | None,
 ) -> Result | str:
-    """`function(item)` in a process of its own (a Ray task), on `model` with its structured-output adapter and with
+    """`function(item)` in a process of its own (a Ray task), on `model` with its structured-output adapter (bounded by
+    the driver's small-model `profile`, if on) and with
     DSPy's disk cache in the driver's `cache_dir`, so that a rerun repeats no answered call: DSPy settings do not
     cross processes. A PrefcraftError comes back as its message, returned rather than raised: not every error of ours
     survives pickling."""
     use_disk_cache(cache_dir)
-    with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+    with dspy.context(lm=build_lm(model), adapter=build_adapter(model, profile)):
         try:
             return function(item)
         except PrefcraftError as error:

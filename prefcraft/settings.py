@@ -107,6 +107,8 @@ class ModelSettings(BaseModel):
     def _one_way_to_each_endpoint(self) -> ModelSettings:
         if self.api_base and self.api_bases:
             raise ValueError("give api_base (one endpoint) or api_bases (several), not both")
+        if self.api_bases and self.structured_output == "llguidance":
+            raise ValueError("structured_output llguidance cannot go through the Router of api_bases: use json_schema")
         if len(self.api_bases) == 1:
             raise ValueError("api_bases needs two or more endpoints; give a single one as api_base")
         repeated = sorted({api_base for api_base in self.api_bases if self.api_bases.count(api_base) > 1})

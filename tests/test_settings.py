@@ -2,6 +2,7 @@ import os
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from prefcraft.errors import ConfigError
 from prefcraft.settings import (
@@ -241,3 +242,8 @@ def test_the_shipped_experiment_settings_load(name, small_model):
     settings = load_settings(Path(__file__).parents[1] / "experiments" / name, environ={})
     assert settings.task.structured_output == "json_schema"
     assert settings.small_model.enabled is small_model
+
+
+def test_the_llguidance_grammar_cannot_go_through_the_router():
+    with pytest.raises(ValidationError, match="llguidance cannot go through the Router"):
+        ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance")

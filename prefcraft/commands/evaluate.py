@@ -29,7 +29,7 @@ from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.runtime import lm_context, model_session, run_in_worker
-from prefcraft.settings import ModelSettings, Settings
+from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
 
@@ -75,6 +75,7 @@ class WorkerJudging:
 
     judging: UserJudging
     cache_dir: Path
+    profile: SmallModelProfile | None
 
 
 def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> dict[str, UserPairs]:
@@ -249,7 +250,8 @@ def judge_user(job: UserJudging) -> tuple[list[Judgment], LMUsage]:
 
 def judge_user_in_worker(job: WorkerJudging) -> tuple[list[Judgment], LMUsage] | str:
     """A Ray task: `judge_user` on a model built in this process, or why the user could not be judged."""
-    return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir)
+    return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir,
+                         profile=job.profile)
 
 
 def _method_outcome(
@@ -285,7 +287,8 @@ def _evaluate_on_ray(
     for method in jobs:
         if not jobs[method]:
             finish_if_done(method)
-    work = [WorkerJudging(job, cache_dir) for method_jobs in jobs.values() for job in method_jobs]
+    profile = session.small_model_profile()
+    work = [WorkerJudging(job, cache_dir, profile) for method_jobs in jobs.values() for job in method_jobs]
     finished = ray_map(judge_user_in_worker, work, address=address)
     for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
         method, user_id = item.judging.method, item.judging.user.user_id

@@ -28,7 +28,7 @@ from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, Synthesize
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session, run_in_worker
-from prefcraft.settings import ModelSettings, Settings
+from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
 
 logger = logging.getLogger(__name__)
@@ -81,6 +81,7 @@ class WorkerFit:
 
     fit: UserFit
     cache_dir: Path
+    profile: SmallModelProfile | None
 
 
 def fit_users(
@@ -118,7 +119,8 @@ def fit_users(
             finish = _FitWriter(session, output_dir, summary, metadata)
             if executor == "ray":
                 cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
-                _fit_on_ray([WorkerFit(fit, cache_dir) for fit in fits.values()], finish, address)
+                _fit_on_ray([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()], finish,
+                            address)
             else:
                 _fit_here(fits, finish)
             log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
@@ -135,7 +137,7 @@ def compile_judge(fit: UserFit) -> PreferenceJudge:
 
 def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
     """A Ray task: `compile_judge` on a model built in this process, or why the user cannot be fitted."""
-    return run_in_worker(compile_judge, job.fit, model=job.fit.model, cache_dir=job.cache_dir)
+    return run_in_worker(compile_judge, job.fit, model=job.fit.model, cache_dir=job.cache_dir, profile=job.profile)
 
 
 def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:

@@ -49,7 +49,7 @@ def fake_lm(monkeypatch):
             monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
         if hasattr(module, "tracked_run"):
             monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
-        for name in ("log_metrics", "log_json", "log_file"):
+        for name in ("log_metrics", "log_json", "log_file", "check_servers"):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *args: None)
     monkeypatch.setattr(lampqa_compile, "build_lm", lambda model: lm)
