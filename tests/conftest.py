@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -32,6 +33,18 @@ def reset_dspy_settings() -> Iterator[None]:
     finally:
         dspy.configure(**copy.deepcopy(DEFAULT_CONFIG))
         dspy.cache = original_cache
+
+
+@pytest.fixture(autouse=True)
+def no_mlflow_run_left_active() -> Iterator[None]:
+    """A run left active would adopt every later test's runs as its children: end it, and fail the test that left it."""
+    yield
+    mlflow = sys.modules.get("mlflow")
+    if mlflow is not None and mlflow.active_run() is not None:
+        leaked = mlflow.active_run().info.run_name
+        while mlflow.active_run() is not None:
+            mlflow.end_run()
+        pytest.fail(f"the test left the MLflow run {leaked!r} active")
 
 
 @pytest.fixture(scope="session")

@@ -19,6 +19,7 @@ from prefcraft.lampqa_report import format_compile, format_evaluation
 from prefcraft.optimizers import compile_selection
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.settings import Settings
+from prefcraft.usage import metered
 
 VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}
 
@@ -53,6 +54,7 @@ def fake_lm(monkeypatch):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *args: None)
     monkeypatch.setattr(lampqa_compile, "build_lm", lambda model: lm)
+    monkeypatch.setattr(lampqa_compile, "logged_usage", metered)  # counted, not logged: there is no run
     return lm
 
 
