@@ -4,11 +4,10 @@ call, not the attempts that failed or were sent again."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-import threading
 from typing import Literal
 
 import dspy

@@ -22,6 +22,7 @@ class FaultProxy:
         self.upstream = upstream.rstrip("/").removesuffix("/v1")
         self.mode, self.die_after, self.delay_s = mode, die_after, delay_s
         self.answered: list[bytes] = []  # bodies of the chat completions answered with the upstream's reply
+        self.cut_short: list[bytes] = []  # those whose reply the model ended at max_tokens (never cached: asked again)
         self.lock = threading.Lock()
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.server.daemon_threads = True
@@ -52,6 +53,8 @@ class FaultProxy:
                 payload = _truncated(payload)
             with self.lock:
                 self.answered.append(body or b"")
+                if _ended_at_max_tokens(payload):
+                    self.cut_short.append(body or b"")
                 if self.die_after is not None and len(self.answered) >= self.die_after:
                     self.mode = "dead"
         return status, payload
@@ -60,6 +63,10 @@ class FaultProxy:
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a client hanging up on a stalled reply is part of the test, not news
+
+
+def _ended_at_max_tokens(payload: bytes) -> bool:
+    return any(choice.get("finish_reason") == "length" for choice in json.loads(payload).get("choices", []))
 
 
 def _truncated(payload: bytes) -> bytes:

@@ -49,7 +49,7 @@ def test_a_broken_connection_is_retried_and_the_retries_are_counted_apart(standi
 
 def test_a_timeout_is_not_retried(standin):
     server = standin(delay_s=3.0)
-    answers, usage = run(ModelSettings(api_base=server.api_base, timeout_s=0.5, num_retries=2), QUESTIONS[:1], 1)
+    _answers, usage = run(ModelSettings(api_base=server.api_base, timeout_s=0.5, num_retries=2), QUESTIONS[:1], 1)
     assert (usage.requests, usage.retries, usage.calls) == (1, 0, 0)
     assert len(server.bodies) == 1
 

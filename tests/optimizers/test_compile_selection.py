@@ -70,6 +70,7 @@ def _gate(signature, standin, tmp_path, score):
     compiled = dspy.Predict(signature.with_instructions("Answer the question in one word."))
     valset = [dspy.Example(question=f"question {n}").with_inputs("question") for n in range(3)]
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    mlflow.set_experiment("compile-selection")  # not the experiment id an earlier test's store left as active
     with tracked_run("compile") as run, lm_context(session, "task"):
         verdict = keep_if_better(session, compiled=compiled, uncompiled=uncompiled, valset=valset, score=score,
                                  program_name="program", output=tmp_path / "shipped.json", rejected_dir=tmp_path)
