@@ -18,7 +18,7 @@ from typing import Any
 
 import dspy
 
-from prefcraft.metrics.cupid import ChecklistMatch
+from prefcraft.components.cupid.metrics import ChecklistMatch
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, compile_program, thresholded

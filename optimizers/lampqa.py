@@ -16,7 +16,7 @@ from typing import Any
 
 import dspy
 
-from prefcraft.metrics.lampqa import question_score
+from prefcraft.components.lampqa.metrics import question_score
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, compile_program, thresholded

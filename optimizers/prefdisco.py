@@ -14,8 +14,8 @@ from typing import Any
 
 import dspy
 
-from prefcraft.loaders.prefdisco import Scenario
-from prefcraft.metrics.prefdisco import MAX_GRADE, pref_align
+from prefcraft.components.prefdisco.data import Scenario
+from prefcraft.components.prefdisco.metrics import MAX_GRADE, pref_align
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, compile_program, thresholded
 from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, SimulatedUser

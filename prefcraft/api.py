@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from prefcraft.commands.evaluate import MethodOutcome, evaluate_methods, load_personal_judge
-from prefcraft.commands.fit import FitSummary, default_persona_prompt, fit_users
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate_methods, load_personal_judge
+from prefcraft.components.synthesizeme.fit import FitSummary, default_persona_prompt, fit_users
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.executors import Executor
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig

@@ -15,19 +15,19 @@ import tomllib
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from prefcraft.errors import ConfigError
 from prefcraft.executors import Executor
+from prefcraft.flags import Bounded, CommandParser, add_settings_flags, step_parser
+from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings, load_settings
 
 logger = logging.getLogger(__name__)
 
-Component = Literal["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
-# SynthesizeMe's steps are top-level commands (`prefcraft fit`); every other component is a command with steps.
-SYNTHESIZEME_COMMANDS = ("fit", "compile-persona", "evaluate", "demo")
+ComponentName = Literal[tuple(COMPONENTS)]  # type: ignore[valid-type]
 OPTIONS_HINT = ("a step's options are its flags, '-' written '_' (`--max-instances 3` is `max_instances = 3`; see "
                 "`prefcraft <component> <step> --help`); models, server and tracking go in the [settings] tables")
 
@@ -42,7 +42,7 @@ class Experiment(BaseModel):
 
     name: str = Field(min_length=1, description="names the MLflow parent run, experiment:<name>")
     description: str = ""
-    component: Component
+    component: ComponentName
     steps: dict[str, dict[str, Any]] = Field(min_length=1)
     settings: Settings = Field(default_factory=Settings, description="the tables of a --config settings file")
 
@@ -50,12 +50,10 @@ class Experiment(BaseModel):
         """Each step as the command it runs: the parser's defaults, then the file's options."""
         steps = []
         for step, options in self.steps.items():
-            words = _words(self.component, step)
             parser = _step_parsers(self.component)[step]
             defaults = {action.dest: parser.get_default(action.dest) for action in _option_actions(parser)}
-            args = argparse.Namespace(command=words[0], **({"step": step} if len(words) > 1 else {}),
-                                      **{**defaults, **options})
-            steps.append(Step(step, words, options, args))
+            args = argparse.Namespace(command=self.component, step=step, **{**defaults, **options})
+            steps.append(Step(step, (self.component, step), options, args))
         return steps
 
 
@@ -63,7 +61,7 @@ class Experiment(BaseModel):
 class Step:
     name: str
     words: tuple[str, ...]
-    """The command line without flags: ("cupid", "evaluate"), or ("fit",) for SynthesizeMe."""
+    """The command line without flags: ("cupid", "evaluate")."""
     options: dict[str, Any]
     args: argparse.Namespace
 
@@ -137,7 +135,7 @@ def experiment_settings(experiment: Experiment, config_file: Path | None, overri
 def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
     """Each step's options, validated by a model built from its parser; problems are added to `problems`."""
     component, steps = table.get("component"), table.get("steps")
-    if component not in get_args(Component) or not isinstance(steps, dict):
+    if component not in COMPONENTS or not isinstance(steps, dict):
         return {}  # the experiment's own validation has reported it
     validated = {}
     for step, options in steps.items():
@@ -161,7 +159,7 @@ def validated_options(component: str, step: str, options: dict[str, Any], key: t
         values = _options_model(component, step).model_validate(options).model_dump(exclude_unset=True)
         return {name: values[name] for name in options}
     except ValidationError as error:
-        command = f"'prefcraft {' '.join(_words(component, step))}'"
+        command = f"'prefcraft {component} {step}'"
         problems += [format_problem(issue, key, command) for issue in error.errors()]
         return None
 
@@ -178,31 +176,14 @@ def format_problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None
     return f"{key}: {issue['msg']}"
 
 
-def _words(component: str, step: str) -> tuple[str, ...]:
-    return (step,) if component == "synthesizeme" else (component, step)
-
-
 @cache
 def _step_parsers(component: str) -> dict[str, argparse.ArgumentParser]:
-    from prefcraft.cli import make_parser
-
-    commands = _subparsers(make_parser())
-    if component == "synthesizeme":
-        return {name: commands[name] for name in SYNTHESIZEME_COMMANDS}
-    return _subparsers(commands[component])
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    # argparse offers no public way to reach a subparser; its _SubParsersAction's `choices` is the usual route.
-    (action,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
-    return dict(action.choices)
+    return {step: step_parser(COMPONENTS[component], step) for step in COMPONENTS[component].steps}
 
 
 @cache
 def _settings_dests() -> frozenset[str]:
     """Every settings flag's dest, from the function that adds them to each command."""
-    from prefcraft.cli import CommandParser, add_settings_flags
-
     probe = CommandParser(add_help=False)
     add_settings_flags(probe)
     return frozenset(action.dest for action in probe._actions)
@@ -224,8 +205,6 @@ def _options_model(component: str, step: str) -> type[BaseModel]:
 
 
 def _option_type(action: argparse.Action) -> Any:
-    from prefcraft.cli import Bounded
-
     if action.nargs == 0:
         return bool  # a switch: store_true, or store_false (`--no-shipped` is `use_shipped = false`)
     if isinstance(action.type, Bounded):

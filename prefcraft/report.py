@@ -8,7 +8,7 @@ from prefcraft.metrics.pairwise import PairwiseReport
 from prefcraft.usage import LMUsage
 
 if TYPE_CHECKING:
-    from prefcraft.commands.fit import FitSummary
+    from prefcraft.components.synthesizeme.fit import FitSummary
     from prefcraft.optimizers.compile_selection import CompileVerdict
 
 

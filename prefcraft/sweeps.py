@@ -28,12 +28,13 @@ from prefcraft.experiments import (
     validated_options,
 )
 from prefcraft.files import write_text_atomic
+from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import ModelSettings, Settings
 
 SWEEPS_DIR = Path("runs/sweeps")
 # Components whose compile returns a CompileOutcome (a verdict and its usage). SynthesizeMe's compile-persona returns
 # only a path: nothing to score a trial by.
-SweepComponent = Literal["prefdisco", "cupid", "lampqa"]
+SweepComponent = Literal[tuple(name for name, component in COMPONENTS.items() if component.sweepable)]  # type: ignore[valid-type]
 SETTINGS_PARAMETERS = ("task.temperature", "prompt.temperature")  # not the judge's: it grades every trial alike
 TRIAL_PATHS = ("output", "output_dir")  # each trial's own, under runs/sweeps/<name>/trial-<n>/: nothing is shipped
 OBJECTIVES = ("score", "gain", "lm_calls")
@@ -265,7 +266,6 @@ class _Objective:
         self.sweep, self.config_file, self.overrides, self.emit = sweep, config_file, overrides, emit
 
     def __call__(self, trial: Any) -> list[float]:
-        from prefcraft import cli
         from prefcraft.tracking import log_metrics, tracked_run
 
         values = {name: _suggest(trial, name, parameter) for name, parameter in self.sweep.search.items()}
@@ -280,7 +280,7 @@ class _Objective:
         started = time.perf_counter()
         with tracked_run(f"trial-{trial.number}", {"trial": trial.number, **values}):
             try:
-                outcome = cli.run_command(step.args, settings)
+                outcome = run_step(step.args, settings)
             except STOPPING_ERRORS:
                 raise
             except Exception as error:

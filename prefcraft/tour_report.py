@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
 
-if TYPE_CHECKING:
-    from prefcraft.commands.tour import Comparison, TourRow
+from prefcraft.components.component import Comparison
+from prefcraft.usage import LMUsage
 
 NOTE = ("On SmolLM2-135M these show that each pipeline runs end to end, not the papers' effects; the data are the "
         "bundled SYNTHETIC samples (SenseJudge: real SenseBench requests, SIMULATED labels). LM calls exclude cache "
         "hits.")
+
+
+@dataclass
+class TourRow:
+    component: str
+    comparison: Comparison | None = None
+    usage: LMUsage = field(default_factory=LMUsage)
+    seconds: float = 0.0
+    skipped: str | None = None
+    failed: str | None = None
 
 
 def format_tour(rows: list[TourRow]) -> str:

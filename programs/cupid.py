@@ -19,7 +19,7 @@ from typing import Literal, get_args
 
 import dspy
 
-from prefcraft.metrics.cupid import COVERAGE, ChecklistMatch
+from prefcraft.components.cupid.metrics import COVERAGE, ChecklistMatch
 from prefcraft.signatures.cupid import (
     DecomposePreference,
     GenerateResponse,

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import dspy
 import numpy as np
 
-from prefcraft.loaders.lampqa import ProfilePost, RubricAspect
+from prefcraft.components.lampqa.data import ProfilePost, RubricAspect
 from prefcraft.signatures.lampqa import (
     AnswerQuestion,
     AnswerWithPlan,

@@ -1,5 +1,5 @@
 """SenseJudge (seeds/004): preference descriptions written from one annotator's labelled dev pairs, and the judge that
-votes with the descriptions an optimizer selected (optimizers/subset_selection.py).
+votes with the descriptions an optimizer selected (optimizers/sensejudge.py).
 
 `PreferenceExtractor` writes the reference code's set: an empty description (the judge without user context), one
 description per dev pair, and one aggregate over all of them. A description conditions the existing

@@ -12,7 +12,7 @@ from openai_standin import StandInServer
 
 import prefcraft
 from prefcraft import api
-from prefcraft.commands.evaluate import PERSONAL_JUDGE
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import ModelSettings, Settings

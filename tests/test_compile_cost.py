@@ -15,7 +15,8 @@ COMPILES = {
     "cupid-compile": ["cupid", "compile", "--max-instances", "1"],
     "lampqa-compile": ["lampqa", "compile", "--max-questions", "1", "--k", "2"],
     "prefdisco-compile": ["prefdisco", "compile", "--max-scenarios", "2", "--max-turns", "1"],
-    "compile-persona": ["compile-persona", "--train-users", "sample_user_01", "--val-users", "sample_user_02",
+    "compile-persona": ["synthesizeme", "compile-persona", "--train-users", "sample_user_01",
+                        "--val-users", "sample_user_02",
                         "--subsets", "1", "--demo-candidates", "1"],
 }
 

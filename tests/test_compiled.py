@@ -8,7 +8,7 @@ import dspy
 import pytest
 
 from prefcraft.adapter import SchemaAdapter
-from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
+from prefcraft.components.synthesizeme.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.metrics.degenerate import is_degenerate, text_output_fields
 from prefcraft.optimizers.artifacts import COMPILED_DIR, COMPILED_INDEX, load_compiled
 from prefcraft.optimizers.cupid import load_inferrer
@@ -94,7 +94,7 @@ def _unshown_demos(program) -> list[str]:
 
 
 def test_without_a_shipped_persona_prompt_fits_use_the_uncompiled_one():
-    # None ships for the embedded model: its compile chose the starting prompt (see the README's SynthesizeMe section).
+    # None ships for the embedded model: its compile chose the starting prompt (see docs/synthesizeme.md).
     assert default_persona_prompt(ModelSettings().model) is None
     assert default_persona_prompt("openai/some-other-model") is None
     assert load_persona_synthesizer(None)[1] == "uncompiled"

@@ -2,7 +2,6 @@ import re
 
 import pytest
 
-from prefcraft.cli import make_parser
 from prefcraft.errors import (
     CompiledProgramError,
     ConfigError,
@@ -12,6 +11,8 @@ from prefcraft.errors import (
     ServerStartError,
     ServerUnreachableError,
 )
+from prefcraft.flags import step_parser
+from prefcraft.registry import COMPONENTS
 
 
 def test_data_error_names_file_row_and_field():
@@ -60,8 +61,7 @@ def test_server_unreachable_names_the_endpoint_and_is_retryable():
 
 
 def test_server_unreachable_names_flags_that_exist():
-    flags = {action.option_strings[0] for action in make_parser()._subparsers._group_actions[0].choices["evaluate"]
-             ._actions}
+    flags = {action.option_strings[0] for action in step_parser(COMPONENTS["synthesizeme"], "evaluate")._actions}
     named = re.findall(r"--[a-z-]+", ServerUnreachableError("http://x/v1", "refused").hint)
     assert named and set(named) <= flags
     error = ServerUnreachableError("http://x/v1", "refused", role="judge")

@@ -74,7 +74,7 @@ output_dir = "out"
                          "use_shipped=False, output_dir=out)")
 
 
-def test_synthesizeme_steps_are_top_level_commands_and_take_the_parsers_defaults(tmp_path):
+def test_synthesizeme_steps_are_its_commands_and_take_the_parsers_defaults(tmp_path):
     path = write(tmp_path, """
 name = "t"
 component = "synthesizeme"
@@ -85,9 +85,10 @@ output = "persona.json"
 [steps.demo]
 """)
     persona, demo = load_experiment(path).commands()
-    assert persona.args.command == "compile-persona" and not hasattr(persona.args, "step")
+    assert (persona.args.command, persona.args.step) == ("synthesizeme", "compile-persona")
+    assert str(persona).startswith("prefcraft synthesizeme compile-persona (train_users=['a', 'b']")
     assert (persona.args.train_users, persona.args.candidates, persona.args.optimizer) == (["a", "b"], 20, "miprov2")
-    assert (demo.args.command, demo.args.subsets) == ("demo", 2)  # the demo's own set_defaults
+    assert (demo.args.step, demo.args.subsets) == ("demo", 2)  # the demo's own set_defaults
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
@@ -117,9 +118,9 @@ BAD = {
     "missing required option": ('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\n[steps.select]\n',
                                 "steps.simulate.dialogues: required option of 'prefcraft sensejudge simulate' is "
                                 "missing"),
-    "missing required option of a top-level command": (
+    "missing required option of a SynthesizeMe step": (
         'name = "t"\ncomponent = "synthesizeme"\n[steps.compile-persona]\nval_users = ["a"]\noutput = "p.json"\n',
-        "steps.compile-persona.train_users: required option of 'prefcraft compile-persona' is missing"),
+        "steps.compile-persona.train_users: required option of 'prefcraft synthesizeme compile-persona' is missing"),
     "TOML syntax error": ('name = "t"\ncomponent = \n', "not valid TOML: Invalid value (at line 2"),
     "unknown component": ('name = "t"\ncomponent = "tour"\n[steps.demo]\n',
                           "component: Input should be 'synthesizeme', 'sensejudge', 'prefdisco', 'cupid' or 'lampqa'"),
@@ -227,7 +228,7 @@ trials = 1
             raise DataError("scenarios.jsonl", 0, "persona", "broken")
         return args.step
 
-    monkeypatch.setattr("prefcraft.cli.run_command", run_command)
+    monkeypatch.setattr("prefcraft.commands.experiment.run_step", run_command)
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", num_threads=2)
     with pytest.raises(DataError):
         run_experiment(path, load_experiment(path), settings, lambda line: None)

@@ -19,10 +19,11 @@ from prefcraft.backends import free_port
 from prefcraft.cli import main
 
 STEPS = {
-    "synthesizeme fit": ["fit", "--users", "sample_user_01"],
-    "synthesizeme evaluate": ["evaluate", "--users", "sample_user_01"],
-    "synthesizeme demo": ["demo"],
-    "persona compile": ["compile-persona", "--train-users", "sample_user_01", "--val-users", "sample_user_02",
+    "synthesizeme fit": ["synthesizeme", "fit", "--users", "sample_user_01"],
+    "synthesizeme evaluate": ["synthesizeme", "evaluate", "--users", "sample_user_01"],
+    "synthesizeme demo": ["synthesizeme", "demo"],
+    "persona compile": ["synthesizeme", "compile-persona", "--train-users", "sample_user_01",
+                        "--val-users", "sample_user_02",
                         "--output", "compiled/persona_synthesizer/persona.json"],
     "cupid evaluate": ["cupid", "evaluate", "--max-instances", "1"],
     "cupid compile": ["cupid", "compile", "--max-instances", "1"],

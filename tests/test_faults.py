@@ -21,7 +21,7 @@ def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_com
     embedded_server, tmp_path, capsys
 ):
     results = tmp_path / "results"
-    evaluate = ["evaluate", "--users", "sample_user_01", "--output-dir", str(results)]
+    evaluate = ["synthesizeme", "evaluate", "--users", "sample_user_01", "--output-dir", str(results)]
     with fault_proxy(embedded_server.base_url, die_after=3) as proxy:
         assert main([*evaluate, *flags(tmp_path, proxy.base_url)]) == 2
         assert_one_unreachable_line(capsys.readouterr().err, proxy.base_url)
@@ -45,7 +45,7 @@ def test_a_server_dying_mid_fit_keeps_fitted_users_and_the_rerun_repeats_no_comp
     users = [user_with(3, 2, short_wins=True, user_id="a_short_fan"), user_with(3, 2, short_wins=False,
                                                                              user_id="b_long_fan")]
     data.write_text("".join(json.dumps(p.model_dump()) + "\n" for u in users for p in u.train + u.val + u.test))
-    fit = ["fit", "--data", str(data), "--fitted-dir", str(tmp_path / "fitted"), "--subsets", "2",
+    fit = ["synthesizeme", "fit", "--data", str(data), "--fitted-dir", str(tmp_path / "fitted"), "--subsets", "2",
            "--demo-candidates", "2"]
     with fault_proxy(embedded_server.base_url, die_after=25) as proxy:  # the two fits take about twice that
         assert main([*fit, *flags(tmp_path, proxy.base_url)]) == 2
@@ -67,7 +67,7 @@ def assert_resumed_once(runs) -> None:
 
 
 def test_a_server_slower_than_the_timeout_is_one_error_and_gets_no_call_twice(embedded_server, tmp_path, capsys):
-    evaluate = ["evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
+    evaluate = ["synthesizeme", "evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
     with fault_proxy(embedded_server.base_url, "slow", delay_s=3) as proxy:
         code = main([*evaluate, *flags(tmp_path, proxy.base_url, "--task-timeout-s", "1")])
     error = capsys.readouterr().err
@@ -78,7 +78,7 @@ def test_a_server_slower_than_the_timeout_is_one_error_and_gets_no_call_twice(em
 
 
 def test_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_server, tmp_path, capsys):
-    evaluate = ["evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
+    evaluate = ["synthesizeme", "evaluate", "--users", "sample_user_02", "--output-dir", str(tmp_path / "results")]
     with fault_proxy(embedded_server.base_url, "truncate") as proxy:
         assert main([*evaluate, *flags(tmp_path / "truncated", proxy.base_url)]) == 0
     assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out

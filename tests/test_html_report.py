@@ -246,7 +246,7 @@ def logging_compile(calls, fail):
 def test_a_sweep_shows_its_trials_and_draws_each_trials_compile(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the sweep's study and MLflow's artifacts
     path = write(tmp_path, GOOD)
-    monkeypatch.setattr("prefcraft.cli.run_command", logging_compile([], {1: RuntimeError("the optimizer tripped")}))
+    monkeypatch.setattr("prefcraft.sweeps.run_step", logging_compile([], {1: RuntimeError("the optimizer tripped")}))
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     outcome = run_sweep(path, load_sweep(path), None, {"tracking_uri": uri}, lambda line: None)
     complete = {trial.number: trial for trial in outcome.complete}

@@ -32,21 +32,21 @@ import prefcraft.programs.prefdisco
 import prefcraft.programs.responder
 import prefcraft.programs.sensejudge
 from prefcraft.adapter import LengthBounds, SchemaAdapter
-from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
-from prefcraft.commands.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
-from prefcraft.commands.prefdisco import load_asker
-from prefcraft.commands.sensejudge_simulate import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.cupid.data import load_instances
+from prefcraft.components.lampqa.data import ProfilePost, load_questions
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.components.prefdisco.evaluation import load_asker
+from prefcraft.components.sensejudge.simulation import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
+from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
+from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.lm import build_adapter
-from prefcraft.loaders.cupid import load_instances
-from prefcraft.loaders.lampqa import ProfilePost, load_questions
 from prefcraft.loaders.personal_reward_bench import (
     format_conversation,
     group_by_user,
     judge_examples,
     load_pairs,
 )
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.optimizers.artifacts import COMPILED_DIR, COMPILED_INDEX
 from prefcraft.optimizers.cupid import PROGRAM_NAME as CUPID_PROGRAM
 from prefcraft.optimizers.cupid import load_inferrer

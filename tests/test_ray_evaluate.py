@@ -13,9 +13,10 @@ from toml_files import write
 
 from prefcraft import api
 from prefcraft.cli import main, make_parser, run_command
-from prefcraft.commands import evaluate, fit
-from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.commands.experiment import run_experiment
+from prefcraft.components.synthesizeme import commands, fit
+from prefcraft.components.synthesizeme import evaluation as evaluate
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.errors import ConfigError
 from prefcraft.executors import ray_map
 from prefcraft.experiments import load_experiment
@@ -118,11 +119,12 @@ def test_the_evaluate_command_passes_the_executor_and_the_address_on(monkeypatch
         passed.update(kwargs)
         return {}
 
-    monkeypatch.setattr(evaluate, "evaluate_methods", record)
-    argv = ["evaluate", "--executor", "ray", "--address", "ray://head:10001", "--fitted-dir", str(tmp_path)]
+    monkeypatch.setattr(commands, "evaluate_methods", record)
+    argv = ["synthesizeme", "evaluate", "--executor", "ray", "--address", "ray://head:10001",
+            "--fitted-dir", str(tmp_path)]
     run_command(make_parser().parse_args(argv), Settings())
     assert passed["executor"] == "ray" and passed["address"] == "ray://head:10001"
-    run_command(make_parser().parse_args(["evaluate", "--fitted-dir", str(tmp_path)]), Settings())
+    run_command(make_parser().parse_args(["synthesizeme", "evaluate", "--fitted-dir", str(tmp_path)]), Settings())
     assert passed["executor"] == "local" and passed["address"] is None
 
 
@@ -158,7 +160,8 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, SYNTHESIZEME)
     called = {}
-    monkeypatch.setattr("prefcraft.cli.run_command", lambda args, settings: called.setdefault(args.command, args))
+    monkeypatch.setattr("prefcraft.commands.experiment.run_step",
+                        lambda args, settings: called.setdefault(args.step, args))
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
 
     with caplog.at_level(logging.INFO, logger="prefcraft.experiments"):
@@ -181,7 +184,7 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
 
 def test_an_experiment_none_of_whose_steps_takes_an_executor_refuses_one_before_it_runs(tmp_path, monkeypatch):
     path = write(tmp_path, 'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nmax_instances = 1\n')
-    monkeypatch.setattr("prefcraft.cli.run_command", lambda args, settings: pytest.fail("a step ran"))
+    monkeypatch.setattr("prefcraft.commands.experiment.run_step", lambda args, settings: pytest.fail("a step ran"))
     with pytest.raises(ConfigError, match="--executor ray: no step of this experiment \\(evaluate\\) takes it"):
         run_experiment(path, load_experiment(path), Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"),
                        lambda line: None, executor="ray")

@@ -11,9 +11,9 @@ from openai_standin import StandInServer
 from prefcraft.backends import managed_server
 from prefcraft.backends.metrics import read_prompt_cache
 from prefcraft.cli import make_parser, run_command
-from prefcraft.commands import fit
-from prefcraft.commands.fit import fit_users
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.synthesizeme import commands, fit
+from prefcraft.components.synthesizeme.fit import fit_users
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import ConfigError
 from prefcraft.executors import ray_map
 from prefcraft.optimizers.artifacts import read_metadata
@@ -79,8 +79,8 @@ def test_the_fit_command_passes_the_executor_and_the_address_on(monkeypatch):
         passed.update(kwargs)
         return fit.FitSummary()
 
-    monkeypatch.setattr(fit, "fit_users", record)
-    run_command(make_parser().parse_args(["fit", "--executor", "ray", "--address", "auto"]), Settings())
+    monkeypatch.setattr(commands, "fit_users", record)
+    run_command(make_parser().parse_args(["synthesizeme", "fit", "--executor", "ray", "--address", "auto"]), Settings())
     assert passed["executor"] == "ray" and passed["address"] == "auto"
 
 

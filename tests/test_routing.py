@@ -12,8 +12,9 @@ from openai_standin import StandInServer
 
 from prefcraft.backends import ManagedServer, free_port, managed_server
 from prefcraft.backends.metrics import read_prompt_cache
-from prefcraft.cli import make_parser, settings_overrides
+from prefcraft.cli import make_parser
 from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.flags import settings_overrides
 from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.runtime import check_servers, lm_context, model_session
@@ -61,7 +62,7 @@ def test_several_endpoints_come_from_a_toml_list_or_a_json_variable(tmp_path):
 
 
 def test_the_api_bases_flag_takes_several_endpoints():
-    args = make_parser().parse_args(["fit", "--task-api-bases", "http://a:8000/v1", "http://b:8000/v1"])
+    args = make_parser().parse_args(["synthesizeme", "fit", "--task-api-bases", "http://a:8000/v1", "http://b:8000/v1"])
     settings = load_settings(overrides=settings_overrides(args), environ={})
     assert settings.task.api_bases == ["http://a:8000/v1", "http://b:8000/v1"]
 

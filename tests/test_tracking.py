@@ -5,7 +5,8 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from prefcraft import tracking
-from prefcraft.cli import make_parser, settings_overrides
+from prefcraft.cli import make_parser
+from prefcraft.flags import settings_overrides
 from prefcraft.settings import ModelSettings, Settings, load_settings
 from prefcraft.tracking import model_params, start_tracking, tracked_run
 
@@ -154,7 +155,8 @@ def test_a_served_model_is_recorded_by_its_server_not_its_per_run_port():
     assert model_params(Settings(serve=False))["task_api_base"] == ""
 
 
-@pytest.mark.parametrize("argv", [["fit"], ["evaluate"], ["cupid", "compile"], ["tour"], ["sweep", "run", "s.toml"]])
+@pytest.mark.parametrize("argv", [["synthesizeme", "fit"], ["synthesizeme", "evaluate"], ["cupid", "compile"], ["tour"],
+                                  ["sweep", "run", "s.toml"]])
 def test_every_command_takes_resume(argv):
     assert "resume" not in settings_overrides(make_parser().parse_args(argv))  # the config file or environment rules
     overrides = settings_overrides(make_parser().parse_args([*argv, "--resume"]))

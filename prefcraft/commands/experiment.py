@@ -1,6 +1,6 @@
 """`prefcraft experiment run FILE`: an experiment's steps, in order, under one MLflow parent run `experiment:<name>`.
 
-Each step is its command run through `prefcraft.cli.run_command` (no second copy of any pipeline) on the
+Each step is its command run through `prefcraft.registry.run_step` (no second copy of any pipeline) on the
 experiment's settings, with its own model session; the step's runs nest under the parent. A step that fails stops the
 experiment and the parent run ends FAILED, with what the earlier steps logged. A re-run whose inputs are unchanged is
 answered from DSPy's cache: it makes no LM calls.
@@ -15,6 +15,7 @@ from typing import Any
 
 from prefcraft.executors import Executor
 from prefcraft.experiments import Experiment, with_executor
+from prefcraft.registry import run_step
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
 from prefcraft.usage import LMUsage, metered
@@ -25,7 +26,6 @@ def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit:
     """Runs the steps; returns each step's outcome, in order. Logs the file, each step's full arguments (the parser's
     defaults included), and per step and in all the LM calls, tokens and seconds. `executor` and `address`, when
     given, go to the steps that take them (`with_executor`)."""
-    from prefcraft.cli import run_command
 
     steps = with_executor(experiment.commands(), executor, address)
     params = {"experiment": experiment.name, "description": experiment.description,
@@ -40,7 +40,7 @@ def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit:
             emit(f"\n=== {experiment.name}, step {number}/{len(steps)}: {step}")
             step_started = time.perf_counter()
             with metered() as meter:
-                outcomes.append(run_command(step.args, settings))
+                outcomes.append(run_step(step.args, settings))
             seconds = time.perf_counter() - step_started
             key = step.name.replace("-", "_")
             log_metrics({**meter.usage.as_metrics(f"{key}_"), f"{key}_seconds": seconds})

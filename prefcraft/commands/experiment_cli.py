@@ -14,7 +14,7 @@ HELP = "experiments as configuration: run a TOML file's steps under one MLflow r
 
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
-    from prefcraft.cli import add_executor_flags
+    from prefcraft.flags import add_executor_flags
 
     steps = parser.add_subparsers(dest="step", required=True)
     run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
@@ -38,8 +38,8 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         return check_files(args.files, load_experiment,
                            lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo,
                            skipped=lambda path: "settings file, skipped" if is_settings_file(path) else None)
-    from prefcraft.cli import settings_overrides
     from prefcraft.commands.experiment import run_experiment
+    from prefcraft.flags import settings_overrides
 
     experiment = load_experiment(args.file)
     return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),

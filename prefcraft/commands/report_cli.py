@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.cli import POSITIVE
+from prefcraft.flags import POSITIVE
 
 HELP = "write one self-contained HTML page (tables and figures) of the runs in an MLflow store"
 DEFAULT_OUTPUT = Path("runs/report.html")

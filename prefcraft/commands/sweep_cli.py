@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         from prefcraft.commands.experiment_cli import check_files
 
         return check_files(args.files, load_sweep, _describe, echo)
-    from prefcraft.cli import settings_overrides
+    from prefcraft.flags import settings_overrides
     from prefcraft.sweeps import run_sweep
 
     return run_sweep(args.file, load_sweep(args.file), args.config, settings_overrides(args), echo)

@@ -10,10 +10,10 @@ import math
 import re
 from collections.abc import Callable
 
+from prefcraft.components.cupid.data import INSTANCE_TYPES
 from prefcraft.html_report.collect import RunRecord, Store, number, param
 from prefcraft.html_report.plots import EstimateRow, estimate_chart, grouped_bars, line_chart
 from prefcraft.html_report.sections import Plot, Section, Table
-from prefcraft.loaders.cupid import INSTANCE_TYPES
 from prefcraft.metrics.stats import bootstrap_mean
 
 NAN = math.nan
@@ -149,7 +149,7 @@ def _comparisons(run: RunRecord) -> list[Chart]:
         return [("answers by method", "score (mean of the category means, as the paper)", _children_rows(
             run, "lampqa-", "score", lambda name: name == "none"))]
     if run.name == "sensejudge-evaluate":
-        from prefcraft.commands.sensejudge import description_names
+        from prefcraft.components.sensejudge.steps import description_names
 
         count = sum(bool(re.fullmatch(r"description_\d+_accuracy", key)) for key in metrics)
         prefixes = [f"description_{index}_" for index in range(count)] + ["selected_"]

@@ -4,7 +4,7 @@ from contextlib import nullcontext
 
 import pytest
 
-from prefcraft.commands import evaluate
+from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.usage import LMUsage

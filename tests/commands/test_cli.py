@@ -7,7 +7,8 @@ import mlflow
 import pytest
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main, make_parser, search_config
+from prefcraft.cli import main, make_parser
+from prefcraft.components.synthesizeme.commands import search_config
 
 
 def write_rows(path, users):
@@ -24,7 +25,7 @@ def common_flags(tmp_path, api_base):
 
 def test_unreachable_server_is_one_clear_error(tmp_path, capsys):
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    code = main(["evaluate", *common_flags(tmp_path, dead)])
+    code = main(["synthesizeme", "evaluate", *common_flags(tmp_path, dead)])
     assert code == 2
     error = capsys.readouterr().err
     assert f"model server at {dead} is unreachable" in error
@@ -36,21 +37,22 @@ def test_a_malformed_data_file_names_file_row_and_field(tmp_path, capsys):
     row = {"user_id": "u", "split": "train", "context": [], "chosen": {"role": "m", "content": "a"},
            "rejected": {"role": "m", "content": "b"}}
     data.write_text(json.dumps(row) + "\n")
-    code = main(["evaluate", "--data", str(data), *common_flags(tmp_path, "http://127.0.0.1:1/v1")])
+    code = main(["synthesizeme", "evaluate", "--data", str(data), *common_flags(tmp_path, "http://127.0.0.1:1/v1")])
     assert code == 2
     assert f"{data}, row 0, field 'context'" in capsys.readouterr().err
 
 
 def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_path, capsys):
     flags = ["--train-users", "sample_user_01", "--val-users", "sample_user_01", "--output", str(tmp_path / "p.json")]
-    assert main(["compile-persona", *flags, *common_flags(tmp_path, "http://127.0.0.1:1/v1")]) == 2
+    assert main(["synthesizeme", "compile-persona", *flags, *common_flags(tmp_path, "http://127.0.0.1:1/v1")]) == 2
     assert "training and validation users overlap" in capsys.readouterr().err
 
 
 def test_search_flag_chooses_how_candidates_are_scored():
     settings = SimpleNamespace(num_threads=2, seed=0)
-    assert search_config(make_parser().parse_args(["fit"]), settings).search == "halving"
-    assert search_config(make_parser().parse_args(["fit", "--search", "exhaustive"]), settings).search == "exhaustive"
+    assert search_config(make_parser().parse_args(["synthesizeme", "fit"]), settings).search == "halving"
+    exhaustive = make_parser().parse_args(["synthesizeme", "fit", "--search", "exhaustive"])
+    assert search_config(exhaustive, settings).search == "exhaustive"
 
 
 @pytest.mark.server
@@ -68,16 +70,18 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
     flags = [*common_flags(tmp_path, embedded_server.base_url), "--data", str(data)]
     fitted = tmp_path / "fitted"
 
-    assert main(["fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2", "--demo-candidates", "2"]) == 0
+    assert main(["synthesizeme", "fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2",
+                 "--demo-candidates", "2"]) == 0
     out = capsys.readouterr().out
     assert "fitted 2 user(s), resumed 0, skipped 1" in out and "too_few" in out
     assert sorted(path.name for path in fitted.iterdir()) == ["long_fan.json", "short_fan.json"]
 
-    assert main(["fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2", "--demo-candidates", "2"]) == 0
+    assert main(["synthesizeme", "fit", *flags, "--fitted-dir", str(fitted), "--subsets", "2",
+                 "--demo-candidates", "2"]) == 0
     assert "fitted 0 user(s), resumed 2, skipped 1" in capsys.readouterr().out
 
     methods = ["default", "memory", "demos", "persona", "synthesizeme"]
-    assert main(["evaluate", *flags, "--fitted-dir", str(fitted), "--methods", *methods,
+    assert main(["synthesizeme", "evaluate", *flags, "--fitted-dir", str(fitted), "--methods", *methods,
                  "--output-dir", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out
     for method in methods:

@@ -11,9 +11,9 @@ from dspy.utils import DummyLM
 
 from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
-from prefcraft.commands import cupid
-from prefcraft.commands.cupid import CupidData, EvaluationJob, evaluate_instances, select_instances
-from prefcraft.cupid_report import SYNTHETIC_NOTE, format_evaluation
+from prefcraft.components.cupid import evaluation as cupid
+from prefcraft.components.cupid.evaluation import CupidData, EvaluationJob, evaluate_instances, select_instances
+from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
 from prefcraft.settings import Settings
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
 

@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from prefcraft.commands import evaluate
-from prefcraft.commands.evaluate import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
+from prefcraft.components.synthesizeme import evaluation as evaluate
+from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
 from prefcraft.errors import ConfigError
 from prefcraft.settings import Settings
 

@@ -6,8 +6,8 @@ import logging
 import pytest
 
 from prefcraft.cli import make_parser
-from prefcraft.commands import evaluate
-from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.components.synthesizeme import evaluation as evaluate
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.errors import ConfigError
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
@@ -77,5 +77,5 @@ def test_the_default_judge_may_be_scored_on_any_split(offline, data):
 
 
 def test_the_evaluate_command_has_the_flag():
-    assert make_parser().parse_args(["evaluate", "--allow-fitted-pairs"]).allow_fitted_pairs
-    assert not make_parser().parse_args(["evaluate"]).allow_fitted_pairs
+    assert make_parser().parse_args(["synthesizeme", "evaluate", "--allow-fitted-pairs"]).allow_fitted_pairs
+    assert not make_parser().parse_args(["synthesizeme", "evaluate"]).allow_fitted_pairs

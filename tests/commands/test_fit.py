@@ -1,6 +1,6 @@
 """Resuming a fit: a fitted file is reused only when nothing that changes a fit has changed."""
 
-from prefcraft.commands.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
+from prefcraft.components.synthesizeme.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from prefcraft.commands import fit
-from prefcraft.commands.evaluate import PERSONAL_JUDGE, evaluate_methods
-from prefcraft.commands.fit import fit_settings, fit_users
+from prefcraft.components.synthesizeme import fit
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.components.synthesizeme.fit import fit_settings, fit_users
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge

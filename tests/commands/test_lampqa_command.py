@@ -11,11 +11,18 @@ from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
-from prefcraft.commands import lampqa, lampqa_compile
-from prefcraft.commands.lampqa import EvaluationJob, LampQAData, RetrievalConfig, evaluate_methods, method_programs
-from prefcraft.commands.lampqa_cli import DEMO
-from prefcraft.commands.lampqa_compile import CompileJob, compile_and_select
-from prefcraft.lampqa_report import format_compile, format_evaluation
+from prefcraft.components.lampqa import compilation as lampqa_compile
+from prefcraft.components.lampqa import evaluation as lampqa
+from prefcraft.components.lampqa.commands import DEMO
+from prefcraft.components.lampqa.compilation import CompileJob, compile_and_select
+from prefcraft.components.lampqa.evaluation import (
+    EvaluationJob,
+    LampQAData,
+    RetrievalConfig,
+    evaluate_methods,
+    method_programs,
+)
+from prefcraft.components.lampqa.report import format_compile, format_evaluation
 from prefcraft.optimizers import compile_selection
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.settings import Settings

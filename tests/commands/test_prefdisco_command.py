@@ -9,8 +9,10 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft.cli import main, make_parser
-from prefcraft.commands import prefdisco
-from prefcraft.commands.prefdisco import (
+from prefcraft.components.prefdisco import evaluation as prefdisco
+from prefcraft.components.prefdisco.build import BuildJob, build_scenario_file, read_problems
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.components.prefdisco.evaluation import (
     BASELINE,
     DISCOVERY,
     ORACLE,
@@ -19,10 +21,8 @@ from prefcraft.commands.prefdisco import (
     evaluate_conditions,
     select_scenarios,
 )
-from prefcraft.commands.prefdisco_build import BuildJob, build_scenario_file, read_problems
+from prefcraft.components.prefdisco.report import format_evaluation
 from prefcraft.errors import ConfigError
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
-from prefcraft.prefdisco_report import format_evaluation
 from prefcraft.settings import Settings
 
 # One reply holding every output field of every PrefDisco signature; each call keeps its own fields.

@@ -111,7 +111,7 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "128",
              "--task-timeout-s", "300", "--threads", "2", "--tracking-uri", uri, "--cache-dir", str(tmp_path / "cache")]
-    assert main(["evaluate", *flags, "--users", "sample_user_07", "--methods", "default",
+    assert main(["synthesizeme", "evaluate", *flags, "--users", "sample_user_07", "--methods", "default",
                  "--output-dir", str(tmp_path / "synthesizeme")]) == 0
     assert main(["cupid", "evaluate", *flags, "--output-dir", str(tmp_path / "cupid"), "--max-instances", "1",
                  "--no-shipped", "--responses", "gold"]) == 0

@@ -6,15 +6,16 @@ import mlflow
 import pytest
 
 from prefcraft.cli import main, make_parser
-from prefcraft.commands.tour import COMPONENT_KEYS, Comparison, TourRow
+from prefcraft.components.component import Comparison
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
-from prefcraft.tour_report import format_tour
+from prefcraft.registry import COMPONENTS
+from prefcraft.tour_report import TourRow, format_tour
 from prefcraft.usage import LMUsage
 
 
 def test_the_parser_runs_all_five_by_default_with_the_demos_timeout():
     args = make_parser().parse_args(["tour"])
-    assert args.components == COMPONENT_KEYS == ["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
+    assert args.components == list(COMPONENTS) == ["synthesizeme", "sensejudge", "prefdisco", "cupid", "lampqa"]
     assert args.sensebench is None and args.task_timeout_s == 600.0
 
 
@@ -36,14 +37,13 @@ def test_the_table_shows_scores_on_their_scales_and_says_what_was_skipped_or_fai
 
 
 def test_synthesizeme_compares_the_default_judge_with_the_personal_one():
-    from prefcraft.commands.evaluate import MethodOutcome
-    from prefcraft.commands.tour import PARTS
+    from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 
     def outcome(right: list[bool]) -> MethodOutcome:
         judgments = [Judgment("u", f"p{i}", "chosen_first", "First", ok) for i, ok in enumerate(right)]
         return MethodOutcome(pairwise_report(judgments), LMUsage(), judgments)
 
-    compare = next(part.compare for part in PARTS if part.key == "synthesizeme")
+    compare = COMPONENTS["synthesizeme"].demo.compare
     comparison = compare({"default": outcome([True, False]), "synthesizeme": outcome([True, True])})
     assert (comparison.baseline_score, comparison.personalized_score) == (0.5, 1.0)
 

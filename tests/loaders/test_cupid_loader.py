@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from prefcraft.components.cupid.data import SAMPLE_INSTANCES, load_instances, split_by_persona
 from prefcraft.errors import DataError
-from prefcraft.loaders.cupid import SAMPLE_INSTANCES, load_instances, split_by_persona
 
 
 def real_row(persona="p1", kind="consistent", sessions=2, checklist_items=2, **extra):
@@ -146,16 +146,9 @@ def test_a_two_persona_file_cannot_give_the_default_split_and_the_error_says_wha
     assert len(split.train) == len(split.test) == 3 and not split.val
 
 
-def test_bundled_file_is_what_the_seeded_generator_writes(monkeypatch):
-    import importlib.util
-    import sys
-    from pathlib import Path
+def test_bundled_file_is_what_the_seeded_generator_writes():
+    from prefcraft.components.cupid import generate as generator
 
-    script = Path(__file__).resolve().parents[2] / "scripts" / "generate_cupid_data.py"
-    spec = importlib.util.spec_from_file_location("generate_cupid_data", script)
-    generator = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, generator)  # dataclasses look their module up while it executes
-    spec.loader.exec_module(generator)
     rows = generator.generate(seed=0)
     assert "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows) == SAMPLE_INSTANCES.read_text("utf-8")
     # The user's feedback hints at the preference; it never states it.

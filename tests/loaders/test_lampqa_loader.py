@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from prefcraft.components.lampqa import data as lampqa
+from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS, load_file, load_questions
 from prefcraft.errors import DataError
-from prefcraft.loaders import lampqa
-from prefcraft.loaders.lampqa import CONFIGS, SAMPLE_QUESTIONS, load_file, load_questions
 
 
 def row(index=0, **changes):

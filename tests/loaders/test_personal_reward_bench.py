@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import (
     JUDGE_INPUTS,

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios, split_scenarios
 from prefcraft.errors import DataError
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios, split_scenarios
 
 METADATA = {"type": "metadata", "task": "math", "extra": 1}
 

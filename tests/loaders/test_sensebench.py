@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
+from prefcraft.components.sensejudge.data import CUT, load_dialogues
 from prefcraft.errors import DataError
-from prefcraft.loaders.sensebench import CUT, load_dialogues
 
 SENSEBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sensebench"
 needs_sensebench = pytest.mark.skipif(not (SENSEBENCH / "new_sense_bmk.json").is_file(),

@@ -5,8 +5,8 @@ from typing import Any
 import datasets
 import pytest
 
+from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
 from prefcraft.errors import DataError
-from prefcraft.loaders.user_profiles import PRISM_SURVEY, load_profiles
 
 
 def survey_row(user_id: Any, **columns: Any) -> dict[str, Any]:

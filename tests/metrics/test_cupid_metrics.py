@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from prefcraft.metrics.cupid import (
+from prefcraft.components.cupid.metrics import (
     ChecklistMatch,
     judge_score,
     match_report,

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from prefcraft.metrics.lampqa import QuestionResult, method_report, question_score, relative_gain
+from prefcraft.components.lampqa.metrics import QuestionResult, method_report, question_score, relative_gain
 
 
 def test_question_score_is_the_sum_over_twice_the_aspects():

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from prefcraft.metrics.prefdisco import (
+from prefcraft.components.prefdisco.metrics import (
     ConditionScores,
     missing_grades,
     negative_count,

@@ -8,7 +8,7 @@ import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft.adapter import SchemaAdapter
-from prefcraft.loaders.cupid import SAMPLE_INSTANCES, load_instances
+from prefcraft.components.cupid.data import SAMPLE_INSTANCES, load_instances
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, compile_inferrer, inference_metric, load_inferrer
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig

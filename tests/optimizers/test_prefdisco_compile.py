@@ -8,7 +8,7 @@ import dspy
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
-from prefcraft.loaders.prefdisco import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.compile_selection import differs_from
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, GatedPrefAlign, asker_example, compile_asker

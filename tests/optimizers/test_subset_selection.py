@@ -5,7 +5,7 @@ import dspy
 import pytest
 
 from prefcraft.metrics.majority_vote import encode_votes
-from prefcraft.optimizers.subset_selection import (
+from prefcraft.optimizers.sensejudge import (
     SubsetSelection,
     SubsetSelectionConfig,
     search_subsets,

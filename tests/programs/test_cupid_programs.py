@@ -6,7 +6,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft.loaders.cupid import CupidInstance
+from prefcraft.components.cupid.data import CupidInstance
 from prefcraft.programs.cupid import (
     INFERRER_VARIANTS,
     PreferenceInferrer,

@@ -5,7 +5,7 @@ import pytest
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import AdapterParseError
 
-from prefcraft.loaders.lampqa import SAMPLE_QUESTIONS, ProfilePost, RubricAspect, load_questions
+from prefcraft.components.lampqa.data import SAMPLE_QUESTIONS, ProfilePost, RubricAspect, load_questions
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (

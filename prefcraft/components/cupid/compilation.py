@@ -1,0 +1,83 @@
+"""`prefcraft cupid compile`: MIPROv2 over CUPID's preference inferrer, F1 (decomposer + matcher) as its metric.
+
+The instances are split by persona; MIPROv2 compiles on the train personas and selects on the validation personas.
+The compiled program is kept only if it differs from the uncompiled one and beats it on validation (both scored here
+with the same metric on the same instances; DSPy's cache answers the calls MIPROv2 already made). A
+winner is saved with its metadata and, when written inside the compiled package, registered as the shipped inferrer
+for the task model; a loser is saved beside the results as `cupid_inferrer.rejected.json` and never shipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dspy
+
+from prefcraft.components.cupid.evaluation import RUNS, CupidData, select_instances
+from prefcraft.errors import ConfigError
+from prefcraft.lm import build_lm
+from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
+from prefcraft.optimizers.cupid import PROGRAM_NAME, InferenceGrader, compile_inferrer
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
+from prefcraft.runtime import lm_context, model_session
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest, logged_usage, model_params, start_tracking, tracked_run
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CompileJob:
+    output: Path
+    data: CupidData = field(default_factory=CupidData)
+    variant: InferrerVariant = "all"
+    config: OptimizerConfig = field(default_factory=OptimizerConfig)
+    output_dir: Path = RUNS
+
+
+@dataclass(frozen=True)
+class CupidCompileOutcome(CompileOutcome):
+    variant: str
+
+
+def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CupidCompileOutcome:
+    from prefcraft.components.cupid.report import format_compile
+
+    train, _ = select_instances(job.data, "train")
+    val, _ = select_instances(job.data, "val")
+    if not train or not val:
+        raise ConfigError("compiling needs train and validation personas", "check --val-personas / --test-personas")
+    with model_session(settings) as session:
+        start_tracking(session)
+        outcome = compile_and_select(session, job, [i.example() for i in train], [i.example() for i in val])
+    emit(format_compile(outcome))
+    return outcome
+
+
+def compile_and_select(
+    session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example]
+) -> CupidCompileOutcome:
+    """The optimizer, then `keep_if_better`: save (and ship) only a winner."""
+    grader = InferenceGrader(lambda: lm_context(session, "judge"))
+    params = {"program": PROGRAM_NAME, "variant": job.variant, "data": str(job.data.source),
+              "data_digest": data_digest(job.data.source), "train": len(trainset), "val": len(valset),
+              **job.config.as_params(), **model_params(session)}
+    with tracked_run("cupid-compile", params), lm_context(session, "task"), logged_usage() as meter:
+        compiled = compile_inferrer(job.variant, trainset=trainset, valset=valset, grader=grader.grader,
+                                    config=job.config, prompt_model=build_lm(session.model_for("prompt")),
+                                    task_model=build_lm(session.task))
+        verdict = keep_if_better(
+            session, compiled=compiled, uncompiled=PreferenceInferrer(job.variant), valset=valset, score=grader.f1,
+            program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir, variant=job.variant,
+            data=str(job.data.source), data_digest=data_digest(job.data.source),
+            split={"val_personas": job.data.val_personas, "test_personas": job.data.test_personas,
+                   "train": len(trainset), "val": len(valset)},
+            metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
+            optimizer=job.config.as_params(),
+        )  # fmt: skip
+    return CupidCompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name, job.variant)
+

@@ -1,0 +1,385 @@
+"""`prefcraft cupid evaluate`: CUPID's inference and generation tasks on held-out instances. One MLflow run.
+
+Inference: each inferrer (uncompiled, and the compiled one when there is one) infers a preference per instance from
+the dialogues and the request; `PreferenceMatch` grades it on the judge model (decomposer once, matcher twice); the
+report pools the matched counts (micro P / R / F1) overall and per instance type, with per-instance means, each with a
+95% bootstrap interval over instances. Generation: the task model answers each request with no preference, the
+inferred preference (of the first inferrer) and the gold preference (the ceiling); the judge scores each 1-10 against
+the gold preference and checklist. Every step runs its instances in parallel through `evaluate_program`, and each
+inferrer and response method is a child run. Results go to JSONL under the output directory.
+
+Failures count as in the reference code (see `prefcraft.components.cupid.metrics`): a failed inference is left out of
+the scores;
+when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache hit when the
+grading got that far) so that a failed matcher keeps the inferred items in the precision denominator, while a failed
+decomposition counts as a failed inference (the reference decomposes inside inference). A failed or unparseable judge
+score counts 0; a failed generation is left out. Every count is reported beside the figures.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import dspy
+
+from prefcraft.components.cupid.data import (
+    INSTANCE_TYPES,
+    SAMPLE_INSTANCES,
+    CupidInstance,
+    load_instances,
+    split_by_persona,
+)
+from prefcraft.components.cupid.metrics import (
+    ChecklistMatch,
+    MatchReport,
+    ResponseScores,
+    judge_score,
+    match_report,
+    response_scores,
+)
+from prefcraft.errors import ConfigError
+from prefcraft.evaluation import StepCost, run_step
+from prefcraft.files import write_jsonl_atomic
+from prefcraft.metrics.stats import Estimate
+from prefcraft.optimizers.artifacts import shipped_compiled
+from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
+from prefcraft.programs.cupid import (
+    InferrerVariant,
+    PreferenceInferrer,
+    PreferenceMatch,
+    ResponseGenerator,
+    ResponseJudge,
+)
+from prefcraft.runtime import model_session
+from prefcraft.settings import Settings
+from prefcraft.signatures.cupid import DecomposePreference
+from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+
+logger = logging.getLogger(__name__)
+
+RUNS = Path("runs/cupid")
+RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")
+DEFAULT_RESPONSE_METHODS = ("none", "inferred", "gold")
+NOT_SCORED = 0.0
+
+
+@dataclass
+class CupidData:
+    """Which instances a command reads: a file or hub dataset, split by persona."""
+
+    source: str | Path = SAMPLE_INSTANCES
+    val_personas: int = 2
+    test_personas: int = 2
+    skip_invalid: bool = False
+    max_instances: int | None = None
+
+
+@dataclass
+class EvaluationJob:
+    data: CupidData = field(default_factory=CupidData)
+    variants: Sequence[InferrerVariant] = ("all",)
+    compiled: Path | None = None
+    """A compiled inferrer to compare with the uncompiled ones (default: the one shipped for the task model)."""
+    use_shipped: bool = True
+    split: str = "test"
+    response_methods: Sequence[str] = DEFAULT_RESPONSE_METHODS
+    """Generation methods to run and judge (none of them: inference only)."""
+    output_dir: Path = RUNS
+
+
+@dataclass
+class InstanceResult:
+    instance_id: str
+    instance_type: str
+    preference: str | None
+    used_sessions: list[int] | None
+    checklist: list[str] | None
+    predicted_coverage: list[float]
+    true_coverage: list[float]
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    """None where the instance is left out of the scores."""
+    missing_labels: int
+    failed: str | None
+    """None, or the step that failed: "inference" or "decomposition" (both left out of the scores), or "matching"
+    (scored with every item Not covered)."""
+
+
+@dataclass
+class InferenceOutcome:
+    name: str
+    overall: MatchReport
+    by_type: dict[str, MatchReport]
+    results: list[InstanceResult]
+    costs: dict[str, StepCost]
+
+
+@dataclass
+class ResponseResult:
+    instance_id: str
+    method: str
+    response: str | None
+    score: float | None
+    """The judge's 1-10 as read by `judge_score` (0 when unparseable or when judging failed), or None when
+    generation failed."""
+    failed: str | None = None
+    """None, or what failed: "generation", "judging" or "unparseable score"."""
+
+
+@dataclass
+class ResponseOutcome:
+    method: str
+    scores: ResponseScores
+    """Mean judge score (1-10) with its interval, and the failures counted as the reference counts them."""
+    results: list[ResponseResult]
+    costs: dict[str, StepCost]
+
+    @property
+    def score(self) -> Estimate:
+        return self.scores.score
+
+
+@dataclass
+class EvaluationOutcome:
+    data: str
+    instances: int
+    skipped: int
+    split: str
+    inference: list[InferenceOutcome]
+    responses: list[ResponseOutcome]
+    results_dir: Path
+
+
+def run_cupid_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
+    """Load the data, bring the models up and evaluate; prints the summary table."""
+    from prefcraft.components.cupid.report import format_evaluation
+
+    instances, skipped = select_instances(job.data, job.split)
+    with model_session(settings) as session:
+        start_tracking(session)
+        outcome = evaluate_instances(session, job, instances, skipped)
+    emit(format_evaluation(outcome))
+    return outcome
+
+
+def select_instances(data: CupidData, split: str) -> tuple[list[CupidInstance], int]:
+    """The instances of `split` (train / val / test by persona, or all), and how many invalid rows were skipped."""
+    loaded = load_instances(data.source, skip_invalid=data.skip_invalid)
+    for error in loaded.skipped:
+        logger.warning("skipped: %s", error)
+    if split == "all":
+        chosen = loaded.instances
+    else:
+        parts = split_by_persona(loaded.instances, val_personas=data.val_personas, test_personas=data.test_personas,
+                                 source=data.source)
+        chosen = getattr(parts, split)
+    return chosen[: data.max_instances], len(loaded.skipped)
+
+
+def evaluate_instances(
+    session: Settings, job: EvaluationJob, instances: Sequence[CupidInstance], skipped: int = 0
+) -> EvaluationOutcome:
+    if not instances:
+        raise ConfigError(f"no instances in the {job.split} split", "use --split all or fewer validation personas")
+    examples = [instance.example() for instance in instances]
+    inferrers = _inferrers(session, job)
+    params = {"program": "cupid", "data": str(job.data.source), "data_digest": data_digest(job.data.source),
+              "split": job.split, "instances": len(instances), "skipped_rows": skipped,
+              "inferrers": list(inferrers), **model_params(session)}
+    with tracked_run("cupid-evaluate", params):
+        inference = [infer_and_match(session, name, inferrer, examples) for name, inferrer in inferrers.items()]
+        inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
+        responses = [respond_and_judge(session, method, examples, inferred) for method in job.response_methods]
+        outcome = EvaluationOutcome(str(job.data.source), len(instances), skipped, job.split, inference, responses,
+                                    job.output_dir)
+        _write_results(outcome)
+    return outcome
+
+
+def infer_and_match(
+    session: Settings, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example]
+) -> InferenceOutcome:
+    """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
+    with tracked_run(f"infer-{name}", {"inferrer": name}, nested=True):
+        inferred, infer_cost = run_step(session, inferrer, examples, _unscored, "task")
+        gradings, checklists, grading_costs = _grade(session, inferred)
+        results = [_instance_result(example, prediction, grading, checklist) for (example, prediction, _), grading,
+                   checklist in zip(inferred, gradings, checklists, strict=True)]
+        outcome = InferenceOutcome(
+            name=name,
+            overall=_report(results, session.seed),
+            by_type={kind: _report([r for r in results if r.instance_type == kind], session.seed)
+                     for kind in INSTANCE_TYPES if any(r.instance_type == kind for r in results)},
+            results=results,
+            costs={"infer": infer_cost, **grading_costs},
+        )
+        by_type = {metric: value for kind, report in outcome.by_type.items()
+                   for metric, value in report.as_metrics(f"{kind}_").items()}
+        log_metrics({**outcome.overall.as_metrics(), **by_type, **_cost_metrics(outcome.costs)})
+        log_json([asdict(result) for result in results], f"inference-{name}.json")
+    return outcome
+
+
+def respond_and_judge(
+    session: Settings, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str]
+) -> ResponseOutcome:
+    """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model)."""
+    with tracked_run(f"respond-{method}", {"response_method": method}, nested=True):
+        requests = [_response_example(example, method, preference) for example, preference in
+                    zip(examples, inferred, strict=True)]
+        generated, generate_cost = run_step(session, ResponseGenerator(), requests, _unscored, "task")
+        to_judge = [
+            dspy.Example(request=example.current_request, response=prediction.response,
+                         preference=example.gold_preference, checklist=example.gold_checklist,
+                         ).with_inputs("request", "response", "preference", "checklist")
+            for example, (_, prediction, _) in zip(examples, generated, strict=True) if prediction is not None
+        ]
+        judged, judge_cost = run_step(session, ResponseJudge(), to_judge, _judge_score, "judge")
+        judgments = _aligned([prediction is not None for _, prediction, _ in generated], judged)
+        results = [_response_result(request.instance_id, method, prediction, judgment)
+                   for (request, prediction, _), judgment in zip(generated, judgments, strict=True)]
+        scores = response_scores([result.score if result.failed is None else None for result in results
+                                  if result.failed in (None, "unparseable score")],
+                                 judge_failures=sum(result.failed == "judging" for result in results),
+                                 generation_failures=sum(result.failed == "generation" for result in results),
+                                 seed=session.seed)
+        outcome = ResponseOutcome(method, scores, results, {"generate": generate_cost, "judge": judge_cost})
+        log_metrics({"score": scores.score.mean, "judge_failures": float(scores.judge_failures),
+                     "unparseable_scores": float(scores.unparseable),
+                     "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
+        log_json([asdict(result) for result in results], f"responses-{method}.json")
+    return outcome
+
+
+
+def _grade(
+    session: Settings, inferred: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
+) -> tuple[list[dspy.Prediction | None], list[list[str] | None], dict[str, StepCost]]:
+    """The inferred preferences graded on the judge model, and for each whose grading failed, its checklist from the
+    decomposer alone, so that a failed matcher is told from a failed decomposition; both aligned with `inferred`."""
+    was_inferred = [prediction is not None for _, prediction, _ in inferred]
+    to_grade = [_grading_example(example, prediction) for example, prediction, _ in inferred
+                if prediction is not None]
+    graded, match_cost = run_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
+    gradings = _aligned(was_inferred, graded)
+    ungraded = [dspy.Example(preference=example.preference).with_inputs("preference")
+                for example, prediction, _ in graded if prediction is None]
+    decomposed, decompose_cost = run_step(session, dspy.Predict(DecomposePreference), ungraded, _unscored, "judge")
+    redecomposed = _aligned([done and grading is None for done, grading in zip(was_inferred, gradings, strict=True)],
+                            decomposed)
+    checklists = [None if prediction is None else [item for item in prediction.checklist if item.strip()]
+                  for prediction in redecomposed]  # blank items dropped, as PreferenceMatch drops them
+    return gradings, checklists, {"match": match_cost, "redecompose": decompose_cost}
+
+
+def _inferrers(session: Settings, job: EvaluationJob) -> dict[str, dspy.Module]:
+    """The uncompiled inferrer of each variant, then the compiled one beside the uncompiled one of its variant."""
+    inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in job.variants}
+    compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if job.use_shipped else None)
+    if compiled is None and job.use_shipped:
+        logger.info("no compiled inferrer ships for %s: uncompiled inferrers only", session.task.model)
+    if compiled is not None:
+        program, metadata = load_inferrer(compiled)
+        inferrers.setdefault(program.variant, PreferenceInferrer(program.variant))
+        inferrers[f"{program.variant} compiled"] = program
+        logger.info("compiled inferrer %s (compiled on %s)", compiled, metadata.get("model"))
+    return inferrers
+
+
+def _unscored(example: dspy.Example, prediction: dspy.Prediction) -> float:
+    return NOT_SCORED  # scores come from a later step on another model
+
+
+def _judge_score(example: dspy.Example, prediction: dspy.Prediction) -> float:
+    return judge_score(prediction.score) or 0.0
+
+
+def _response_result(
+    instance_id: str, method: str, generated: dspy.Prediction | None, judged: dspy.Prediction | None
+) -> ResponseResult:
+    """A response's score as the reference counts it: 0 when judging failed or its score is no number."""
+    if generated is None:
+        return ResponseResult(instance_id, method, None, None, "generation")
+    if judged is None:
+        return ResponseResult(instance_id, method, generated.response, 0.0, "judging")
+    score = judge_score(judged.score)
+    return ResponseResult(instance_id, method, generated.response, score or 0.0,
+                          None if score is not None else "unparseable score")
+
+
+def _aligned(
+    ran: Sequence[bool], results: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
+) -> list[dspy.Prediction | None]:
+    """A later step's predictions, which ran only where `ran` is true, aligned with the earlier step's."""
+    later = iter(results)
+    return [next(later)[1] if did else None for did in ran]
+
+
+def _grading_example(example: dspy.Example, prediction: dspy.Prediction) -> dspy.Example:
+    return dspy.Example(preference=prediction.preference, gold_preference=example.gold_preference,
+                        gold_checklist=example.gold_checklist).with_inputs("preference", "gold_preference",
+                                                                           "gold_checklist")
+
+
+LEFT_OUT = ("inference", "decomposition")
+
+
+def _instance_result(
+    example: dspy.Example, inferred: dspy.Prediction | None, graded: dspy.Prediction | None,
+    checklist: list[str] | None,
+) -> InstanceResult:
+    """An instance's match: the grader's; after a failed matcher, every item Not covered; after a failed inference
+    or decomposition, nothing (the instance is left out of the scores)."""
+    if inferred is None or (graded is None and checklist is None):
+        return InstanceResult(
+            instance_id=example.instance_id, instance_type=example.instance_type,
+            preference=getattr(inferred, "preference", None), used_sessions=getattr(inferred, "used_sessions", None),
+            checklist=None, predicted_coverage=[], true_coverage=[], precision=None, recall=None, f1=None,
+            missing_labels=0, failed="inference" if inferred is None else "decomposition")
+    if graded is not None:
+        match, checklist, failed = graded.match, graded.checklist, None
+    else:
+        match, failed = ChecklistMatch.unmatched(len(checklist), len(example.gold_checklist)), "matching"
+    return InstanceResult(
+        instance_id=example.instance_id, instance_type=example.instance_type, preference=inferred.preference,
+        used_sessions=getattr(inferred, "used_sessions", None), checklist=checklist,
+        predicted_coverage=match.predicted_coverage, true_coverage=match.true_coverage, precision=match.precision,
+        recall=match.recall, f1=match.f1, missing_labels=match.missing_labels, failed=failed,
+    )
+
+
+def _match_of(result: InstanceResult) -> ChecklistMatch:
+    return ChecklistMatch(result.predicted_coverage, result.true_coverage, result.missing_labels)
+
+
+def _report(results: Sequence[InstanceResult], seed: int) -> MatchReport:
+    scored = [result for result in results if result.failed not in LEFT_OUT]
+    return match_report([_match_of(result) for result in scored], seed=seed,
+                        inference_failures=len(results) - len(scored),
+                        matcher_failures=sum(result.failed == "matching" for result in scored))
+
+
+def _response_example(example: dspy.Example, method: str, inferred: str) -> dspy.Example:
+    """The generator's inputs for `method`, with the instance id kept for the results."""
+    request = dspy.Example(request=example.current_request, instance_id=example.instance_id)
+    if method == "sessions":
+        return request.copy(sessions=example.sessions).with_inputs("request", "sessions")
+    preference = {"none": "", "inferred": inferred, "gold": example.gold_preference}[method]
+    return request.copy(preference=preference).with_inputs("request", "preference")
+
+
+def _cost_metrics(costs: dict[str, StepCost]) -> dict[str, float]:
+    return {name: value for step, cost in costs.items() for name, value in cost.as_metrics(f"{step}_").items()}
+
+
+def _write_results(outcome: EvaluationOutcome) -> None:
+    for inference in outcome.inference:
+        slug = inference.name.replace(" ", "-")
+        write_jsonl_atomic(outcome.results_dir / f"inference-{slug}.jsonl", map(asdict, inference.results))
+    if outcome.responses:
+        rows = [asdict(result) for response in outcome.responses for result in response.results]
+        write_jsonl_atomic(outcome.results_dir / "responses.jsonl", rows)

@@ -1,0 +1,90 @@
+"""Plain-text tables of CUPID's results for the terminal."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from prefcraft.components.cupid.data import SAMPLE_INSTANCES
+from prefcraft.metrics.stats import Estimate
+from prefcraft.report import format_verdict
+
+if TYPE_CHECKING:
+    from prefcraft.components.cupid.compilation import CupidCompileOutcome
+    from prefcraft.components.cupid.evaluation import EvaluationOutcome
+    from prefcraft.evaluation import StepCost
+
+SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
+
+
+def format_evaluation(outcome: EvaluationOutcome) -> str:
+    lines = [f"CUPID on {outcome.instances} {outcome.split} instances of {outcome.data} ({outcome.skipped} invalid "
+             "rows skipped); P / R / F1 pooled over instances (micro, the paper's), per-instance mean F1 beside it, "
+             "95% bootstrap intervals over instances. Failures as the reference code counts them: a failed "
+             "inference is left out (inference failed), a failed matcher scores its items Not covered (matcher "
+             "failed), a missing label is Not covered (labels missing)"]
+    if outcome.data == str(SAMPLE_INSTANCES):
+        lines.append(f"  {SYNTHETIC_NOTE}")
+    lines.append(f"{'inferrer':<20} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
+                 f"{'mean F1':<20} {'inference failed':>16} {'matcher failed':>14} {'labels missing':>14}")
+    for inference in outcome.inference:
+        for kind, report in [("all", inference.overall), *inference.by_type.items()]:
+            lines.append(f"{inference.name:<20} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
+                         f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
+                         f"{report.inference_failures:>16} {report.matcher_failures:>14} {report.missing_labels:>14}")
+    if outcome.responses:
+        lines.append(f"{'response method':<20} {'judge score 1-10 [95% CI]':<28} {'judge failed (0)':>16} "
+                     f"{'unparseable (0)':>15} {'generation failed (left out)':>28}")
+        for response in outcome.responses:
+            scores = response.scores
+            lines.append(f"{response.method:<20} {_score(scores.score):<28} {scores.judge_failures:>16} "
+                         f"{scores.unparseable:>15} {scores.generation_failures:>28}")
+    lines.append(f"  {'cost per instance, by step':<28} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
+                 f"{'seconds':>8}  failures / degenerate (all instances)")
+    for name, cost in _costs_by_step(outcome).items():
+        lines.append(f"  {name:<28} {_per_instance(cost, outcome.instances)}")
+    lines.append(f"results: {outcome.results_dir}")
+    return "\n".join(lines)
+
+
+def format_compile(outcome: CupidCompileOutcome) -> str:
+    lines = [
+        f"{outcome.optimizer} over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation "
+        "instances",
+        format_verdict(outcome.verdict, "F1 (per-instance mean)"),
+        f"  LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, completion tokens "
+        f"{outcome.usage.completion_tokens}",
+    ]
+    return "\n".join(lines)
+
+
+def _percent(estimate: Estimate) -> str:
+    return _interval(estimate, scale=100, digits=1)
+
+
+def _score(estimate: Estimate) -> str:
+    return f"{_interval(estimate, scale=1, digits=2)} (n={estimate.n})" if estimate.n else "-"
+
+
+def _interval(estimate: Estimate, *, scale: float, digits: int) -> str:
+    """`mean [low, high]`, or only the mean when there was nothing to resample, or `-` when nothing was measured."""
+    if math.isnan(estimate.mean):
+        return "-"
+    mean = f"{scale * estimate.mean:.{digits}f}"
+    if math.isnan(estimate.low):
+        return mean
+    return f"{mean} [{scale * estimate.low:.{digits}f}, {scale * estimate.high:.{digits}f}]"
+
+
+def _costs_by_step(outcome: EvaluationOutcome) -> dict[str, StepCost]:
+    steps = {f"{inference.name}: {step}": cost for inference in outcome.inference
+             for step, cost in inference.costs.items()}
+    steps.update({f"respond {response.method}: {step}": cost for response in outcome.responses
+                  for step, cost in response.costs.items()})
+    return steps
+
+
+def _per_instance(cost: StepCost, instances: int) -> str:
+    n, usage = max(instances, 1), cost.usage
+    return (f"{usage.calls / n:8.2f} {usage.prompt_tokens / n:10.1f} {usage.completion_tokens / n:10.1f} "
+            f"{cost.seconds / n:8.1f}  {cost.failures} / {cost.degenerate}")

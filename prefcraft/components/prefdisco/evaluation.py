@@ -1,0 +1,345 @@
+"""`prefcraft prefdisco evaluate`: Baseline, Discovery and Oracle on the same scenarios. One MLflow run.
+
+Baseline answers from the problem alone; Oracle answers with the hidden profile given up front; Discovery is the
+question asker (uncompiled, and the compiled one when there is one) eliciting from the passive user simulator within
+its turn budget, then answering. Each condition is a child run in two steps through `evaluate_program`, scenarios in
+parallel: generation (the asker on the task model, the simulator on the judge model), then grading on the judge model
+(one call per rubric criterion, one correctness call). Per scenario: PrefAlign per condition (missing grades count
+as 1 and are counted). Per task and Discovery variant: NormAlign of the conditions' means (the paper's Table 2) and,
+beside it, the mean of per-scenario NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the
+share of tasks whose NormAlign is negative (the paper's 29.0% figure is this share over model-task pairs). Every
+dialogue, with its hidden profile, grades and scores, goes to `dialogues.jsonl` under the output directory; the
+summary to `summary.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import dspy
+
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
+from prefcraft.components.prefdisco.metrics import (
+    ConditionScores,
+    NormAlignSummary,
+    missing_grades,
+    negative_count,
+    norm_align,
+    summarize_norm_align,
+)
+from prefcraft.errors import ConfigError
+from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
+from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.metrics.stats import Estimate, bootstrap_mean
+from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example, grade_pref_align, grading_example
+from prefcraft.programs.prefdisco import (
+    DEFAULT_MAX_TURNS,
+    QuestionAsker,
+    Responder,
+    RubricGrader,
+    SimulatedUser,
+    UserSimulator,
+)
+from prefcraft.runtime import lm_context, model_session
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+
+logger = logging.getLogger(__name__)
+
+RUNS = Path("runs/prefdisco")
+SPLITS = ("train", "val", "test", "all")
+BASELINE, ORACLE, DISCOVERY, COMPILED = "baseline", "oracle", "discovery", "discovery (compiled)"
+
+
+@dataclass
+class PrefDiscoData:
+    """Which scenarios a command reads: a reference JSONL file or hub dataset, split by problem within each task."""
+
+    source: str | Path = SAMPLE_SCENARIOS
+    val_share: float = 0.25
+    test_share: float = 0.25
+    max_scenarios: int | None = None
+    per_task: int | None = None
+    """At most this many scenarios of each task (the first ones), before `max_scenarios`."""
+
+
+@dataclass
+class EvaluationJob:
+    data: PrefDiscoData = field(default_factory=PrefDiscoData)
+    split: str = "test"
+    max_turns: int = DEFAULT_MAX_TURNS
+    forced_questions: int | None = None
+    collaborative: bool = False
+    compiled: Path | None = None
+    use_shipped: bool = True
+    output_dir: Path = RUNS
+
+
+@dataclass
+class ConditionResult:
+    scenario_id: str
+    task: str
+    condition: str
+    response: str | None
+    final_answer: str | None
+    turns: list[dict[str, str]]
+    estimated_preferences: list[dict[str, Any]]
+    hidden_profile: str
+    grades: list[int | None] | None
+    """One per criterion; None for a criterion the grader gave no grade (counted as 1 in PrefAlign)."""
+    correct: bool | None
+    pref_align: float | None
+    failed: str | None
+    """None, or the step that failed: "generation" or "grading"."""
+    missing_grades: int = 0
+
+
+@dataclass
+class ConditionSummary:
+    task: str
+    condition: str
+    pref_align: Estimate
+    accuracy: Estimate
+    questions: float
+    """Questions asked per dialogue, over the dialogues that were generated (NaN when none was)."""
+    failures: int
+    missing_grades: int
+    """Criteria without a grade in the scored responses, each counted as 1 in PrefAlign."""
+    norm_align: NormAlignSummary | None
+    negative_tasks: tuple[int, int] | None = None
+    """Over all tasks (the "all" row): (tasks whose NormAlign of means is negative, tasks where it is defined)."""
+
+
+@dataclass
+class EvaluationOutcome:
+    scenarios: int
+    split: str
+    summaries: list[ConditionSummary]
+    costs: dict[str, dict[str, StepCost]]
+    results_path: Path
+
+
+def select_scenarios(data: PrefDiscoData, split: str) -> list[Scenario]:
+    """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task and `max_scenarios` in all."""
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split '{split}'", f"choose one of {', '.join(SPLITS)}")
+    scenarios = load_scenarios(data.source)
+    if split != "all":
+        scenarios = split_scenarios(scenarios, split, val_share=data.val_share, test_share=data.test_share,
+                                    source=data.source)
+    if data.per_task is not None:
+        scenarios = [s for s in scenarios
+                     if [t.scenario_id for t in scenarios if t.task == s.task].index(s.scenario_id) < data.per_task]
+    return scenarios[: data.max_scenarios] if data.max_scenarios is not None else scenarios
+
+
+def simulated_users(session: Settings, scenarios: Sequence[Scenario], collaborative: bool = False
+                    ) -> list[SimulatedUser]:
+    simulator = UserSimulator(collaborative)
+    context = partial(lm_context, session, "judge")
+    return [SimulatedUser(s.scenario_id, s.hidden_profile(), simulator, context) for s in scenarios]
+
+
+def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) -> QuestionAsker:
+    asker = QuestionAsker(max_turns, forced_questions)
+    load_compiled(asker, path, program_name=PROGRAM_NAME)
+    return asker
+
+
+def run_prefdisco_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
+    from prefcraft.components.prefdisco.report import format_evaluation
+
+    scenarios = select_scenarios(job.data, job.split)
+    if not scenarios:
+        raise ConfigError(f"no scenarios in split '{job.split}' of {job.data.source}")
+    with model_session(settings) as session:
+        start_tracking(session)
+        outcome = evaluate_conditions(session, job, scenarios)
+    emit(format_evaluation(outcome))
+    return outcome
+
+
+def evaluate_conditions(session: Settings, job: EvaluationJob, scenarios: Sequence[Scenario]) -> EvaluationOutcome:
+    compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if job.use_shipped else None)
+    params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": data_digest(job.data.source),
+              "split": job.split, "scenarios": len(scenarios), "max_turns": job.max_turns,
+              "forced_questions": job.forced_questions, "collaborative": job.collaborative,
+              "compiled": str(compiled or ""), **model_params(session)}
+    users = simulated_users(session, scenarios, job.collaborative)
+    conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
+        BASELINE: (Responder(), [_responder_example(s, "") for s in scenarios]),
+        ORACLE: (Responder(), [_responder_example(s, s.hidden_profile()) for s in scenarios]),
+        DISCOVERY: (QuestionAsker(job.max_turns, job.forced_questions),
+                    [asker_example(s, u) for s, u in zip(scenarios, users, strict=True)]),
+    }
+    if compiled is not None:
+        conditions[COMPILED] = (load_asker(compiled, job.max_turns, job.forced_questions), conditions[DISCOVERY][1])
+    results: dict[str, list[ConditionResult]] = {}
+    costs: dict[str, dict[str, StepCost]] = {}
+    with tracked_run("prefdisco-evaluate", params):
+        for condition, (program, examples) in conditions.items():
+            with tracked_run(slug(condition), {"condition": condition}, nested=True):
+                results[condition], costs[condition] = run_condition(session, condition, program, examples,
+                                                                     scenarios)
+                log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
+                             for name, value in _cost_metrics(cost).items()})
+        summaries = summarize(results, session.seed)
+        outcome = EvaluationOutcome(len(scenarios), job.split, summaries, costs,
+                                    job.output_dir / "dialogues.jsonl")
+        _write_results(outcome, results, job.output_dir)
+    return outcome
+
+
+def run_condition(session: Settings, condition: str, program: dspy.Module, examples: Sequence[dspy.Example],
+                  scenarios: Sequence[Scenario]) -> tuple[list[ConditionResult], dict[str, StepCost]]:
+    """Generate one response per scenario, then grade each; failures are kept (and counted) as failed rows."""
+    started = time.perf_counter()
+    with lm_context(session, "task"):
+        generated, generation_usage = evaluate_program(program, examples, _generated, model=session.task,
+                                                       num_threads=session.num_threads)
+    generation = StepCost(generation_usage, time.perf_counter() - started,
+                          sum(prediction is None for _, prediction, _ in generated),
+                          degenerate_outputs(program, generated))
+    answered = [(scenario, prediction) for scenario, (_, prediction, _) in zip(scenarios, generated, strict=True)
+                if prediction is not None]
+    started, grader = time.perf_counter(), RubricGrader()
+    with lm_context(session, "judge"):
+        graded, grading_usage = evaluate_program(
+            grader, [grading_example(s, p.response, p.final_answer) for s, p in answered], grade_pref_align,
+            model=session.model_for("judge"), num_threads=session.num_threads)
+    grading = StepCost(grading_usage, time.perf_counter() - started,
+                       sum(prediction is None for _, prediction, _ in graded), degenerate_outputs(grader, graded))
+    grades = {example.scenario_id: (prediction, score) for example, prediction, score in graded}
+    predictions = {s.scenario_id: p for s, p in answered}
+    rows = [_result(condition, s, predictions.get(s.scenario_id), grades.get(s.scenario_id)) for s in scenarios]
+    return rows, {"generation": generation, "grading": grading}
+
+
+def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[ConditionSummary]:
+    """Per task (and over all tasks) and condition; NormAlign for each Discovery variant against Baseline/Oracle."""
+    tasks = sorted({row.task for rows in results.values() for row in rows})
+    summaries = []
+    for task in [*tasks, "all"] if len(tasks) > 1 else tasks:
+        for condition, rows in results.items():
+            kept = [row for row in rows if task in ("all", row.task)]
+            scored = [row for row in kept if row.pref_align is not None]
+            generated = [row for row in kept if row.failed != "generation"]
+            normalized = None
+            if condition not in (BASELINE, ORACLE):
+                normalized = summarize_norm_align(_condition_scores(kept, results), seed=seed)
+            summaries.append(ConditionSummary(
+                task=task, condition=condition,
+                pref_align=bootstrap_mean([row.pref_align for row in scored], seed=seed),
+                accuracy=bootstrap_mean([float(bool(row.correct)) for row in scored], seed=seed),
+                questions=sum(len(row.turns) for row in generated) / len(generated) if generated else float("nan"),
+                failures=len(kept) - len(scored), missing_grades=sum(row.missing_grades for row in scored),
+                norm_align=normalized))
+    return _with_negative_tasks(summaries, tasks)
+
+
+def _with_negative_tasks(summaries: list[ConditionSummary], tasks: Sequence[str]) -> list[ConditionSummary]:
+    """The paper's negative share: on each Discovery variant's row over all tasks (its only row when there is one
+    task), how many of the tasks' NormAligns of means are negative."""
+    overall = "all" if len(tasks) > 1 else tasks[0]
+    for item in summaries:
+        if item.norm_align is not None and item.task == overall:
+            item.negative_tasks = negative_count([other.norm_align.of_means.mean for other in summaries
+                                                  if other.condition == item.condition and other.task in tasks])
+    return summaries
+
+
+def _paired(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
+            ) -> dict[str, tuple[float, float, float]]:
+    """(discovery, baseline, oracle) PrefAlign per scenario (by id) of `rows` scored in all three conditions."""
+    baseline = {row.scenario_id: row.pref_align for row in results[BASELINE]}
+    oracle = {row.scenario_id: row.pref_align for row in results[ORACLE]}
+    paired = {}
+    for row in rows:
+        anchors = baseline.get(row.scenario_id), oracle.get(row.scenario_id)
+        if row.pref_align is not None and None not in anchors:
+            paired[row.scenario_id] = (row.pref_align, *anchors)
+    return paired
+
+
+def _condition_scores(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]) -> ConditionScores:
+    triples = list(_paired(rows, results).values())
+    return ConditionScores(*(tuple(column) for column in zip(*triples, strict=True))) if triples else \
+        ConditionScores((), (), ())
+
+
+def _norm_aligns(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
+                 ) -> dict[str, float | None]:
+    """NormAlign per scenario (by id) whose three conditions were all scored; None where it is undefined."""
+    return {scenario_id: norm_align(*triple) for scenario_id, triple in _paired(rows, results).items()}
+
+
+def slug(condition: str) -> str:
+    """A condition's name as MLflow run and metric names take it: "discovery (compiled)" -> "discovery_compiled"."""
+    return re.sub(r"[^a-z0-9]+", "_", condition.lower()).strip("_")
+
+
+def _responder_example(scenario: Scenario, known: str) -> dspy.Example:
+    return dspy.Example(scenario_id=scenario.scenario_id, problem=scenario.question,
+                        user_preferences=known).with_inputs("problem", "user_preferences")
+
+
+def _generated(example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
+    return 1.0  # generation is scored in the grading step
+
+
+def _result(condition: str, scenario: Scenario, prediction: dspy.Prediction | None,
+            graded: tuple[dspy.Prediction | None, float] | None) -> ConditionResult:
+    grades = graded[0] if graded else None
+    failed = "generation" if prediction is None else "grading" if grades is None else None
+    return ConditionResult(
+        scenario_id=scenario.scenario_id, task=scenario.task, condition=condition,
+        response=getattr(prediction, "response", None), final_answer=getattr(prediction, "final_answer", None),
+        turns=list(getattr(prediction, "turns", None) or []),
+        estimated_preferences=list(getattr(prediction, "preferences", None) or []),
+        hidden_profile=scenario.hidden_profile(), grades=list(grades.grades) if grades else None,
+        correct=bool(grades.correct) if grades else None, pref_align=graded[1] if grades else None, failed=failed,
+        missing_grades=missing_grades(grades.grades) if grades else 0)
+
+
+def _cost_metrics(cost: StepCost) -> dict[str, float]:
+    return {**cost.usage.as_metrics(), "seconds": cost.seconds, "failures": float(cost.failures)}
+
+
+def _write_results(outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]], output_dir: Path) -> None:
+    rows = [asdict(row) for condition_rows in results.values() for row in condition_rows]
+    write_jsonl_atomic(outcome.results_path, rows)
+    per_scenario = {condition: _norm_aligns(rows, results)
+                    for condition, rows in results.items() if condition not in (BASELINE, ORACLE)}
+    summary = {"scenarios": outcome.scenarios, "split": outcome.split,
+               "summaries": [asdict(summary) for summary in outcome.summaries], "norm_align": per_scenario,
+               "costs": {condition: {step: asdict(cost) for step, cost in steps.items()}
+                         for condition, steps in outcome.costs.items()}}
+    write_text_atomic(output_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    log_json(summary, "prefdisco-summary.json")
+    log_json(rows, "prefdisco-dialogues.json")
+    metrics = {}
+    for item in outcome.summaries:
+        prefix = f"{item.task}_{slug(item.condition)}_"
+        metrics.update({f"{prefix}pref_align": item.pref_align.mean, f"{prefix}accuracy": item.accuracy.mean,
+                        f"{prefix}questions": item.questions, f"{prefix}failures": float(item.failures),
+                        f"{prefix}missing_grades": float(item.missing_grades)})
+        if item.norm_align is not None:
+            metrics.update({f"{prefix}norm_align": item.norm_align.of_means.mean,
+                            f"{prefix}norm_align_per_scenario": item.norm_align.per_scenario.mean,
+                            f"{prefix}norm_align_negative_share": item.norm_align.per_scenario_negative_share.mean,
+                            f"{prefix}norm_align_undefined": float(item.norm_align.undefined)})
+        if item.negative_tasks is not None:
+            negative, defined = item.negative_tasks
+            metrics.update({f"{prefix}norm_align_negative_tasks": float(negative),
+                            f"{prefix}norm_align_defined_tasks": float(defined)})
+    log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
+    logger.info("wrote %d dialogues to %s", len(rows), outcome.results_path)

@@ -1,0 +1,239 @@
+"""`prefcraft sensejudge simulate`: labelled pairs on real SenseBench requests. The labels are SIMULATED.
+
+Responses: for each dialogue, one response per model variant, each variant the task model under a system prompt of
+its own (`VARIANTS`), so that responses differ in a known way (length, structure). Labels: a simulated annotator, the
+judge model given `persona` as its user context, picks one response of every pair of variants, shown in a seeded
+random order. Dialogues are taken in a seeded order; the first `dev_dialogues` that yield a pair give the dev pairs
+(split `train`), the next `test_dialogues` the test pairs. Rows follow the PersonalRewardBench schema (`prefcraft
+evaluate --data` reads them too) plus `chosen_model`, `rejected_model`, `topic`, `labels` ("simulated") and
+`annotator_persona`.
+
+A response or a label whose call failed drops the pairs it belongs to, and a pair whose two responses are the same
+(a small model often ignores the system prompt) is dropped before labelling: no one could prefer either. All three are
+counted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import random
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import dspy
+
+from prefcraft.adapter import LengthBounds, SchemaAdapter
+from prefcraft.components.sensejudge.data import Dialogue, load_dialogues
+from prefcraft.errors import ConfigError, DataError
+from prefcraft.files import write_jsonl_atomic
+from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.responder import Responder
+from prefcraft.runtime import lm_context
+from prefcraft.settings import Settings
+from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, tracked_run
+from prefcraft.usage import LMUsage, metered
+
+logger = logging.getLogger(__name__)
+
+LABELS = "simulated"
+ANNOTATOR_ID = "simulated_annotator"
+ANNOTATOR_HEADING = "The annotator has the following persona"
+VARIANTS = {
+    "plain": "",
+    "concise": "Answer in one or two short sentences. No lists, no headings, no preamble.",
+    "detailed": "Answer at length: explain step by step in a numbered list, give an example, and end with a summary.",
+}
+DEFAULT_PERSONA = ("A busy professional who wants short, direct answers that get to the point at once, and dislikes "
+                   "long, padded or list-heavy replies.")
+MODEL_COLUMNS = ("chosen_model", "rejected_model")
+
+
+@dataclass
+class SimulationConfig:
+    """What to simulate. Dialogues: `dev_dialogues` + `test_dialogues` drawn from the file with `seed`; each keeps
+    the latest turns that fit in `max_context_chars`. Responses: one per variant in `variants` (names of `VARIANTS`),
+    at most `max_response_chars` long, sampled at `response_temperature` (at 0 a small model often gives two variants
+    the same reply). Labels: the judge model given `persona`, at the judge's own temperature."""
+
+    dev_dialogues: int = 4
+    test_dialogues: int = 2
+    variants: tuple[str, ...] = ("plain", "concise", "detailed")
+    persona: str = DEFAULT_PERSONA
+    max_context_chars: int = 1200
+    max_response_chars: int = 600
+    response_temperature: float = 0.7
+    seed: int = 0
+
+
+@dataclass
+class SimulationSummary:
+    path: Path
+    dev_pairs: int
+    test_pairs: int
+    dialogues: list[int]
+    """File positions of the dialogues used, dev ones first."""
+    replaced_dialogues: int = 0
+    failed_responses: int = 0
+    failed_labels: int = 0
+    identical_pairs: int = 0
+    usage: dict[str, LMUsage] = field(default_factory=lambda: {"responses": LMUsage(), "labels": LMUsage()})
+
+
+def sample_dialogues(source: Path, config: SimulationConfig) -> list[Dialogue]:
+    """Every dialogue of `source` in an order drawn with `config.seed` (the first ones are used, the next ones replace
+    dialogues that yield no pair); raises before any model call for a bad file or config."""
+    unknown = sorted(set(config.variants) - set(VARIANTS))
+    if unknown or len(set(config.variants)) < 2:
+        raise ConfigError(f"variants must be two or more of {', '.join(VARIANTS)} (got {', '.join(config.variants)})")
+    dialogues = load_dialogues(source)
+    wanted = config.dev_dialogues + config.test_dialogues
+    if config.dev_dialogues < 1 or config.test_dialogues < 1 or wanted > len(dialogues):
+        raise ConfigError(f"cannot draw {config.dev_dialogues} dev and {config.test_dialogues} test dialogues from "
+                          f"{len(dialogues)}", "ask for at least one of each, and no more than the file holds")
+    return random.Random(config.seed).sample(dialogues, len(dialogues))
+
+
+def simulate_pairs(
+    session: Settings, pool: list[Dialogue], source: Path, output: Path, config: SimulationConfig
+) -> SimulationSummary:
+    """Write labelled pairs to `output` (JSON lines) from the first dialogues of `pool` (`sample_dialogues`) that
+    yield at least one pair; `session` has reachable models and tracking started.
+
+    A dialogue whose pairs all fail or come out identical is replaced by the next one in `pool`, up to as many
+    replacements as dialogues wanted; identical responses are found before labelling, so they cost no annotator call.
+    """
+    wanted = {"train": config.dev_dialogues, "test": config.test_dialogues}
+    rows: list[dict[str, object]] = []
+    summary = SimulationSummary(path=output, dev_pairs=0, test_pairs=0, dialogues=[])
+    rng = random.Random(config.seed)
+    position, limit = 0, 2 * sum(wanted.values())
+    params = {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS, **asdict(config),
+              **model_params(session)}
+    with tracked_run("sensejudge-simulate", params):
+        while sum(wanted.values()) and position < min(limit, len(pool)):
+            batch = pool[position: min(position + sum(wanted.values()), limit, len(pool))]
+            position += len(batch)
+            for dialogue, dialogue_rows in zip(batch, _simulate(session, batch, config, rng, summary), strict=True):
+                if not dialogue_rows:
+                    summary.replaced_dialogues += 1
+                    continue
+                split = "train" if wanted["train"] else "test"
+                wanted[split] -= 1
+                summary.dialogues.append(dialogue.index)
+                rows += [{**row, "split": split} for row in dialogue_rows]
+        summary.dev_pairs = sum(row["split"] == "train" for row in rows)
+        summary.test_pairs = len(rows) - summary.dev_pairs
+        write_jsonl_atomic(output, rows)
+        log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
+                     "replaced_dialogues": summary.replaced_dialogues, "failed_responses": summary.failed_responses,
+                     "failed_labels": summary.failed_labels, "identical_pairs": summary.identical_pairs,
+                     **summary.usage["responses"].as_metrics("responses_"),
+                     **summary.usage["labels"].as_metrics("labels_")})
+        log_json({"dialogue_indices": summary.dialogues}, "dialogues.json")
+        log_file(output)
+    if summary.dev_pairs == 0 or summary.test_pairs == 0:
+        raise DataError(output, None, None, f"{summary.dev_pairs} dev and {summary.test_pairs} test pairs survived",
+                        "check the server log for failed calls, or simulate with other variants")
+    return summary
+
+
+def load_pair_annotations(path: Path) -> list[tuple[str, str, str]]:
+    """The (chosen model, rejected model, label source) of each row of a file written by `simulate_pairs`, in the
+    order `load_pairs(path)` reads its pairs."""
+    annotations = []
+    for index, row in enumerate(read_rows(path)):
+        missing = [column for column in MODEL_COLUMNS if not isinstance(row.get(column), str)]
+        if missing:
+            raise DataError(path, index, missing[0], "missing the name of a response model",
+                            "model ranking needs pairs written by `prefcraft sensejudge simulate`")
+        annotations.append((row["chosen_model"], row["rejected_model"], str(row.get("labels", "not stated"))))
+    return annotations
+
+
+def _conversation(dialogue: Dialogue, config: SimulationConfig) -> str:
+    return format_conversation(dialogue.messages(config.max_context_chars))
+
+
+def _simulate(
+    session: Settings, dialogues: list[Dialogue], config: SimulationConfig, rng: random.Random,
+    summary: SimulationSummary,
+) -> list[list[dict[str, object]]]:
+    """Each dialogue's labelled rows (no split yet); failures and identical pairs are counted in `summary`."""
+    with lm_context(session, "task"), metered() as responding:
+        bounds = LengthBounds(string_chars=config.max_response_chars)
+        adapter = SchemaAdapter(dialect=session.task.structured_output, bounds=bounds)
+        with dspy.context(adapter=adapter):
+            responses = _respond(dialogues, config, session.num_threads)
+    jobs = []
+    for dialogue in dialogues:
+        seen: set[frozenset[str]] = set()
+        for pair in itertools.combinations(config.variants, 2):
+            texts = [responses[(dialogue.index, variant)] for variant in pair]
+            if None in texts:
+                continue
+            # Two variants that answered alike would make two rows of one pair (the same pair id): keep the first.
+            if texts[0] == texts[1] or frozenset(texts) in seen:
+                summary.identical_pairs += 1
+                continue
+            seen.add(frozenset(texts))
+            jobs.append((dialogue, *(pair if rng.random() < 0.5 else pair[::-1])))
+    with lm_context(session, "judge"), metered() as labelling:
+        labelled = _label(jobs, responses, config, session.num_threads)
+    summary.usage["responses"] += responding.usage
+    summary.usage["labels"] += labelling.usage
+    summary.failed_responses += sum(response is None for response in responses.values())
+    summary.failed_labels += sum(row is None for row in labelled)
+    by_dialogue: dict[int, list[dict[str, object]]] = {dialogue.index: [] for dialogue in dialogues}
+    for (dialogue, _, _), row in zip(jobs, labelled, strict=True):
+        if row is not None:
+            by_dialogue[dialogue.index].append(row)
+    return [by_dialogue[dialogue.index] for dialogue in dialogues]
+
+
+def _respond(
+    dialogues: list[Dialogue], config: SimulationConfig, num_threads: int
+) -> dict[tuple[int, str], str | None]:
+    """Each variant's response to each dialogue; None where the call failed."""
+    responses: dict[tuple[int, str], str | None] = {}
+    examples = [dspy.Example(conversation=_conversation(d, config)).with_inputs("conversation") for d in dialogues]
+    for variant in config.variants:
+        logger.info("responding as %s", variant)
+        responder = Responder(VARIANTS[variant], temperature=config.response_temperature)
+        predictions = responder.batch(examples, num_threads=num_threads, max_errors=len(examples) + 1)
+        for dialogue, prediction in zip(dialogues, predictions, strict=True):
+            responses[(dialogue.index, variant)] = getattr(prediction, "response", None)
+    return responses
+
+
+def _label(
+    jobs: list[tuple[Dialogue, str, str]], responses: dict[tuple[int, str], str | None], config: SimulationConfig,
+    num_threads: int,
+) -> list[dict[str, object] | None]:
+    """One row per (dialogue, variant shown first, variant shown second); None where the annotator's call failed."""
+    examples = [
+        dspy.Example(conversation=_conversation(dialogue, config),
+                     first_completion=responses[(dialogue.index, first)],
+                     second_completion=responses[(dialogue.index, second)],
+                     ).with_inputs("conversation", "first_completion", "second_completion")
+        for dialogue, first, second in jobs
+    ]
+    annotator = PreferenceJudge(config.persona, heading=ANNOTATOR_HEADING)
+    predictions = annotator.batch(examples, num_threads=num_threads, max_errors=len(examples) + 1) if jobs else []
+    rows: list[dict[str, object] | None] = []
+    for (dialogue, first, second), prediction in zip(jobs, predictions, strict=True):
+        preference = getattr(prediction, "preference", None)
+        if preference is None:
+            rows.append(None)
+            continue
+        chosen, rejected = (first, second) if preference == "First" else (second, first)
+        rows.append({
+            "user_id": ANNOTATOR_ID, "conversation_id": f"sensebench-{dialogue.index}",
+            "context": [message.model_dump() for message in dialogue.messages(config.max_context_chars)],
+            "chosen": {"role": "assistant", "content": responses[(dialogue.index, chosen)]},
+            "rejected": {"role": "assistant", "content": responses[(dialogue.index, rejected)]},
+            "chosen_model": chosen, "rejected_model": rejected, "topic": dialogue.topic, "labels": LABELS,
+            "annotator_persona": config.persona,
+        })
+    return rows

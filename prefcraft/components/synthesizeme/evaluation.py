@@ -1,0 +1,307 @@
+"""`prefcraft evaluate`: judge a split's pairs in both orders with one or more judges; pooled and per-user accuracy.
+
+Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (the user's PRISM survey
+profile; users without one are left out of it); `memory` (one to five insights per context pair, appended in order);
+from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the persona, no demos) and
+`synthesizeme` (persona + searched demos).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import dspy
+from tqdm import tqdm
+
+from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
+from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY
+from prefcraft.errors import ConfigError, PrefcraftError
+from prefcraft.evaluation import judge_pairs
+from prefcraft.executors import Executor, ray_map
+from prefcraft.files import safe_name, write_jsonl_atomic
+from prefcraft.lm import cache_directory, check_reachable
+from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
+from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.memory import MemoryBuilder
+from prefcraft.runtime import lm_context, model_session, run_in_worker
+from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
+from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.usage import LMUsage, metered
+
+logger = logging.getLogger(__name__)
+
+PERSONAL_JUDGE = "personal_judge"
+METHODS = ("default", "demographics", "memory", "demos", "persona", "synthesizeme")
+NEEDS_FIT = {"demos", "persona", "synthesizeme"}
+BUILT_WITH_MODEL = {"memory"}  # methods whose judge takes model calls to build: built where the user is judged
+LEARNS_FROM_CONTEXT = NEEDS_FIT | {"memory"}  # methods shown each user's train and val pairs with their labels
+MEMORY_HEADING = "What is known about this user from their past interactions"
+DEMOGRAPHICS_HEADING = "The user's demographic profile"
+DEMOGRAPHICS_HINT = f"pass --demographics with the PRISM survey ({PRISM_SURVEY}, config survey) or a local copy of it"
+
+
+@dataclass
+class MethodOutcome:
+    report: PairwiseReport
+    usage: LMUsage
+    judgments: list[Judgment]
+    prompt_cache: PromptCache | None = None
+    """Prompt tokens the server evaluated and served from its cache (llama.cpp's server only)."""
+
+
+@dataclass
+class UserJudging:
+    """One user's `split` pairs to judge with one method, picklable so that a Ray worker can run it."""
+
+    method: str
+    user: UserPairs
+    split: str
+    judge: PreferenceJudge | None
+    """The method's judge for this user, built by the driver (from the fitted file, the profile); None for the
+    methods in BUILT_WITH_MODEL."""
+    model: ModelSettings
+    """The task model, at an endpoint the workers reach."""
+    num_threads: int
+
+
+@dataclass
+class WorkerJudging:
+    """A user's judging sent to a Ray worker, with the driver's DSPy disk cache: a rerun repeats no answered call."""
+
+    judging: UserJudging
+    cache_dir: Path
+    profile: SmallModelProfile | None
+
+
+def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> dict[str, UserPairs]:
+    if not wanted:
+        return users
+    unknown = sorted(set(wanted) - set(users))
+    if unknown:
+        raise ConfigError(f"unknown user ids: {', '.join(unknown)}", f"known: {', '.join(sorted(users)[:10])} ...")
+    return {user_id: users[user_id] for user_id in wanted}
+
+
+def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]:
+    judge = PreferenceJudge()
+    metadata = load_compiled(judge, path, program_name=PERSONAL_JUDGE)
+    return judge, metadata
+
+
+def judge_for(method: str, user: UserPairs, fitted: Path | None, profile: str | None = None) -> PreferenceJudge:
+    if method == "default":
+        return PreferenceJudge()
+    if method == "demographics":
+        if not profile:
+            raise ConfigError(f"user {user.user_id} has no demographic profile", DEMOGRAPHICS_HINT)
+        return PreferenceJudge(profile, heading=DEMOGRAPHICS_HEADING)
+    if method == "memory":
+        return PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
+    if fitted is None:
+        raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft fit` first")
+    judge, metadata = load_personal_judge(fitted)
+    if method == "persona":
+        return PreferenceJudge(str(metadata["persona"]))
+    if method == "demos":
+        judge = PreferenceJudge()
+        judge.demos = [dspy.Example(**demo) for demo in metadata["record"]["evidence_demos"]]
+    return judge
+
+
+def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
+    return [
+        {"conversation": format_conversation(pair.context), "preferred_completion": pair.chosen.content,
+         "other_completion": pair.rejected.content}
+        for pair in user.context_pairs
+    ]
+
+
+def evaluate_methods(
+    settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
+    split: str = "test", fitted: dict[str, Path] | None = None, profiles: dict[str, str] | None = None,
+    output_dir: Path | None = None, allow_fitted_pairs: bool = False, executor: Executor = "local",
+    address: str | None = None,
+) -> dict[str, MethodOutcome]:
+    """Judge each selected user's `split` pairs with every method: here, method after method and user after user
+    (`local`), or each user and method as a Ray task (`ray`, on the cluster at `address`). Either way the driver writes
+    each method's judgments, its metrics and one MLflow child run per user, and the outcomes are the same.
+
+    Raises ConfigError before any model call for a judge fitted on other data than `data`, and for methods that
+    learned from the split's pairs (train, val) unless `allow_fitted_pairs`.
+    """
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        raise ConfigError(f"unknown methods: {', '.join(unknown)}", f"choose from {', '.join(METHODS)}")
+    _check_split(methods, split, allow_fitted_pairs)
+    fitted = fitted or {}
+    digest = data_digest(data)
+    selected = select_users(group_by_user(load_pairs(data)), users)
+    if set(methods) & NEEDS_FIT:
+        selected, fitted = _with_fitted_judges(selected, fitted, data, digest)
+    profiles = profiles or {}
+    with_profile = {user_id: user for user_id, user in selected.items() if user_id in profiles}
+    if "demographics" in methods:
+        if not with_profile:
+            raise ConfigError(f"no demographic profile for any of the {len(selected)} selected user(s)",
+                              f"{DEMOGRAPHICS_HINT}; its user ids must match the data's")
+        missing = sorted(set(selected) - set(with_profile))
+        if missing:
+            logger.warning("no demographic profile for %d user(s), left out of demographics: %s", len(missing), missing)
+    outcomes: dict[str, MethodOutcome] = {}
+    with model_session(settings) as session:
+        start_tracking(session)
+        params = {"methods": ",".join(methods), "data": str(data), "data_digest": digest, "split": split,
+                  "allow_fitted_pairs": allow_fitted_pairs, "users": len(selected), **model_params(session)}
+        with tracked_run("evaluate", params), lm_context(session, "task"):
+
+            def users_of(method: str) -> dict[str, UserPairs]:
+                return with_profile if method == "demographics" else selected
+
+            def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
+                for user in users_of(method).values():
+                    judge = None if method in BUILT_WITH_MODEL else judge_for(
+                        method, user, fitted.get(user.user_id), profiles.get(user.user_id))
+                    yield UserJudging(method, user, split, judge, session.task, session.num_threads)
+
+            def finish(method: str, outcome: MethodOutcome) -> None:
+                outcomes[method] = outcome
+                if output_dir is not None:  # each method's results as soon as they exist: a later failure keeps them
+                    path = write_jsonl_atomic(output_dir / f"judgments-{method}.jsonl", map(asdict, outcome.judgments))
+                    logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
+                cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
+                log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
+                             **cache_metrics})
+
+            if executor == "ray":
+                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
+                jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
+                _evaluate_on_ray(jobs, session, cache_dir, address, finish)
+                outcomes = {method: outcomes[method] for method in methods}
+            else:
+                for method in methods:
+                    finish(method, _evaluate_here(method, judgings(method), len(users_of(method)), session))
+            _log_per_user(outcomes)
+            log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
+    return outcomes
+
+
+def _check_split(methods: Sequence[str], split: str, allow_fitted_pairs: bool) -> None:
+    learned = [method for method in methods if method in LEARNS_FROM_CONTEXT]
+    if split == "test" or not learned:
+        return
+    if not allow_fitted_pairs:
+        raise ConfigError(
+            f"{', '.join(learned)} learned from each user's train and val pairs: scoring them on split '{split}' "
+            "would score them on pairs they have seen",
+            "evaluate on --split test, or pass --allow-fitted-pairs to score them on these pairs anyway",
+        )
+    logger.warning("scoring %s on split %r, pairs they learned from: expect optimistic accuracy",
+                   ", ".join(learned), split)
+
+
+def _with_fitted_judges(
+    users: dict[str, UserPairs], fitted: dict[str, Path], data: str | Path, digest: str
+) -> tuple[dict[str, UserPairs], dict[str, Path]]:
+    """The users with a judge fitted on `data`, and each one's judge; raises ConfigError for a judge fitted on other
+    data."""
+    found = {user_id: path for user_id in users if (path := fitted_judge_path(fitted, user_id)) is not None}
+    missing = sorted(set(users) - set(found))
+    if missing:
+        logger.warning("no fitted judge for %d user(s), left out of every method: %s", len(missing), missing)
+    users = {user_id: user for user_id, user in users.items() if user_id in found}
+    for user_id in users:
+        fitted_digest = read_metadata(found[user_id]).get("data_digest")
+        if fitted_digest != digest:
+            raise ConfigError(
+                f"{found[user_id]} was fitted on data with digest {fitted_digest}, not on {data} (digest {digest})",
+                "fit the users on this data with `prefcraft fit`, or point --fitted-dir at judges fitted on it",
+            )
+    return users, found
+
+
+def fitted_judge_path(fitted: dict[str, Path], user_id: str) -> Path | None:
+    """`user_id`'s judge in `fitted`, which is keyed by user id or by the stems of a fitted directory's files (`fit`
+    names a file after the id's `safe_name`). A file whose metadata names another user is not this user's judge."""
+    for key in dict.fromkeys((user_id, safe_name(user_id))):
+        path = fitted.get(key)
+        if path is None:
+            continue
+        owner = read_metadata(path).get("user_id")
+        if owner is None or owner == user_id:
+            return path
+        logger.warning("%s holds the judge of user %r, not of %r: not used for %r", path, owner, user_id, user_id)
+    return None
+
+
+def judge_user(job: UserJudging) -> tuple[list[Judgment], LMUsage]:
+    """One user's pairs judged in both orders by one method, on the model of the current DSPy context; with the LM
+    usage of building the judge (memory) and of judging."""
+    with metered() as meter:
+        judge = job.judge if job.judge is not None else judge_for(job.method, job.user, None)
+    judgments, usage = judge_pairs(judge, getattr(job.user, job.split), model=job.model, num_threads=job.num_threads,
+                                   progress=False)
+    return judgments, meter.usage + usage
+
+
+def judge_user_in_worker(job: WorkerJudging) -> tuple[list[Judgment], LMUsage] | str:
+    """A Ray task: `judge_user` on a model built in this process, or why the user could not be judged."""
+    return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir,
+                         profile=job.profile)
+
+
+def _method_outcome(
+    judged: Iterable[tuple[list[Judgment], LMUsage]], session: Settings, prompt_cache: PromptCache | None
+) -> MethodOutcome:
+    """One method's outcome from its users' judgments and usage, in the order of its users."""
+    judgments: list[Judgment] = []
+    usage = LMUsage()
+    for user_judgments, user_usage in judged:
+        judgments += user_judgments
+        usage += user_usage
+    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, prompt_cache)
+
+
+def _evaluate_here(method: str, jobs: Iterable[UserJudging], users: int, session: Settings) -> MethodOutcome:
+    with metered_prompt_cache(session.task.api_base) as server:
+        judged = [judge_user(job) for job in tqdm(jobs, total=users, desc=f"evaluating {method}", unit="user")]
+    return _method_outcome(judged, session, server.usage)
+
+
+def _evaluate_on_ray(
+    jobs: dict[str, list[UserJudging]], session: Settings, cache_dir: Path, address: str | None,
+    finish: Callable[[str, MethodOutcome], None],
+) -> None:
+    """Every user and method as a Ray task; each method is finished as soon as its last user is judged. Methods run at
+    the same time, so no server's prompt-cache counters can be told apart per method."""
+    judged: dict[str, dict[str, tuple[list[Judgment], LMUsage]]] = {method: {} for method in jobs}
+
+    def finish_if_done(method: str) -> None:
+        if len(judged[method]) == len(jobs[method]):
+            finish(method, _method_outcome((judged[method][job.user.user_id] for job in jobs[method]), session, None))
+
+    for method in jobs:
+        if not jobs[method]:
+            finish_if_done(method)
+    profile = session.small_model_profile()
+    work = [WorkerJudging(job, cache_dir, profile) for method_jobs in jobs.values() for job in method_jobs]
+    finished = ray_map(judge_user_in_worker, work, address=address)
+    for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
+        method, user_id = item.judging.method, item.judging.user.user_id
+        if isinstance(result, str):
+            check_reachable(session.task)  # the calls failed because the server died: say that
+            raise PrefcraftError(f"evaluating {method} for user {user_id} failed: {result}")
+        judged[method][user_id] = result
+        finish_if_done(method)
+
+
+def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:
+    users = sorted({user for outcome in outcomes.values() for user in outcome.report.per_user})
+    for user_id in users:
+        with tracked_run(user_id, {"user_id": user_id}, nested=True):
+            log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
+                         for method, outcome in outcomes.items() if user_id in outcome.report.per_user})

@@ -1,0 +1,225 @@
+"""`prefcraft fit`: SynthesizeMe per user, one compiled JSON per user, resumable, one MLflow child run per user."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tqdm import tqdm
+
+from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, select_users
+from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.executors import Executor, ray_map
+from prefcraft.files import path_in
+from prefcraft.lm import cache_directory, check_reachable
+from prefcraft.loaders.personal_reward_bench import (
+    VAL_FRACTION,
+    UserPairs,
+    group_by_user,
+    judge_set,
+    load_pairs,
+    train_val_split,
+)
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
+from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.persona import PersonaSynthesizer
+from prefcraft.runtime import lm_context, model_session, run_in_worker
+from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
+from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
+
+logger = logging.getLogger(__name__)
+
+PERSONA_SYNTHESIZER = "persona_synthesizer"
+
+
+@dataclass
+class FitSummary:
+    fitted: dict[str, Path] = field(default_factory=dict)
+    resumed: dict[str, Path] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def judges(self) -> dict[str, Path]:
+        return {**self.resumed, **self.fitted}
+
+
+def default_persona_prompt(model: str) -> Path | None:
+    """The shipped compiled persona prompt for `model`, if prefcraft ships one (see compiled/index.json)."""
+    path = shipped_compiled(PERSONA_SYNTHESIZER, model)
+    if path is None:
+        logger.info("no compiled persona prompt ships for %s; using the uncompiled one", model)
+    return path
+
+
+def load_persona_synthesizer(path: Path | None) -> tuple[PersonaSynthesizer, str]:
+    """The compiled persona prompt at `path`, or the uncompiled synthesizer when `path` is None."""
+    synthesizer = PersonaSynthesizer()
+    if path is None:
+        return synthesizer, "uncompiled"
+    load_compiled(synthesizer, path, program_name=PERSONA_SYNTHESIZER)
+    return synthesizer, str(path)
+
+
+@dataclass
+class UserFit:
+    """What one user's fit needs, picklable so that a Ray worker can run it: DSPy settings do not cross processes."""
+
+    user: UserPairs
+    synthesizer: PersonaSynthesizer
+    config: SynthesizeMeConfig
+    model: ModelSettings
+    """The task model, at an endpoint the workers reach."""
+
+
+@dataclass
+class WorkerFit:
+    """A user's fit sent to a Ray worker, with the driver's DSPy disk cache: a rerun repeats no answered call."""
+
+    fit: UserFit
+    cache_dir: Path
+    profile: SmallModelProfile | None
+
+
+def fit_users(
+    settings: Settings, data: str | Path, output_dir: Path, *, users: Sequence[str] | None = None,
+    persona_prompt: Path | None = None, config: SynthesizeMeConfig | None = None, executor: Executor = "local",
+    address: str | None = None,
+) -> FitSummary:
+    """Fit every selected user not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at `address`).
+
+    Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user.
+    """
+    config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
+    selected = select_users(group_by_user(load_pairs(data)), users)
+    digest = data_digest(data)
+    summary = FitSummary()
+    synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
+    with model_session(settings) as session:
+        start_tracking(session)
+        params = {"program": PERSONAL_JUDGE, "data": str(data), "data_digest": digest, "users": len(selected),
+                  "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
+                  **model_params(session)}
+        metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
+                    "optimizer": fit_settings(config)}  # what a fitted file must match to be resumed
+        with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
+            fits = {}
+            for user_id, user in selected.items():
+                path = fitted_path(output_dir, user_id)
+                reason = _refit_reason(path, {"user_id": user_id, **metadata})
+                if reason is None:
+                    summary.resumed[user_id] = path
+                    continue
+                if path.is_file():
+                    logger.warning("refitting %s: %s", user_id, reason)
+                fits[user_id] = UserFit(user, synthesizer, config, session.task)
+            finish = _FitWriter(session, output_dir, summary, metadata)
+            if executor == "ray":
+                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
+                _fit_on_ray([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()], finish,
+                            address)
+            else:
+                _fit_here(fits, finish)
+            log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
+                         "users_skipped": len(summary.skipped)})
+    return summary
+
+
+def compile_judge(fit: UserFit) -> PreferenceJudge:
+    """SynthesizeMe on one user, on the model of the current DSPy context; the judge carries its `fit_record`."""
+    train, val = train_val_split(fit.user)
+    fitter = SynthesizeMe(fit.synthesizer, fit.config)
+    return fitter.compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
+
+
+def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
+    """A Ray task: `compile_judge` on a model built in this process, or why the user cannot be fitted."""
+    return run_in_worker(compile_judge, job.fit, model=job.fit.model, cache_dir=job.cache_dir, profile=job.profile)
+
+
+def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
+    for user_id, fit in tqdm(fits.items(), desc="fitting users", unit="user"):
+        try:
+            with tracked_run(user_id, {"user_id": user_id}, nested=True):
+                with metered_prompt_cache(fit.model.api_base) as server:
+                    judge = compile_judge(fit)
+                finish.save(user_id, judge, server.usage)
+        except ServerError:
+            raise
+        except PrefcraftError as error:
+            finish.skip(user_id, str(error))
+
+
+def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) -> None:
+    # Users fit at the same time, so no server's prompt-cache counters can be told apart per user.
+    finished = ray_map(compile_judge_in_worker, jobs, address=address)
+    for job, judge in tqdm(finished, total=len(jobs), desc="fitting users on ray", unit="user"):
+        user_id = job.fit.user.user_id
+        if isinstance(judge, str):
+            finish.skip(user_id, judge)
+            continue
+        with tracked_run(user_id, {"user_id": user_id}, nested=True):
+            finish.save(user_id, judge, None)
+
+
+@dataclass
+class _FitWriter:
+    """What the driver does with each user's outcome: the JSON, the child run's metrics, the summary."""
+
+    session: Settings
+    output_dir: Path
+    summary: FitSummary
+    metadata: dict[str, object]
+
+    def save(self, user_id: str, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
+        record = judge.fit_record
+        if any(record.failed_calls.values()):
+            check_reachable(self.session.task)  # calls failed because the server died: not a fit
+        path = fitted_path(self.output_dir, user_id)
+        save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
+                      score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)
+        log_metrics({**_record_metrics(record), **(prompt_cache.as_metrics() if prompt_cache else {})})
+        self.summary.fitted[user_id] = path
+
+    def skip(self, user_id: str, reason: str) -> None:
+        check_reachable(self.session.task)
+        logger.warning("skipping user %s: %s", user_id, reason)
+        self.summary.skipped[user_id] = reason
+
+
+def fitted_path(output_dir: Path, user_id: str) -> Path:
+    """Where `fit` keeps a user's judge: `<output_dir>/<user_id>.json` for an id that is a plain file name, else a file
+    named after the id's safe form (`safe_name`). Whatever a data row says its user is, the file is in `output_dir`."""
+    return path_in(output_dir, user_id, ".json")
+
+
+def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:
+    """The settings that change a fit's result: the split, the demos' orders and the optimizer's (threads only change
+    its speed)."""
+    optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
+    return {"val_fraction": VAL_FRACTION, "demo_orders": DEMO_ORDERS, **optimizer}
+
+
+def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:
+    """Why the fitted file at `path` cannot be reused for a fit with `expected` metadata; None if it can."""
+    if not path.is_file():
+        return "not fitted yet"
+    try:
+        metadata = read_metadata(path)
+    except PrefcraftError as error:
+        return f"unreadable ({error})"
+    changed = [f"{key} {metadata.get(key)!r} -> {value!r}" for key, value in expected.items()
+               if metadata.get(key) != value]
+    return "changed " + "; ".join(changed) if changed else None
+
+
+def _record_metrics(record: FitRecord) -> dict[str, float]:
+    metrics = {"val_accuracy": record.val_accuracy, "verified_pairs": float(record.verified_pairs),
+               "demos": float(record.demos), "failed_calls": float(sum(record.failed_calls.values())),
+               **record.total_usage.as_metrics()}
+    for step, usage in record.usage.items():
+        metrics.update(usage.as_metrics(f"{step}_"))
+    return metrics
