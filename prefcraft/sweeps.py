@@ -30,6 +30,7 @@ from prefcraft.experiments import (
 from prefcraft.files import write_text_atomic
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import ModelSettings, Settings
+from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
 
 SWEEPS_DIR = Path("runs/sweeps")
 # Components whose compile returns a CompileOutcome (a verdict and its usage). SynthesizeMe's compile-persona returns
@@ -227,8 +228,6 @@ def run_sweep(path: Path, sweep: Sweep, config_file: Path | None, overrides: dic
     """Runs the trials the study still lacks (`n_trials` minus its complete ones) and reports the Pareto front."""
     from optuna.trial import TrialState
 
-    from prefcraft.tracking import data_digest, log_file, log_json, model_params, start_tracking, tracked_run
-
     settings = experiment_settings(sweep.experiment(), config_file, overrides)
     study = _open_study(sweep)
     remaining = sweep.study.n_trials - len(study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)))
@@ -266,8 +265,6 @@ class _Objective:
         self.sweep, self.config_file, self.overrides, self.emit = sweep, config_file, overrides, emit
 
     def __call__(self, trial: Any) -> list[float]:
-        from prefcraft.tracking import log_metrics, tracked_run
-
         values = {name: _suggest(trial, name, parameter) for name, parameter in self.sweep.search.items()}
         options = {name: value for name, value in values.items() if name not in SETTINGS_PARAMETERS}
         trial_dir = self.sweep.directory / f"trial-{trial.number}"

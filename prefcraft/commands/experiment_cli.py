@@ -10,12 +10,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.commands.experiment import run_experiment
+from prefcraft.errors import ConfigError
+from prefcraft.experiments import experiment_settings, is_settings_file, load_experiment
+from prefcraft.flags import add_executor_flags, settings_overrides
+
 HELP = "experiments as configuration: run a TOML file's steps under one MLflow run (run), or validate files (check)"
 
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
-    from prefcraft.flags import add_executor_flags
-
     steps = parser.add_subparsers(dest="step", required=True)
     run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
     run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml", help="the experiment file to run")
@@ -32,15 +35,10 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the experiment (returns each step's outcome) or checks the files (returns the experiments). `settings` is
     not used: an experiment runs on its own [settings] under the flags."""
-    from prefcraft.experiments import experiment_settings, is_settings_file, load_experiment
-
     if args.step == "check":
         return check_files(args.files, load_experiment,
                            lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo,
                            skipped=lambda path: "settings file, skipped" if is_settings_file(path) else None)
-    from prefcraft.commands.experiment import run_experiment
-    from prefcraft.flags import settings_overrides
-
     experiment = load_experiment(args.file)
     return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),
                           echo, executor=args.executor, address=args.address)
@@ -50,8 +48,6 @@ def check_files(paths: list[Path], load: Callable[[Path], Any], describe: Callab
                 echo: Callable[[str], None], skipped: Callable[[Path], str | None] = lambda path: None) -> list[Any]:
     """Every file is loaded with `load`, but those `skipped` gives a reason for; the invalid ones are reported
     together, one line each."""
-    from prefcraft.errors import ConfigError
-
     loaded, errors = [], []
     for path in paths:
         reason = skipped(path)

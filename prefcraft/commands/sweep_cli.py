@@ -11,6 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.commands.experiment_cli import check_files
+from prefcraft.flags import settings_overrides
+from prefcraft.sweeps import load_sweep, run_sweep
+
 HELP = ("sweeps: an Optuna study over a compile step's settings, resumable, with its Pareto front (run), or validate "
         "files (check)")
 
@@ -29,15 +33,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the sweep (returns its SweepOutcome) or checks the files (returns the sweeps). `settings` is not used: a
     sweep runs on its own [settings] under the flags."""
-    from prefcraft.sweeps import load_sweep
-
     if args.step == "check":
-        from prefcraft.commands.experiment_cli import check_files
-
         return check_files(args.files, load_sweep, _describe, echo)
-    from prefcraft.flags import settings_overrides
-    from prefcraft.sweeps import run_sweep
-
     return run_sweep(args.file, load_sweep(args.file), args.config, settings_overrides(args), echo)
 
 
