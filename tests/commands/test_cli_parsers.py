@@ -5,6 +5,7 @@ import argparse
 import pytest
 
 from prefcraft.cli import main, make_parser
+from prefcraft.registry import COMPONENTS
 
 
 def every_parser(parser=None, words=("prefcraft",)):
@@ -54,3 +55,21 @@ def test_a_number_out_of_its_bounds_is_a_usage_error(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         make_parser().parse_args(argv)
     assert exited.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_every_component_is_one_command_with_its_steps(component, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main([component, "--help"])
+    assert exited.value.code == 0
+    listed = capsys.readouterr().out
+    assert all(step in listed for step in COMPONENTS[component].steps)
+
+
+@pytest.mark.parametrize("command", [f"{name} {step}" for name, component in COMPONENTS.items()
+                                     for step in component.steps])
+def test_a_steps_own_options_come_before_the_settings_group(command):
+    options = PARSERS[f"prefcraft {command}"].format_help().split("\noptions:")[1]  # after the usage lines
+    own, settings = options.split("settings (override the config file")
+    assert "--task-model" in settings and "--task-model" not in own
+    assert own.count("\n  --") >= 1  # at least one option of the step's own (or --help alone for none)
