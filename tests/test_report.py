@@ -1,5 +1,5 @@
+from prefcraft.components.synthesizeme.report import format_comparison, format_report
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
-from prefcraft.report import format_comparison, format_report
 from prefcraft.usage import LMUsage
 
 

@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
+from prefcraft.components.synthesizeme.charts import CHARTS
 from prefcraft.components.synthesizeme.compile_persona import compile_persona
-from prefcraft.components.synthesizeme.evaluation import evaluate_methods
-from prefcraft.components.synthesizeme.fit import default_persona_prompt, fit_users
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, default_persona_prompt, fit_users
 from prefcraft.components.synthesizeme.profiles import load_profiles
+from prefcraft.components.synthesizeme.report import format_comparison, format_fit_summary, format_report
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.flags import COUNT, POSITIVE, add_executor_flags, add_optimizer_flags, optimizer_config
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
-from prefcraft.report import format_comparison, format_fit_summary, format_report
+from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.persona import PersonaSynthesizer
 
 HELP = "SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, demo)"
 DEMO_METHODS = ["default", "synthesizeme"]
@@ -150,4 +153,6 @@ COMPONENT = Component(
     },
     run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
     demo=Demo(lambda _: ["demo", "--users", *TOUR_USERS], compare),
+    charts=CHARTS,
+    programs={PERSONAL_JUDGE: lambda _: PreferenceJudge(), PERSONA_SYNTHESIZER: lambda _: PersonaSynthesizer()},
 )

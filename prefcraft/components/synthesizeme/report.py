@@ -1,0 +1,45 @@
+"""SynthesizeMe's terminal tables: a method's pairwise report, the methods side by side, and the fit's summary."""
+
+from __future__ import annotations
+
+from prefcraft.components.synthesizeme.fit import FitSummary
+from prefcraft.metrics.pairwise import PairwiseReport
+from prefcraft.usage import LMUsage
+
+
+def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
+    lines = [
+        f"{name}: accuracy over both orders {report.accuracy} (interval over pairs)",
+        f"  interval over judgments {report.accuracy_per_judgment_ci} (the reference code's: basic bootstrap, 9,999 "
+        "resamples)",
+        f"  chosen shown first   {report.chosen_first}",
+        f"  chosen shown second  {report.chosen_second}",
+        f"  both orders right    {report.pair_accuracy}",
+        f"  consistency {100 * report.consistency:.1f}% (pairs left out, unparseable: {report.consistency_left_out}),"
+        f" failed judgments (no answer or unparseable) {report.parse_failures}",
+        f"  LM calls {usage.calls}, prompt tokens {usage.prompt_tokens}, completion tokens {usage.completion_tokens}",
+        "  per user:",
+    ]
+    lines += [f"    {user_id:<20} {estimate}" for user_id, estimate in report.per_user.items()]
+    return "\n".join(lines)
+
+
+def format_fit_summary(summary: FitSummary) -> str:
+    lines = [f"fitted {len(summary.fitted)} user(s), resumed {len(summary.resumed)}, skipped {len(summary.skipped)}"]
+    lines += [f"  skipped {user_id}: {reason}" for user_id, reason in summary.skipped.items()]
+    return "\n".join(lines)
+
+
+def format_comparison(reports: dict[str, PairwiseReport]) -> str:
+    """One row per method (Table 3's columns), then per-user accuracy with one column per method."""
+    lines = [f"{'method':<14} {'accuracy, both orders [95% CI]':<33} {'chosen first':>12} {'chosen second':>14} "
+             f"{'consistency':>12}"]
+    for method, report in reports.items():
+        lines.append(f"{method:<14} {report.accuracy!s:<33} {100 * report.chosen_first.mean:11.1f}% "
+                     f"{100 * report.chosen_second.mean:13.1f}% {100 * report.consistency:11.1f}%")
+    users = sorted({user for report in reports.values() for user in report.per_user})
+    lines.append("per user        " + "".join(f"{method:>14}" for method in reports))
+    for user in users:
+        cells = [report.per_user.get(user) for report in reports.values()]
+        lines.append(f"  {user:<14}" + "".join(f"{100 * c.mean:13.1f}%" if c else f"{'-':>14}" for c in cells))
+    return "\n".join(lines)
