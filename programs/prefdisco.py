@@ -1,10 +1,14 @@
 """PrefDisco (seeds/000): the question asker, the passive user simulator, the responder and the rubric grader.
 
-`QuestionAsker` runs the elicitation loop: each turn one `NextTurn` call updates its estimate of the user's profile
-and either asks one question or stops; the user (any callable from question to reply) answers; after the loop one
-`AnswerProblem` call writes the personalized answer from the dialogue and the estimate. It never receives the hidden
-profile: a `SimulatedUser` holds that, and shows only its scenario id when printed. `forced_questions=k` asks exactly
-k questions whatever the asker decides (the paper's Figure 5).
+`QuestionAsker` runs the elicitation loop: each turn one `NextTurn` call either asks a clarifying question (one or two,
+as the paper allows) or stops; the user (any callable from the conversation so far, ending with the question, to a
+reply) answers; after the loop one `AnswerProblem` call, with the reference code's final-answer instructions, writes the
+personalized answer from the dialogue. It never receives the hidden profile: a `SimulatedUser` holds that, and shows
+only its scenario id when printed. `forced_questions=k` asks exactly k questions whatever the asker decides (the paper's
+Figure 5).
+
+Temperatures that the paper and its reference code fix are set on the predictors, over the role's setting: the user
+simulator samples at 0.4, the rubric grader at 0.1 (appendix A) and the correctness check at 0.
 """
 
 from __future__ import annotations
@@ -18,81 +22,90 @@ from dspy.utils.exceptions import AdapterParseError
 
 from prefcraft.signatures.prefdisco import (
     COLLABORATIVE_USER,
+    DISCOVERY_ANSWER,
     AnswerProblem,
     GradeCriterion,
     JudgeCorrectness,
     NextTurn,
     ReplyAsUser,
+    SolveProblem,
 )
 
 DEFAULT_MAX_TURNS = 5
 FALLBACK_QUESTION = "How would you like me to write the answer for you?"
+SIMULATOR_TEMPERATURE = 0.4
+GRADER_TEMPERATURE = 0.1
+CORRECTNESS_TEMPERATURE = 0.0
 
 
 def format_dialogue(turns: Sequence[dict[str, str]]) -> str:
     return "\n".join(f"Assistant: {turn['question']}\nUser: {turn['reply']}" for turn in turns)
 
 
-def format_estimate(preferences: Sequence[Any]) -> str:
-    return "\n".join(f"- {p.attribute}: {p.value} (importance {p.weight})" for p in preferences)
+def format_chat(turns: Sequence[dict[str, str]], question: str) -> str:
+    """What the user reads: the dialogue so far, then the assistant's new question."""
+    return "\n".join(part for part in (format_dialogue(turns), f"Assistant: {question}") if part)
 
 
 class QuestionAsker(dspy.Module):
-    """(problem, user) -> the final response, its final answer, the dialogue turns and the profile estimate."""
+    """(problem, user) -> the final response, its final answer and the dialogue turns."""
 
     def __init__(self, max_turns: int = DEFAULT_MAX_TURNS, forced_questions: int | None = None):
         super().__init__()
         if max_turns < 0 or (forced_questions is not None and forced_questions < 0):
             raise ValueError("the turn budget and the forced question count must be >= 0")
         self.next_turn = dspy.Predict(NextTurn)
-        self.answer = dspy.Predict(AnswerProblem)
+        self.answer = dspy.Predict(AnswerProblem.with_instructions(DISCOVERY_ANSWER))
         self.max_turns = max_turns
         self.forced_questions = forced_questions
 
     def forward(self, problem: str, user: Callable[[str], str]) -> dspy.Prediction:
         budget = self.max_turns if self.forced_questions is None else self.forced_questions
         turns: list[dict[str, str]] = []
-        estimate: list[Any] = []
         while len(turns) < budget:
             step = self.next_turn(problem=problem, dialogue=format_dialogue(turns), questions_left=budget - len(turns))
-            estimate = list(step.preferences)
             question = step.question.strip()
             if self.forced_questions is None and (step.action == "answer" or not question):
                 break
             question = question or FALLBACK_QUESTION
-            turns.append({"question": question, "reply": user(question)})
-        known = "\n".join(part for part in (format_estimate(estimate), format_dialogue(turns)) if part)
-        answer = self.answer(problem=problem, user_preferences=known)
+            turns.append({"question": question, "reply": user(format_chat(turns, question))})
+        answer = self.answer(problem=problem, user_preferences=format_dialogue(turns))
         return dspy.Prediction(response=answer.response, final_answer=answer.final_answer, turns=turns,
-                               preferences=[p.model_dump() for p in estimate], questions_asked=len(turns))
+                               questions_asked=len(turns))
 
 
 class Responder(dspy.Module):
-    """One answer with what is known of the user given up front: nothing (Baseline) or the profile (Oracle)."""
+    """One answer with what is known of the user given up front. With nothing known (Baseline) the model gets the
+    problem alone and no word of personalizing, as the paper's Baseline has no system prompt; with the profile (Oracle)
+    it is told to align with it."""
 
     def __init__(self):
         super().__init__()
+        self.solve = dspy.Predict(SolveProblem)
         self.answer = dspy.Predict(AnswerProblem)
 
     def forward(self, problem: str, user_preferences: str) -> dspy.Prediction:
+        if not user_preferences:
+            return self.solve(problem=problem)
         return self.answer(problem=problem, user_preferences=user_preferences)
 
 
 class UserSimulator(dspy.Module):
-    """Replies to one question from a hidden profile: passively (the paper's default) or collaboratively."""
+    """Replies to the assistant's last message from a hidden profile and the conversation so far: passively (the
+    paper's default) or collaboratively."""
 
     def __init__(self, collaborative: bool = False):
         super().__init__()
-        self.reply = dspy.Predict(ReplyAsUser)
+        self.reply = dspy.Predict(ReplyAsUser, temperature=SIMULATOR_TEMPERATURE)
         if collaborative:
             self.reply.signature = self.reply.signature.with_instructions(COLLABORATIVE_USER)
 
-    def forward(self, hidden_profile: str, question: str) -> dspy.Prediction:
-        return self.reply(hidden_profile=hidden_profile, question=question)
+    def forward(self, hidden_profile: str, chat_history: str) -> dspy.Prediction:
+        return self.reply(hidden_profile=hidden_profile, chat_history=chat_history)
 
 
 class SimulatedUser:
-    """The asker's only view of a user: call it with a question, get a reply. The profile stays inside.
+    """The asker's only view of a user: call it with the conversation so far, get a reply. The profile stays inside.
 
     `context` opens the LM context the simulator runs in (commands pass the judge model's).
     """
@@ -104,32 +117,35 @@ class SimulatedUser:
         self._simulator = simulator
         self._context = context
 
-    def __call__(self, question: str) -> str:
+    def __call__(self, chat_history: str) -> str:
         with self._context():
-            return self._simulator(hidden_profile=self._hidden_profile, question=question).reply
+            return self._simulator(hidden_profile=self._hidden_profile, chat_history=chat_history).reply
 
     def __repr__(self) -> str:
         return f"SimulatedUser({self.scenario_id!r})"
 
 
 class RubricGrader(dspy.Module):
-    """One grade (1-5) per criterion, one call each, and one correctness call against the gold answer.
+    """One grade (1-5) with its justification per criterion, one call each, and one correctness call against the gold
+    answer. As in the paper's judge, a criterion's call reads the criterion and the response, not the problem.
 
-    A grade whose reply does not parse is None (PrefAlign counts it as 1, as the reference code does); a failed call
-    still fails the grading."""
+    A grade whose reply does not parse is None (PrefAlign counts it as 1, as the reference code does), its
+    justification empty; a failed call still fails the grading."""
 
     def __init__(self):
         super().__init__()
-        self.grade = dspy.Predict(GradeCriterion)
-        self.check = dspy.Predict(JudgeCorrectness)
+        self.grade = dspy.Predict(GradeCriterion, temperature=GRADER_TEMPERATURE)
+        self.check = dspy.Predict(JudgeCorrectness, temperature=CORRECTNESS_TEMPERATURE)
 
     def forward(self, problem: str, response: str, criteria: Sequence[str], reference_answer: str) -> dspy.Prediction:
-        grades = [self._grade(problem, criterion, response) for criterion in criteria]
+        graded = [self._grade(criterion, response) for criterion in criteria]
         correct = bool(self.check(problem=problem, reference_answer=reference_answer, response=response).correct)
-        return dspy.Prediction(grades=grades, correct=correct)
+        return dspy.Prediction(grades=[grade for grade, _ in graded],
+                               justifications=[justification for _, justification in graded], correct=correct)
 
-    def _grade(self, problem: str, criterion: str, response: str) -> int | None:
+    def _grade(self, criterion: str, response: str) -> tuple[int | None, str]:
         try:
-            return int(self.grade(problem=problem, criterion=criterion, response=response).grade)
+            graded = self.grade(criterion=criterion, response=response)
         except AdapterParseError:
-            return None
+            return None, ""
+        return int(graded.grade), graded.justification
