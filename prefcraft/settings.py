@@ -52,16 +52,18 @@ SMALL_MODEL_FIELD_CHARS = {
     "PlannedAspect.title": 60,
     "PlannedAspect.reason": 100,
     "NextTurn.question": 120,
-    "PreferenceEstimate.attribute": 30,
-    "PreferenceEstimate.value": 50,
     "AnswerProblem.response": 400,
     "AnswerProblem.final_answer": 40,
+    "SolveProblem.response": 400,
+    "SolveProblem.final_answer": 40,
+    "ReplyAsUser.thought": 120,
     "ReplyAsUser.reply": 120,
+    "GradeCriterion.justification": 300,
+    "JudgeCorrectness.justification": 200,
 }
 SMALL_MODEL_FIELD_ITEMS = {
     "SelectRelevantSessions.relevant_sessions": 3,
     "PlanAspects.aspects": 4,  # LaMP-QA's plan size
-    "NextTurn.preferences": 2,
 }
 FIELD_KEY = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 

@@ -278,14 +278,15 @@ def run_oracle(profile: SmallModelProfile | None):
 @case("prefdisco", "user_simulator", UserSimulator)
 def run_user_simulator(profile: SmallModelProfile | None):
     """The passive user simulator (the paper's default) answering one question from the hidden profile."""
-    return UserSimulator()(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
+    return UserSimulator()(hidden_profile=_scenario().hidden_profile(),
+                           chat_history="Assistant: How should I write the steps?")
 
 
 @case("prefdisco", "user_simulator_collaborative", UserSimulator)
 def run_collaborative_simulator(profile: SmallModelProfile | None):
     """The collaborative user simulator answering one question from the hidden profile."""
     simulator = UserSimulator(collaborative=True)
-    return simulator(hidden_profile=_scenario().hidden_profile(), question="How should I write the steps?")
+    return simulator(hidden_profile=_scenario().hidden_profile(), chat_history="Assistant: How should I write the steps?")
 
 
 @case("prefdisco", "grader", RubricGrader)

@@ -50,13 +50,12 @@ def length_bounds(schema: dict[str, Any], field: str = "") -> list[tuple[str, st
 
 def test_the_signatures_are_found():
     assert {"AnswerProblem", "InferPreference", "PlanAspects", "ExtractPreference"} <= set(SIGNATURES)
-    assert {"PlannedAspect", "PreferenceEstimate"} <= set(MODELS)
+    assert {"PlannedAspect"} <= set(MODELS)
 
 
 def test_the_bound_finder_sees_nested_bounds():
-    found = length_bounds(output_schema(SIGNATURES["NextTurn"], LengthBounds(50, 3)))
-    assert ("preferences", "maxItems", 3) in found and ("preferences", "maxLength", 50) in found
-    assert ("question", "maxLength", 50) in found
+    found = length_bounds(output_schema(SIGNATURES["PlanAspects"], LengthBounds(50, 3)))
+    assert ("aspects", "maxItems", 3) in found and ("aspects", "maxLength", 50) in found
 
 
 @pytest.mark.parametrize("name", sorted(SIGNATURES))
@@ -102,8 +101,8 @@ PROFILE_BOUNDS = [
     ("AnswerWithPlan", "answer", "maxLength", 600),
     ("PlanAspects", "aspects", "maxItems", 4),
     ("NextTurn", "question", "maxLength", 120),
-    ("NextTurn", "preferences", "maxItems", 2),
     ("AnswerProblem", "response", "maxLength", 400),
+    ("SolveProblem", "response", "maxLength", 400),
     ("AnswerProblem", "final_answer", "maxLength", 40),
     ("ReplyAsUser", "reply", "maxLength", 120),
     ("ExtractPreference", "preference", "maxLength", 800),  # no bound of its own: the profile's default
@@ -130,8 +129,6 @@ def test_the_profile_bounds_a_compiled_copy_of_a_signature_alike(name, field, ke
 def test_the_profile_bounds_nested_fields_and_checklist_items():
     aspect = profile_schema(SIGNATURES["PlanAspects"])["properties"]["aspects"]["items"]["properties"]
     assert (aspect["title"]["maxLength"], aspect["reason"]["maxLength"]) == (60, 100)
-    estimate = profile_schema(SIGNATURES["NextTurn"])["properties"]["preferences"]["items"]["properties"]
-    assert (estimate["attribute"]["maxLength"], estimate["value"]["maxLength"]) == (30, 50)
     checklist = profile_schema(SIGNATURES["DecomposePreference"])["properties"]["checklist"]
     assert checklist == {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 120}}
 
