@@ -16,7 +16,8 @@ def scenario_row(**changes):
         "original_problem": {"problem": "2 + 2?", "solution": "4", "answer": "4"},
         "persona": {"persona_id": "a", "demographics": {}},
         "persona_preferences": {
-            "detail": {"description": "how much", "value": "brief", "local_importance": 3},
+            "detail": {"description": "how much", "value_range": ["brief", "long"], "value": "brief",
+                       "local_importance": 3, "justification": "busy"},
             "tone": {"description": "voice", "value": "warm", "local_importance": 1}},
         "evaluation_rubric": {"evaluation_criteria": [
             {"preference": "detail", "description": "how much", "weight": 0.75,
@@ -38,8 +39,13 @@ def test_a_reference_file_loads_with_its_metadata_line_skipped(tmp_path):
     [scenario] = load_scenarios(write(tmp_path, [METADATA, scenario_row()]))
     assert scenario.scenario_id == "p1:a" and scenario.task == "math" and scenario.answer == "4"
     assert scenario.weights == [0.75, 0.25]
-    assert scenario.hidden_profile() == "- detail: brief\n- tone: warm"
-    assert "brief" in scenario.criteria[0].grading_text() and "1 = long" in scenario.criteria[0].grading_text()
+    assert scenario.hidden_profile() == (
+        "Persona:\n- demographics: \n\nPreferences:\n"
+        "- detail: how much\n  possible values: brief; long\n  this user's value: brief\n  importance: 3 of 5\n"
+        "  why: busy\n"
+        "- tone: voice\n  this user's value: warm\n  importance: 1 of 5")
+    assert scenario.criteria[0].grading_text() == (
+        "detail. Description: how much. Levels: 1 = long; 5 = brief. Preference value: brief. Context: busy")
 
 
 @pytest.mark.parametrize(("problem", "question_part", "answer"), [

@@ -58,8 +58,10 @@ class _Preference(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     description: str = ""
+    value_range: list[str] | str = ""
     value: str
     local_importance: int = Field(ge=1, le=5)
+    justification: str = ""
     type: str = "personal"
 
 
@@ -84,11 +86,27 @@ class Criterion:
     value: str
     weight: float
     levels: tuple[tuple[int, str], ...]
+    value_range: tuple[str, ...] = ()
+    importance: int = 3
+    justification: str = ""
 
     def grading_text(self) -> str:
-        """What the grader reads for this criterion (never shown to the asker)."""
+        """What the grader reads for this criterion (never shown to the asker), in the order of the paper's grader
+        prompt: the criterion, its description, its levels, then the user's value and why they hold it."""
         levels = "; ".join(f"{score} = {text}" for score, text in self.levels)
-        return f"{self.preference} ({self.description}). The user wants: {self.value}. Levels: {levels}"
+        text = f"{self.preference}. Description: {self.description}. Levels: {levels}. Preference value: {self.value}"
+        return text + (f". Context: {self.justification}" if self.justification else "")
+
+    def profile_text(self) -> str:
+        """The preference as the simulated user and the oracle read it: what it is about, its possible values, the
+        user's value, how much it matters and why."""
+        lines = [f"- {self.preference}: {self.description}" if self.description else f"- {self.preference}"]
+        if self.value_range:
+            lines.append(f"  possible values: {'; '.join(self.value_range)}")
+        lines += [f"  this user's value: {self.value}", f"  importance: {self.importance} of 5"]
+        if self.justification:
+            lines.append(f"  why: {self.justification}")
+        return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -107,8 +125,20 @@ class Scenario:
         return [criterion.weight for criterion in self.criteria]
 
     def hidden_profile(self) -> str:
-        """The profile as the simulator and the oracle read it: one line per attribute, with the user's value."""
-        return "\n".join(f"- {c.preference}: {c.value}" for c in self.criteria)
+        """The persona and its preferences as the simulator and the oracle read them, as the paper gives them: who the
+        user is (demographics, education, expertise, personality, backstory), then each preference in full."""
+        persona = [f"- {key.replace('_', ' ')}: {_flat(value)}" for key, value in self.persona.items()
+                   if key not in ("persona_id", "id")]
+        return "\n".join(["Persona:", *persona, "", "Preferences:", *(c.profile_text() for c in self.criteria)])
+
+
+def _flat(value: Any) -> str:
+    """A persona field on one line: a table's entries as `key value`, comma separated."""
+    if isinstance(value, dict):
+        return ", ".join(f"{key.replace('_', ' ')} {_flat(item)}" for key, item in value.items())
+    if isinstance(value, list):
+        return ", ".join(_flat(item) for item in value)
+    return str(value)
 
 
 def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[Scenario]:
@@ -199,9 +229,12 @@ def parse_scenario(row: Any, source: str, line: int, file_task: str | None = Non
         if preference is None:
             raise DataError(source, line, f"evaluation_rubric.evaluation_criteria.{index}.preference",
                             f"'{criterion.preference}' is not among persona_preferences")
-        criteria.append(Criterion(criterion.preference, criterion.description or preference.description,
-                                  preference.value, criterion.weight,
-                                  tuple((level.score, level.description) for level in criterion.levels)))
+        value_range = preference.value_range
+        criteria.append(Criterion(
+            criterion.preference, criterion.description or preference.description, preference.value,
+            criterion.weight, tuple((level.score, level.description) for level in criterion.levels),
+            tuple(value_range) if isinstance(value_range, list) else ((value_range,) if value_range else ()),
+            preference.local_importance, preference.justification))
     total = sum(criterion.weight for criterion in criteria)
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         raise DataError(source, line, "evaluation_rubric.evaluation_criteria.weight",
