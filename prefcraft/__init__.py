@@ -3,12 +3,13 @@
 This package is the core: settings, model backends, the structured-output adapter, loaders, metrics, MLflow glue and
 the command line. Signatures, programs, optimizers and compiled programs are top-level packages of their own.
 
-`prefcraft.fit`, `prefcraft.load_judge`, `prefcraft.evaluate` and `prefcraft.models` are the Python API
-(`prefcraft.api`).
+`prefcraft.run`, `prefcraft.compile`, `prefcraft.load`, `prefcraft.models` and SynthesizeMe's `prefcraft.fit`,
+`prefcraft.load_judge` and `prefcraft.evaluate` are the Python API (`prefcraft.api`, docs/python-api.md).
 """
 
 __version__ = "0.1.0"
-__all__ = ["PersonalJudge", "Settings", "SynthesizeMeConfig", "evaluate", "fit", "load_judge", "models"]
+__all__ = ["Loaded", "PersonalJudge", "Settings", "SynthesizeMeConfig", "compile", "evaluate", "fit", "load",
+           "load_judge", "models", "run"]
 
 
 def __getattr__(name: str) -> object:

@@ -1,9 +1,11 @@
-"""prefcraft from Python: fit users, load a fitted judge and ask it which response its user prefers, evaluate methods.
+"""prefcraft from Python: run any component's step, load any compiled program, and SynthesizeMe's own helpers (fit
+users, load a fitted judge and ask it which response its user prefers, evaluate methods).
 
-Models come from `Settings` (default: the embedded model). `models(settings)` reaches them, starting the embedded
-server when a model has no `api_base` and stopping it when the block ends; judges called inside the block run on the
-task model. `fit` and `evaluate` are `prefcraft fit` and `prefcraft evaluate`: give them the settings the block
-yields and they use its server (without, each starts its own).
+Models come from `Settings`; without, from what the command line reads without flags: the defaults (the embedded
+model), then the `PREFCRAFT_*` variables. `models(settings)` reaches them, starting the embedded server when a model
+has no `api_base` and stopping it when the block ends; programs called inside the block run on the task model. `run` is `prefcraft <component> <step>`, and `fit` and `evaluate` are `prefcraft synthesizeme fit` and
+`prefcraft synthesizeme evaluate`: give them the settings the block yields and they use its server (without, each
+starts its own). See docs/python-api.md.
 """
 
 from __future__ import annotations
@@ -14,15 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+import dspy
+
 from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate_methods, load_personal_judge
 from prefcraft.components.synthesizeme.fit import FitSummary, default_persona_prompt, fit_users
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
+from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
+from prefcraft.experiments import step_args, validated_options
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
+from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.runtime import lm_context, model_session
-from prefcraft.settings import Settings
+from prefcraft.settings import Settings, load_settings
 
 Conversation = str | Sequence[Mapping[str, str]]
 """One user message, or the messages so far as {"role": ..., "content": ...}."""
@@ -34,9 +42,57 @@ DEFAULT_RESULTS_DIR = Path("runs/latest")  # as `prefcraft evaluate --output-dir
 @contextmanager
 def models(settings: Settings | None = None) -> Iterator[Settings]:
     """Yields `settings` with every model reachable; judges called inside the block run on the task model."""
-    with model_session(settings or Settings()) as session, lm_context(session, "task"):
+    with model_session(settings or load_settings()) as session, lm_context(session, "task"):
         yield session
 
+
+
+def run(component: str, step: str, settings: Settings | None = None, **options: Any) -> Any:
+    """`prefcraft <component> <step>`: `options` are the step's flags by dest, as an experiment file gives them
+    (`max_instances=1` is `--max-instances 1`), checked against the step's parser and over its defaults. Without
+    `settings`, the command's (see above). Writes the step's report to stdout as the command does and returns its
+    outcome."""
+    if component not in COMPONENTS:
+        raise ConfigError(f"unknown component '{component}'", f"choose one of {', '.join(COMPONENTS)}")
+    steps = COMPONENTS[component].steps
+    if step not in steps:
+        raise ConfigError(f"'{step}' is not a step of {component}", f"its steps: {', '.join(steps)}")
+    problems: list[str] = []
+    given = {name: str(value) if isinstance(value, Path) else value for name, value in options.items()}
+    values = validated_options(component, step, given, (), problems)
+    if values is None:
+        raise ConfigError(f"prefcraft.run('{component}', '{step}'): {'; '.join(problems)}",
+                          f"options are the step's flags, '-' written '_': see `prefcraft {component} {step} --help`")
+    return run_step(step_args(component, step, values), settings or load_settings())
+
+
+def compile(component: str, settings: Settings | None = None, **options: Any) -> Any:
+    """`prefcraft <component> compile` (CUPID, LaMP-QA, PrefDisco): `run(component, "compile", ...)`."""
+    return run(component, "compile", settings, **options)
+
+
+@dataclass
+class Loaded:
+    """A compiled program as `load` read it: the program, ready to call, and its file's metadata."""
+
+    program: dspy.Module
+    metadata: dict[str, Any]
+
+
+def load(path: str | Path) -> Loaded:
+    """The compiled program prefcraft saved at `path`, whichever it is (a SynthesizeMe judge or persona prompt, a
+    SenseJudge judge, a CUPID inferrer, a LaMP-QA PlanPers, a PrefDisco asker): built as its metadata says, its state
+    loaded. It runs on the LM of the current dspy context (inside `models()`, the task model)."""
+    path = Path(path)
+    metadata = read_metadata(path)
+    name = metadata.get("program")
+    builders = {program: build for component in COMPONENTS.values() for program, build in component.programs.items()}
+    if name not in builders:
+        holds = f"a compiled '{name}', a program prefcraft does not know" if name else "no program name in its metadata"
+        raise CompiledProgramError(f"{path} holds {holds}", f"prefcraft loads {', '.join(sorted(builders))}")
+    program = builders[name](metadata)
+    load_compiled(program, path, program_name=name)
+    return Loaded(program, metadata)
 
 @dataclass
 class PersonalJudge:
@@ -73,7 +129,7 @@ def fit(
     fitted before with the same data, model and settings. Without `persona_prompt`, the one prefcraft ships for the
     task model; without `config`, the paper's search (n = m = 10). `executor="ray"` fits each user as a Ray task on
     the cluster at `address` (`prefcraft fit --executor ray --address ...`)."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
     prompt = Path(persona_prompt) if persona_prompt else default_persona_prompt(settings.task.model)
     return fit_users(settings, data, Path(fitted_dir), users=users, persona_prompt=prompt, config=config,
                      executor=executor, address=address)
@@ -90,7 +146,7 @@ def evaluate(
     `prefcraft evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
-    return evaluate_methods(settings or Settings(), data, methods=methods, users=users, split=split, fitted=fitted,
+    return evaluate_methods(settings or load_settings(), data, methods=methods, users=users, split=split, fitted=fitted,
                             output_dir=Path(output_dir), executor=executor, address=address)
 
 

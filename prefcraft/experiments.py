@@ -50,10 +50,7 @@ class Experiment(BaseModel):
         """Each step as the command it runs: the parser's defaults, then the file's options."""
         steps = []
         for step, options in self.steps.items():
-            parser = _step_parsers(self.component)[step]
-            defaults = {action.dest: parser.get_default(action.dest) for action in _option_actions(parser)}
-            args = argparse.Namespace(command=self.component, step=step, **{**defaults, **options})
-            steps.append(Step(step, (self.component, step), options, args))
+            steps.append(Step(step, (self.component, step), options, step_args(self.component, step, options)))
         return steps
 
 
@@ -68,6 +65,14 @@ class Step:
     def __str__(self) -> str:
         given = ", ".join(f"{key}={value}" for key, value in self.options.items())
         return f"prefcraft {' '.join(self.words)}" + (f" ({given})" if given else "")
+
+
+def step_args(component: str, step: str, options: dict[str, Any]) -> argparse.Namespace:
+    """The parsed flags of `prefcraft <component> <step>` given `options` (validated, by dest): the parser's defaults,
+    then the options."""
+    parser = _step_parsers(component)[step]
+    defaults = {action.dest: parser.get_default(action.dest) for action in _option_actions(parser)}
+    return argparse.Namespace(command=component, step=step, **{**defaults, **options})
 
 
 def with_executor(steps: list[Step], executor: Executor | None, address: str | None = None) -> list[Step]:

@@ -13,6 +13,7 @@ from openai_standin import StandInServer
 import prefcraft
 from prefcraft import api
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
+from prefcraft.errors import ConfigError
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import ModelSettings, Settings
@@ -29,6 +30,17 @@ def test_every_public_name_is_the_api_s_own():
     with pytest.raises(AttributeError, match="no attribute 'fitt'"):
         prefcraft.fitt  # noqa: B018
 
+
+
+def test_run_checks_the_step_and_its_options_before_running_anything():
+    with pytest.raises(ConfigError, match="max_instancez: unknown option of 'prefcraft cupid evaluate'"):
+        prefcraft.run("cupid", "evaluate", max_instancez=1)
+    with pytest.raises(ConfigError, match="max_instances: Input should be greater than or equal to 1"):
+        prefcraft.run("cupid", "evaluate", max_instances=0)
+    with pytest.raises(ConfigError, match="'compile' is not a step of synthesizeme"):
+        prefcraft.compile("synthesizeme")
+    with pytest.raises(ConfigError, match="unknown component 'cupidd'"):
+        prefcraft.run("cupidd", "evaluate")
 
 def test_a_loaded_judge_says_which_response_its_user_prefers(tmp_path):
     path = save_compiled(PreferenceJudge("Likes short answers."), tmp_path / "u1.json", program_name=PERSONAL_JUDGE,
