@@ -3,8 +3,9 @@
 `PreferenceInferrer` reads only dialogues and the current request. Its variants, chosen by name:
 - "relevant": first pick the prior sessions relevant to the request, then infer from those alone (the paper's oracle
   with relevant sessions gains 20-30 F1 points over all sessions);
-- "summaries": first summarise each session into the preference the user showed in it, then infer from the summaries
-  (the paper's interaction-summary setting, one call per session);
+- "summaries": first summarise each session into the user's context and the preferences they showed in it, then infer
+  from the summaries (the paper's interaction-summary setting; one call per session, where the paper summarises the
+  whole log in one call);
 - "all": infer from every session at once (the paper's zero-shot baseline).
 `PreferenceMatch` is the metric's program: it decomposes the inferred preference into a checklist and runs the matcher
 twice (inferred checklist against the gold preference: precision; gold checklist against the inferred preference:
@@ -72,8 +73,9 @@ class PreferenceInferrer(dspy.Module):
             valid = sorted({number for number in picked if number <= len(sessions)}) or every
             return number_sessions(sessions, valid), valid
         if self.variant == "summaries":
-            summaries = [self.summarize(dialogue=session).preference for session in sessions]
-            return number_sessions(summaries), every
+            summaries = [self.summarize(dialogue=session) for session in sessions]
+            return number_sessions([f"Context:\n{summary.context}\nPreference:\n{summary.preference}"
+                                    for summary in summaries]), every
         return number_sessions(sessions), every
 
 

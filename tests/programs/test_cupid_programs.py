@@ -15,10 +15,19 @@ from prefcraft.programs.cupid import (
     ResponseJudge,
     number_sessions,
 )
+from prefcraft.signatures.cupid import (
+    DecomposePreference,
+    InferPreference,
+    JudgeResponse,
+    MatchChecklist,
+    SummarizeSession,
+)
 
 # One reply that holds every output field of every CUPID signature; each call keeps its own fields.
-REPLY = {"relevant_sessions": [2, 9], "preference": "Keep it short.", "checklist": ["Is it short?", "Is it warm?"],
-         "coverage": ["Fully", "Partially"], "response": "A short answer.", "score": 7}
+REPLY = {"relevant_sessions": [2, 9], "analysis": "The user wants it short.", "context": "- A note to a manager.",
+         "preference": "Keep it short.", "checklist": ["Is it short?", "Is it warm?"],
+         "reasoning": "Both are about the note.", "coverage": ["Fully", "Partially"], "response": "A short answer.",
+         "evaluation": "Short, not warm.", "score": 7}
 GOLD_MARKERS = ("GOLD-FACTOR", "GOLD-SESSION-PREFERENCE", "GOLD-CURRENT-PREFERENCE", "GOLD-CHECK")
 
 
@@ -133,3 +142,36 @@ def test_generator_takes_sessions_or_a_preference_not_both():
 
 def test_number_sessions_keeps_chosen_sessions_in_order():
     assert number_sessions(["a", "b", "c"], [3, 1, 3]) == "Session 1:\na\n\nSession 3:\nc"
+
+
+def test_summaries_give_the_inferrer_each_sessions_context_and_preference():
+    lm = scripted()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        PreferenceInferrer("summaries")(**marked_instance(sessions=2).example().inputs())
+    infer_prompt = json.dumps(lm.history[-1]["messages"])
+    assert infer_prompt.count("- A note to a manager.") == 2 and infer_prompt.count("Keep it short.") == 2
+    assert "dialogue-0" not in infer_prompt
+
+
+@pytest.mark.parametrize(("signature", "analysis", "answer"), [
+    (InferPreference, "analysis", "preference"), (SummarizeSession, "analysis", "preference"),
+    (DecomposePreference, "analysis", "checklist"), (MatchChecklist, "reasoning", "coverage"),
+    (JudgeResponse, "evaluation", "score"),
+])
+def test_each_analysis_step_comes_before_its_answer(signature, analysis, answer):
+    fields = list(signature.output_fields)
+    assert fields.index(analysis) < fields.index(answer)
+
+
+def test_the_calibration_examples_are_the_papers_count():
+    assert MatchChecklist.instructions.count("Preference: ") == 8
+    assert DecomposePreference.instructions.count("Preference: ") == 5
+    assert InferPreference.instructions.count('\n- "') == 4
+
+
+def test_the_session_selector_prompt_names_plain_session_numbers():
+    lm = scripted()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        PreferenceInferrer("relevant")(**marked_instance(sessions=2).example().inputs())
+    system = lm.history[0]["messages"][0]["content"]
+    assert "list[Literal[1, 2, 3," in system and "Annotated" not in system
