@@ -3,13 +3,18 @@
 The student is a `SelectedJudge` holding every candidate description. `compile` judges every example (labelled pairs
 in both orders: `valset` when given, else `trainset`, since the reference selects on the very dev pairs the
 descriptions were written from) under every description, chooses the subset of descriptions whose majority vote is
-right most often, and returns a `SelectedJudge` of that subset, with what it did in its `selection` attribute.
+right most often, and returns a `SelectedJudge` of that subset, with what it did in its `selection` attribute. The
+paper selects per topic (§4.1.2: 10 dev pairs each) and reports the Overall average of the topics: `select_per_topic`
+writes and selects each topic's descriptions on that topic's dev pairs alone.
 
 Votes. Each description is its own prompt prefix, so descriptions are judged in rounds of `num_threads`, each round
 in the order `prefcraft.scheduling` gives (every description's first call alone, then the rest interleaved across
-descriptions). After each round the subsets of the descriptions judged so far are scored; once one is right on every
-judgment no remaining subset can beat it, and the remaining descriptions are never judged (a later description that
-would only tie it is not looked for). A failed call is no vote, counted in `failed_calls`.
+descriptions). Every description judges every example, as in the reference. With `stop_when_perfect` (off by default)
+the subsets of the descriptions judged so far are scored after each round, and once one is right on every judgment
+the remaining descriptions are never judged: that saves calls, but a later description that would tie is never
+seen, so the tied-best set (which the reference averages over) can be smaller. A failed call is counted in
+`failed_calls` and, by default, as a vote against the response the user chose (`unparseable_vote`, as the reference
+counts an unparseable decision; "abstain" leaves it out).
 
 Search, from the votes alone (no LM calls). Up to `exhaustive_limit` descriptions (12: 4,095 subsets), every non-empty
 subset, as the reference does. Beyond, a beam search: the `beam_width` best subsets of each size are extended by one
@@ -24,7 +29,7 @@ of inverting the worst subset's decisions when that scores higher is left out: i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -33,8 +38,17 @@ import numpy as np
 from dspy.teleprompt import Teleprompter
 from tqdm import tqdm
 
-from prefcraft.metrics.majority_vote import FIRST, NO_VOTE, SECOND, decode_vote, encode_votes, majority_decisions
-from prefcraft.programs.sensejudge import SelectedJudge
+from prefcraft.loaders.personal_reward_bench import PreferencePair, format_conversation, judge_set
+from prefcraft.metrics.majority_vote import (
+    FIRST,
+    NO_VOTE,
+    SECOND,
+    UnparseableVote,
+    decode_vote,
+    encode_votes,
+    majority_decisions,
+)
+from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
 from prefcraft.scheduling import run_phases, warm_then_interleave
 
 SearchStrategy = Literal["exhaustive", "beam"]
@@ -43,16 +57,21 @@ Subset = tuple[int, ...]
 
 @dataclass
 class SubsetSelectionConfig:
-    """Subset-selection settings. Defaults follow the reference code (up to 12 descriptions, all subsets).
+    """Subset-selection settings. Defaults follow the reference code (up to 12 descriptions, all subsets, every
+    description judged, a failed call counted against the chosen response).
 
     Search: every subset up to `exhaustive_limit` descriptions, else a beam search keeping `beam_width` subsets per
     size; `penalize_order_imbalance` subtracts the gap between the two orders' right answers from a subset's score.
+    Votes: `unparseable_vote` is what a failed call counts as ("against" the chosen response, or "abstain"), in the
+    search and in the selected judge; `stop_when_perfect` stops judging once a subset is right on every judgment.
     Runtime: `num_threads` parallel calls, and as many descriptions judged per round; `display_progress` shows a bar.
     """
 
     exhaustive_limit: int = 12
     beam_width: int = 64
     penalize_order_imbalance: bool = False
+    unparseable_vote: UnparseableVote = "against"
+    stop_when_perfect: bool = False
     num_threads: int = 4
     display_progress: bool = True
 
@@ -102,19 +121,22 @@ class SubsetSelection(Teleprompter):
         if not examples or not student.judges:
             raise ValueError("SubsetSelection needs examples and a SelectedJudge with at least one description")
         gold = encode_votes([[example.preference for example in examples]])[0]
-        votes = collect_votes(student.judges, examples, num_threads=self.config.num_threads,
-                              done=lambda votes: self._search(votes, gold).correct == len(examples),
+        done = (lambda votes: self._search(votes, gold).correct == len(examples)) if self.config.stop_when_perfect \
+            else None
+        votes = collect_votes(student.judges, examples, num_threads=self.config.num_threads, done=done,
                               progress=self.config.display_progress)
         search = self._search(votes, gold)
         program = student.deepcopy()
         program.judges = [program.judges[index] for index in search.best]
+        program.unparseable_vote = self.config.unparseable_vote
         program.selection = self._record(student, votes, gold, search)
         return program
 
     def _search(self, votes: np.ndarray, gold: np.ndarray) -> SubsetSearch:
         return search_subsets(votes, gold, exhaustive_limit=self.config.exhaustive_limit,
                               beam_width=self.config.beam_width,
-                              penalize_order_imbalance=self.config.penalize_order_imbalance)
+                              penalize_order_imbalance=self.config.penalize_order_imbalance,
+                              unparseable=self.config.unparseable_vote)
 
     def _record(
         self, student: SelectedJudge, votes: np.ndarray, gold: np.ndarray, search: SubsetSearch
@@ -129,6 +151,37 @@ class SubsetSelection(Teleprompter):
             description_accuracy=[float((row == gold).mean()) for row in votes],
             votes=[[decode_vote(vote) for vote in row] for row in votes],
         )  # fmt: skip
+
+
+@dataclass
+class TopicSelection:
+    """One topic's selection: the descriptions written from its dev pairs, and the judge selected among them (its
+    `selection` attribute is the `SubsetSelectionRecord`)."""
+
+    descriptions: list[str]
+    judge: SelectedJudge
+
+
+def select_per_topic(
+    dev_by_topic: Mapping[str, Sequence[PreferencePair]], *, config: SubsetSelectionConfig | None = None,
+    max_pair_descriptions: int | None = None,
+) -> dict[str, TopicSelection]:
+    """The paper's setting (§4.1.2): each topic's descriptions are written from that topic's dev pairs alone (10 per
+    topic in the paper) and selected on them, in both orders. Each topic's test pairs are then judged by its own judge,
+    and Overall is the unweighted mean of the topics' accuracies (Table 1). Calls the model of the current context."""
+    selections = {}
+    for topic, pairs in dev_by_topic.items():
+        extracted = PreferenceExtractor(max_pair_descriptions)(pairs=[extraction_input(pair) for pair in pairs])
+        descriptions = list(extracted.descriptions)
+        judge = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(pairs))
+        selections[topic] = TopicSelection(descriptions, judge)
+    return selections
+
+
+def extraction_input(pair: PreferencePair) -> dict[str, str]:
+    """A labelled pair as `PreferenceExtractor` reads it."""
+    return {"conversation": format_conversation(pair.context), "chosen_response": pair.chosen.content,
+            "rejected_response": pair.rejected.content}
 
 
 def collect_votes(
@@ -159,7 +212,7 @@ def collect_votes(
 
 def search_subsets(
     votes: np.ndarray, gold: np.ndarray, *, exhaustive_limit: int = 12, beam_width: int = 64,
-    penalize_order_imbalance: bool = False,
+    penalize_order_imbalance: bool = False, unparseable: UnparseableVote = "against",
 ) -> SubsetSearch:
     """The best subsets of the (descriptions, judgments) `votes` against `gold` (FIRST / SECOND per judgment)."""
     count = len(votes)
@@ -168,23 +221,24 @@ def search_subsets(
     if count <= exhaustive_limit:
         strategy: SearchStrategy = "exhaustive"
         subsets = [subset for size in range(1, count + 1) for subset in itertools.combinations(range(count), size)]
-        scores, correct = score_subsets(votes, gold, subsets, penalize_order_imbalance)
+        scores, correct = score_subsets(votes, gold, subsets, penalize_order_imbalance, unparseable)
     else:
         strategy = "beam"
-        subsets, scores, correct = _beam_search(votes, gold, beam_width, penalize_order_imbalance)
+        subsets, scores, correct = _beam_search(votes, gold, beam_width, penalize_order_imbalance, unparseable)
     tied = np.flatnonzero(scores == scores.max())
     return SubsetSearch(tied_best=[subsets[i] for i in tied], score=float(scores[tied[0]]),
                         correct=int(correct[tied[0]]), strategy=strategy, subsets_scored=len(subsets))
 
 
 def score_subsets(
-    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], penalize_order_imbalance: bool = False
+    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], penalize_order_imbalance: bool = False,
+    unparseable: UnparseableVote = "against",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each subset's score and number of right majority-vote judgments."""
     masks = np.zeros((len(subsets), len(votes)), dtype=np.int8)
     for row, subset in enumerate(subsets):
         masks[row, list(subset)] = 1
-    right = majority_decisions(votes, masks) == gold[None, :]
+    right = majority_decisions(votes, masks, unparseable) == gold[None, :]
     correct = right.sum(axis=1)
     if not penalize_order_imbalance:
         return correct.astype(float), correct
@@ -192,13 +246,15 @@ def score_subsets(
     return (correct - gap).astype(float), correct
 
 
-def subset_accuracy(votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset]) -> np.ndarray:
+def subset_accuracy(
+    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], unparseable: UnparseableVote = "against"
+) -> np.ndarray:
     """The majority-vote accuracy of each subset, over every judgment."""
-    return score_subsets(votes, gold, subsets)[1] / len(gold)
+    return score_subsets(votes, gold, subsets, unparseable=unparseable)[1] / len(gold)
 
 
 def _beam_search(
-    votes: np.ndarray, gold: np.ndarray, beam_width: int, penalize_order_imbalance: bool
+    votes: np.ndarray, gold: np.ndarray, beam_width: int, penalize_order_imbalance: bool, unparseable: UnparseableVote
 ) -> tuple[list[Subset], np.ndarray, np.ndarray]:
     """Every subset the beam scored, in enumeration order, with its score and right judgments."""
     count = len(votes)
@@ -207,7 +263,7 @@ def _beam_search(
     for _ in range(count):
         extended = sorted({tuple(sorted((*subset, index))) for subset in beam for index in range(count)
                            if index not in subset}, key=_enumeration_order)
-        scores, correct = score_subsets(votes, gold, extended, penalize_order_imbalance)
+        scores, correct = score_subsets(votes, gold, extended, penalize_order_imbalance, unparseable)
         seen.update(zip(extended, zip(scores.tolist(), correct.tolist(), strict=True), strict=True))
         ranked = sorted(range(len(extended)), key=lambda i: (-scores[i], _enumeration_order(extended[i])))
         beam = [extended[i] for i in ranked[:beam_width]]

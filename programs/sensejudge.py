@@ -2,9 +2,10 @@
 votes with the descriptions an optimizer selected (optimizers/sensejudge.py).
 
 `PreferenceExtractor` writes the reference code's set: an empty description (the judge without user context), one
-description per dev pair, and one aggregate over all of them. A description conditions the existing
-`PreferenceJudge` as its user context. `SelectedJudge` asks one such judge per selected description and returns their
-majority vote; a tie goes to the first response, as in the reference.
+description per dev pair, and one aggregate over all of them. `DescriptionJudge` is the paper's judge (Appendix A.2):
+the description is the user's preferences it scores both responses on before it decides. `SelectedJudge` asks one
+such judge per selected description and returns their majority vote; a tie goes to the first response, and a failed
+call counts against the response the user chose, as in the reference (or abstains: `unparseable_vote`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,41 @@ from typing import Any
 
 import dspy
 
-from prefcraft.metrics.majority_vote import majority_preference
-from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.signatures.sensejudge import AggregatePreference, ExtractPreference
+from prefcraft.metrics.majority_vote import UnparseableVote, majority_preference
+from prefcraft.signatures.sensejudge import AggregatePreference, ExtractPreference, JudgeByPreferences
 
-DESCRIPTION_HEADING = "The user has the following preferences"
+PREFERENCES_TEMPLATE = """{instructions}
+
+The user's preferences:
+===
+{description}
+==="""
+POSITIONS = {"Response A": "First", "Response B": "Second"}
 SAVED_JUDGE = re.compile(r"^judges\[(\d+)\]\.")
+VOTE_RULE_KEY = "unparseable_vote"
 
 
-def description_judge(description: str) -> PreferenceJudge:
+class DescriptionJudge(dspy.Module):
+    """Scores two completions on one description of the user's preferences, then decides ('First' or 'Second').
+
+    The empty description gives the judge without user context: the reference sends the same prompt with an empty
+    preferences block.
+    """
+
+    def __init__(self, description: str = ""):
+        super().__init__()
+        instructions = PREFERENCES_TEMPLATE.format(instructions=JudgeByPreferences.instructions,
+                                                   description=description.strip())
+        self.judge = dspy.Predict(JudgeByPreferences.with_instructions(instructions))
+
+    def forward(self, conversation: str, first_completion: str, second_completion: str) -> dspy.Prediction:
+        scored = self.judge(query=conversation, response_a=first_completion, response_b=second_completion)
+        return dspy.Prediction(preference=POSITIONS[scored.decision], analysis=scored.analysis)
+
+
+def description_judge(description: str) -> DescriptionJudge:
     """The judge conditioned on one description; the empty description gives the judge without user context."""
-    return PreferenceJudge(description, heading=DESCRIPTION_HEADING)
+    return DescriptionJudge(description)
 
 
 def format_labelled_pairs(pairs: Sequence[Mapping[str, str]]) -> str:
@@ -62,13 +87,17 @@ class PreferenceExtractor(dspy.Module):
 class SelectedJudge(dspy.Module):
     """The majority vote of one description-conditioned judge per selected description.
 
-    A judge whose call fails abstains (its vote is None in the prediction's `votes`); when every call fails, the last
-    error is raised, so that an evaluation counts the judgment as failed instead of guessing.
+    A judge whose call fails casts no vote (None in the prediction's `votes`). With `unparseable_vote="against"` (the
+    reference's rule) it counts as a vote for the response the user did not choose; not knowing which that is, the
+    judge decides only when no such vote could change the decision, and predicts None (a wrong judgment) otherwise.
+    With "abstain" the failed call is left out of the vote. When every call fails, the last error is raised, so that
+    an evaluation counts the judgment as failed instead of guessing. The rule is saved with the program.
     """
 
-    def __init__(self, descriptions: Sequence[str] = ()):
+    def __init__(self, descriptions: Sequence[str] = (), unparseable_vote: UnparseableVote = "against"):
         super().__init__()
         self.judges = [description_judge(description) for description in descriptions]
+        self.unparseable_vote = unparseable_vote
 
     def forward(self, conversation: str, first_completion: str, second_completion: str) -> dspy.Prediction:
         if not self.judges:
@@ -79,12 +108,15 @@ class SelectedJudge(dspy.Module):
             try:
                 votes.append(judge(conversation=conversation, first_completion=first_completion,
                                    second_completion=second_completion).preference)
-            except Exception as failure:  # any failed call abstains; the vote records it
+            except Exception as failure:  # any failed call casts no vote; the vote rule decides what it counts as
                 votes.append(None)
                 error = failure
         if error is not None and all(vote is None for vote in votes):
             raise error
-        return dspy.Prediction(preference=majority_preference(votes), votes=votes)
+        return dspy.Prediction(preference=majority_preference(votes, self.unparseable_vote), votes=votes)
+
+    def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
+        return {**super().dump_state(json_mode=json_mode), VOTE_RULE_KEY: self.unparseable_vote}
 
     def load_state(self, state: dict[str, Any], *, allow_unsafe_lm_state: bool = False) -> SelectedJudge:
         # DSPy loads state into the parameters a program already has; the number of judges is only known from the
@@ -95,4 +127,5 @@ class SelectedJudge(dspy.Module):
         holder.judges = restored
         super(SelectedJudge, holder).load_state(state, allow_unsafe_lm_state=allow_unsafe_lm_state)
         self.judges = restored
+        self.unparseable_vote = state.get(VOTE_RULE_KEY, self.unparseable_vote)
         return self

@@ -1,8 +1,10 @@
-"""Preference extraction (SenseJudge, seeds/004): one annotator's labelled pairs in, a preference description out.
+"""SenseJudge (seeds/004): preference extraction (one annotator's labelled pairs in, a preference description out)
+and the judge that applies descriptions (Appendix A.2: score each response on the stated preferences, then decide).
 
-The judge that applies a description is the pairwise `JudgePreference` (signatures/judge.py).
 Field order is part of every compiled JSON: never reorder these fields.
 """
+
+from typing import Literal
 
 import dspy
 
@@ -28,3 +30,17 @@ class AggregatePreference(dspy.Signature):
 
     labelled_pairs: str = dspy.InputField(desc="the user's comparisons: each request, chosen and rejected response")
     preference: str = dspy.OutputField(desc="the user's preference, in one to three sentences")
+
+
+class JudgeByPreferences(dspy.Signature):
+    """Evaluate two responses to the user's query and decide which one is better. The user's preferences, given
+    below, are the guidelines for the evaluation. First, score each of the two responses on the user's preferences.
+    Then, from those scores, decide which response is better: Response A or Response B."""
+
+    query: str = dspy.InputField(desc="the user's query, with the dialogue that leads up to it")
+    response_a: str = dspy.InputField(desc="Response A")
+    response_b: str = dspy.InputField(desc="Response B")
+    analysis: str = dspy.OutputField(desc="the score of each response on the user's preferences, with the reasons")
+    decision: Literal["Response A", "Response B"] = dspy.OutputField(
+        desc="the better response, decided from the scores: 'Response A' or 'Response B'"
+    )

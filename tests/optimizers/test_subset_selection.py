@@ -3,28 +3,43 @@ import random
 
 import dspy
 import pytest
+from dspy.utils import DummyLM
 
+from prefcraft.loaders.personal_reward_bench import Message, PreferencePair
 from prefcraft.metrics.majority_vote import encode_votes
 from prefcraft.optimizers.sensejudge import (
     SubsetSelection,
     SubsetSelectionConfig,
     search_subsets,
+    select_per_topic,
     subset_accuracy,
 )
 from prefcraft.programs.sensejudge import SelectedJudge
 
 
-def brute_force(votes: list[list[str | None]], gold: list[str], penalize: bool = False):
-    """The reference's scoring, written out: every subset, majority of cast votes, ties to the first response."""
+def reference_right(cast: list[str | None], label: str) -> bool:
+    """The reference's row vote (analysis.py), written out: each vote is right (1) or not (0, an unparseable one
+    included); right when most are, and a tie goes to the first response."""
+    ones = sum(vote == label for vote in cast)
+    return label == "First" if 2 * ones == len(cast) else 2 * ones > len(cast)
+
+
+def abstaining_right(cast: list[str | None], label: str) -> bool:
+    """Failed calls left out: the majority of the cast votes, a tie to the first response, none cast: wrong."""
+    cast = [vote for vote in cast if vote is not None]
+    firsts = sum(vote == "First" for vote in cast)
+    return bool(cast) and ("First" if 2 * firsts >= len(cast) else "Second") == label
+
+
+def brute_force(votes: list[list[str | None]], gold: list[str], penalize: bool = False, unparseable: str = "against"):
+    """The reference's subset scoring, written out: every subset, its row vote on every judgment."""
+    right_under = reference_right if unparseable == "against" else abstaining_right
     scored = []
     for size in range(1, len(votes) + 1):
         for subset in itertools.combinations(range(len(votes)), size):
             right = {"First": 0, "Second": 0}
             for judgment, label in enumerate(gold):
-                cast = [votes[d][judgment] for d in subset if votes[d][judgment] is not None]
-                firsts = sum(vote == "First" for vote in cast)
-                decision = None if not cast else "First" if 2 * firsts >= len(cast) else "Second"
-                right[label] += decision == label
+                right[label] += right_under([votes[d][judgment] for d in subset], label)
             score = right["First"] + right["Second"] - (abs(right["First"] - right["Second"]) if penalize else 0)
             scored.append((subset, score))
     best = max(score for _, score in scored)
@@ -38,13 +53,15 @@ def random_votes(rng: random.Random, descriptions: int, judgments: int):
     return votes, gold
 
 
+@pytest.mark.parametrize("unparseable", ["against", "abstain"])
 @pytest.mark.parametrize("penalize", [False, True])
-def test_exhaustive_search_matches_brute_force_on_hand_made_votes(penalize):
+def test_exhaustive_search_matches_brute_force_on_hand_made_votes(penalize, unparseable):
     rng = random.Random(7)
     for _ in range(40):
         votes, gold = random_votes(rng, rng.randint(1, 7), rng.randint(2, 12))
-        search = search_subsets(encode_votes(votes), encode_votes([gold])[0], penalize_order_imbalance=penalize)
-        tied, best = brute_force(votes, gold, penalize)
+        search = search_subsets(encode_votes(votes), encode_votes([gold])[0], penalize_order_imbalance=penalize,
+                                unparseable=unparseable)
+        tied, best = brute_force(votes, gold, penalize, unparseable)
         assert search.strategy == "exhaustive"
         assert search.tied_best == tied
         assert search.score == best
@@ -143,23 +160,44 @@ def test_compile_selects_on_the_votes_and_returns_a_new_program():
     assert [judge.calls for judge in judges] == [8, 8, 8, 8]  # every judgment once: the search makes no calls
 
 
-def test_selection_stops_once_a_subset_is_right_on_every_judgment():
-    judges = [judge_of({"c0"}), judge_of({"c0", "c1", "c2", "c3"}), judge_of({"c1"}), judge_of({"c2"})]
+def test_every_description_is_judged_unless_early_stopping_is_asked_for():
+    def judges():
+        return [judge_of({"c0"}), judge_of({"c0", "c1", "c2", "c3"}), judge_of({"c1"}), judge_of({"c2"})]
+
+    every = judges()
     compiled = SubsetSelection(SubsetSelectionConfig(num_threads=2, display_progress=False)).compile(
-        student_of(judges), trainset=examples(4))
+        student_of(every), trainset=examples(4))
+    assert compiled.selection.selected == [1] and not compiled.selection.stopped_early
+    assert [judge.calls for judge in every] == [8, 8, 8, 8]
+
+    stopping = judges()
+    config = SubsetSelectionConfig(num_threads=2, display_progress=False, stop_when_perfect=True)
+    compiled = SubsetSelection(config).compile(student_of(stopping), trainset=examples(4))
     assert compiled.selection.selected == [1]
     assert compiled.selection.stopped_early and compiled.selection.judged_descriptions == 2
-    assert [judge.calls for judge in judges] == [8, 8, 0, 0]
+    assert [judge.calls for judge in stopping] == [8, 8, 0, 0]
 
 
-def test_failed_calls_are_no_votes_and_counted():
-    flaky = judge_of({"c0", "c1", "c2", "c3"}, failing=frozenset({"c0", "r0"}))
+def test_failed_calls_count_against_the_chosen_response_or_abstain():
+    def students():
+        flaky = judge_of({"c0", "c1", "c2", "c3"}, failing=frozenset({"c0", "r0"}))
+        return student_of([flaky, judge_of({"c0"})])
+
     compiled = SubsetSelection(SubsetSelectionConfig(num_threads=1, display_progress=False)).compile(
-        student_of([flaky, judge_of(set())]), trainset=examples(4))
+        students(), trainset=examples(4))
     record = compiled.selection
-    assert record.failed_calls == 2
-    assert record.votes[0][:2] == [None, None]
-    assert record.accuracy == 0.75  # the flaky judge's two unanswered judgments are wrong, not guessed
+    assert record.failed_calls == 2 and record.votes[0][:2] == [None, None]
+    # Alone, the flaky judge is right on 6 of 8. With the second judge, on the c0 pair a failed vote against the
+    # chosen response ties with a right one (right only when the chosen response is first); the other pairs split
+    # (right only when the chosen response is first): 1 + 3 of 8. Abstaining, the c0 pair's one cast vote is right
+    # in both orders: 2 + 3 of 8.
+    assert record.selected == [0] and record.accuracy == 0.75 and compiled.unparseable_vote == "against"
+    votes, gold = encode_votes(record.votes), encode_votes([[example.preference for example in examples(4)]])[0]
+    assert subset_accuracy(votes, gold, [(0, 1)]).tolist() == [0.5]
+    assert subset_accuracy(votes, gold, [(0, 1)], unparseable="abstain").tolist() == [0.625]
+
+    config = SubsetSelectionConfig(num_threads=1, display_progress=False, unparseable_vote="abstain")
+    assert SubsetSelection(config).compile(students(), trainset=examples(4)).unparseable_vote == "abstain"
 
 
 def test_valset_is_used_when_given():
@@ -171,3 +209,23 @@ def test_valset_is_used_when_given():
 def test_needs_examples_and_descriptions():
     with pytest.raises(ValueError, match="at least one description"):
         SubsetSelection().compile(SelectedJudge(), trainset=examples(1))
+
+
+def pair(topic: str, number: int) -> PreferencePair:
+    return PreferencePair(user_id="annotator", split="train",
+                          context=(Message(role="user", content=f"{topic} {number}"),),
+                          chosen=Message(role="assistant", content="Short."),
+                          rejected=Message(role="assistant", content="Long " * 5))
+
+
+def test_each_topic_is_described_and_selected_on_its_own_dev_pairs():
+    dev = {"Math": [pair("Math", 0), pair("Math", 1)], "Code": [pair("Code", 0)]}
+    # Math: two pair descriptions and the aggregate, then 4 descriptions x 4 judgments; Code: 1 + 1, then 3 x 2.
+    answers = [{"preference": f"Math {i}."} for i in range(3)] + [{"analysis": "a", "decision": "Response A"}] * 16
+    answers += [{"preference": f"Code {i}."} for i in range(2)] + [{"analysis": "a", "decision": "Response A"}] * 6
+    with dspy.context(lm=DummyLM(answers)):
+        selections = select_per_topic(dev, config=SubsetSelectionConfig(num_threads=1, display_progress=False))
+    assert list(selections) == ["Math", "Code"]
+    assert selections["Math"].descriptions == ["", "Math 0.", "Math 1.", "Math 2."]
+    assert selections["Code"].descriptions == ["", "Code 0.", "Code 1."]
+    assert selections["Math"].judge.selection.examples == 4 and selections["Code"].judge.selection.examples == 2

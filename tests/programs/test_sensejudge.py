@@ -4,7 +4,7 @@ from dspy.utils import DummyLM
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
-from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge, description_judge
+from prefcraft.programs.sensejudge import DescriptionJudge, PreferenceExtractor, SelectedJudge, description_judge
 
 PAIRS = [{"conversation": f"[user]: question {i}", "chosen_response": "Short.", "rejected_response": "Long " * 20}
          for i in range(3)]
@@ -47,34 +47,50 @@ def judge_of(*answers) -> SelectedJudge:
     return judge
 
 
-def test_selected_judge_votes_abstains_on_failures_and_breaks_ties_to_the_first_response():
+def test_selected_judge_votes_counts_failures_against_the_chosen_response_and_breaks_ties_to_the_first():
     assert judge_of("Second", "Second", "First")(**INPUTS).preference == "Second"
     assert judge_of("Second", "First")(**INPUTS).preference == "First"
     prediction = judge_of("Second", None, "Second")(**INPUTS)
     assert prediction.preference == "Second" and prediction.votes == ["Second", None, "Second"]
+    assert judge_of("Second", None)(**INPUTS).preference is None  # wrong whichever response was chosen
+    abstaining = judge_of("Second", None)
+    abstaining.unparseable_vote = "abstain"
+    assert abstaining(**INPUTS).preference == "Second"
     with pytest.raises(RuntimeError, match="hiccup"):
         judge_of(None, None)(**INPUTS)
     with pytest.raises(ValueError, match="no descriptions"):
         SelectedJudge()(**INPUTS)
 
 
-def test_description_conditions_the_judge_and_the_empty_one_is_the_default_judge():
-    assert "Likes lists." in description_judge("Likes lists.").judge.predict.signature.instructions
-    assert "personalized reward model" not in description_judge("").judge.predict.signature.instructions
+def test_description_is_the_preferences_block_and_the_empty_one_leaves_it_empty():
+    instructions = description_judge("Likes lists.").judge.signature.instructions
+    assert instructions.endswith("===\nLikes lists.\n===")
+    assert "score each of the two responses" in instructions
+    assert description_judge("").judge.signature.instructions.endswith("===\n\n===")
+
+
+def test_description_judge_scores_then_decides_and_answers_in_positions():
+    lm = DummyLM([{"analysis": "A: 2/5, B: 4/5.", "decision": "Response B"}])
+    with dspy.context(lm=lm):
+        prediction = DescriptionJudge("Likes greetings.")(**INPUTS)
+    assert prediction.preference == "Second" and prediction.analysis == "A: 2/5, B: 4/5."
+    prompt = lm.history[-1]["messages"][-1]["content"]
+    assert "[user]: hi" in prompt and "Hello!" in prompt and "Greetings, friend." in prompt
 
 
 def test_compiled_json_round_trip_loads_with_one_call_and_sends_the_same_prompts(tmp_path):
-    judge = SelectedJudge(["", "Likes short answers.", "Writes in Chinese."])
+    judge = SelectedJudge(["", "Likes short answers.", "Writes in Chinese."], unparseable_vote="abstain")
     path = save_compiled(judge, tmp_path / "sensejudge.json", program_name="sensejudge", selected=[0, 2, 5])
     loaded = SelectedJudge()
     metadata = load_compiled(loaded, path, program_name="sensejudge")
     assert metadata["selected"] == [0, 2, 5]
-    assert len(loaded.judges) == 3
+    assert len(loaded.judges) == 3 and loaded.unparseable_vote == "abstain"
     adapter = SchemaAdapter()
+    inputs = {"query": "[user]: hi", "response_a": "Hello!", "response_b": "Greetings, friend."}
     for original, restored in zip(judge.judges, loaded.judges, strict=True):
-        signature, restored_signature = original.judge.predict.signature, restored.judge.predict.signature
-        assert adapter.format(restored_signature, [], INPUTS) == adapter.format(signature, [], INPUTS)
-    lm = DummyLM([{"reasoning": "short", "preference": "Second"}] * 3)
+        signature, restored_signature = original.judge.signature, restored.judge.signature
+        assert adapter.format(restored_signature, [], inputs) == adapter.format(signature, [], inputs)
+    lm = DummyLM([{"analysis": "short", "decision": "Response B"}] * 3)
     with dspy.context(lm=lm):
         assert loaded(**INPUTS).preference == "Second"
     assert len(lm.history) == 3
