@@ -17,9 +17,11 @@ from pathlib import Path
 import dspy
 
 from prefcraft.components.cupid.evaluation import RUNS, CupidData, select_instances
+from prefcraft.components.cupid.report import format_compile
+from prefcraft.components.cupid.results import CupidCompileOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
+from prefcraft.optimizers.compile_selection import keep_if_better
 from prefcraft.optimizers.cupid import PROGRAM_NAME, InferenceGrader, compile_inferrer
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
@@ -39,14 +41,7 @@ class CompileJob:
     output_dir: Path = RUNS
 
 
-@dataclass(frozen=True)
-class CupidCompileOutcome(CompileOutcome):
-    variant: str
-
-
 def run_cupid_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CupidCompileOutcome:
-    from prefcraft.components.cupid.report import format_compile
-
     train, _ = select_instances(job.data, "train")
     val, _ = select_instances(job.data, "val")
     if not train or not val:

@@ -35,15 +35,21 @@ from prefcraft.components.cupid.data import (
 from prefcraft.components.cupid.metrics import (
     ChecklistMatch,
     MatchReport,
-    ResponseScores,
     judge_score,
     match_report,
     response_scores,
 )
+from prefcraft.components.cupid.report import format_evaluation
+from prefcraft.components.cupid.results import (
+    EvaluationOutcome,
+    InferenceOutcome,
+    InstanceResult,
+    ResponseOutcome,
+    ResponseResult,
+)
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic
-from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
@@ -90,74 +96,8 @@ class EvaluationJob:
     output_dir: Path = RUNS
 
 
-@dataclass
-class InstanceResult:
-    instance_id: str
-    instance_type: str
-    preference: str | None
-    used_sessions: list[int] | None
-    checklist: list[str] | None
-    predicted_coverage: list[float]
-    true_coverage: list[float]
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    """None where the instance is left out of the scores."""
-    missing_labels: int
-    failed: str | None
-    """None, or the step that failed: "inference" or "decomposition" (both left out of the scores), or "matching"
-    (scored with every item Not covered)."""
-
-
-@dataclass
-class InferenceOutcome:
-    name: str
-    overall: MatchReport
-    by_type: dict[str, MatchReport]
-    results: list[InstanceResult]
-    costs: dict[str, StepCost]
-
-
-@dataclass
-class ResponseResult:
-    instance_id: str
-    method: str
-    response: str | None
-    score: float | None
-    """The judge's 1-10 as read by `judge_score` (0 when unparseable or when judging failed), or None when
-    generation failed."""
-    failed: str | None = None
-    """None, or what failed: "generation", "judging" or "unparseable score"."""
-
-
-@dataclass
-class ResponseOutcome:
-    method: str
-    scores: ResponseScores
-    """Mean judge score (1-10) with its interval, and the failures counted as the reference counts them."""
-    results: list[ResponseResult]
-    costs: dict[str, StepCost]
-
-    @property
-    def score(self) -> Estimate:
-        return self.scores.score
-
-
-@dataclass
-class EvaluationOutcome:
-    data: str
-    instances: int
-    skipped: int
-    split: str
-    inference: list[InferenceOutcome]
-    responses: list[ResponseOutcome]
-    results_dir: Path
-
-
 def run_cupid_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
     """Load the data, bring the models up and evaluate; prints the summary table."""
-    from prefcraft.components.cupid.report import format_evaluation
-
     instances, skipped = select_instances(job.data, job.split)
     with model_session(settings) as session:
         start_tracking(session)
@@ -253,7 +193,6 @@ def respond_and_judge(
                      "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
         log_json([asdict(result) for result in results], f"responses-{method}.json")
     return outcome
-
 
 
 def _grade(

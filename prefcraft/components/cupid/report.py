@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
+from prefcraft.components.cupid.results import CupidCompileOutcome, EvaluationOutcome
+from prefcraft.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 from prefcraft.report import format_verdict
-
-if TYPE_CHECKING:
-    from prefcraft.components.cupid.compilation import CupidCompileOutcome
-    from prefcraft.components.cupid.evaluation import EvaluationOutcome
-    from prefcraft.evaluation import StepCost
 
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 

@@ -18,6 +18,7 @@ import dspy
 
 from prefcraft.components.lampqa.data import SUFFIXES
 from prefcraft.components.lampqa.evaluation import RUNS, LampQAData, RetrievalConfig
+from prefcraft.components.lampqa.report import format_compile
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
@@ -43,8 +44,6 @@ class CompileJob:
 
 
 def run_lampqa_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
-    from prefcraft.components.lampqa.report import format_compile
-
     if Path(job.data.source).suffix in SUFFIXES:
         raise ConfigError("compiling needs the train and validation splits, not one file",
                           "pass a folder laid out as <config>/<split>.jsonl, or the hub dataset's name")

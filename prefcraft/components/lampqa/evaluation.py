@@ -20,17 +20,18 @@ import dspy
 
 from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS, LampQAQuestion, LoadedQuestions, load_questions
 from prefcraft.components.lampqa.metrics import (
-    MethodReport,
     QuestionResult,
     method_report,
     question_score,
     relative_gain,
 )
+from prefcraft.components.lampqa.report import format_evaluation
+from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.lm import check_reachable
-from prefcraft.metrics.stats import Estimate, bootstrap_mean
+from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (
@@ -50,7 +51,6 @@ from prefcraft.tracking import data_digest, log_json, log_metrics, model_params,
 logger = logging.getLogger(__name__)
 
 RUNS = Path("runs/lampqa")
-BASELINE = "none"
 METHODS = ("none", "rag", "planpers")
 COMPILED_METHOD = "planpers_compiled"
 JUDGE_INPUTS = ("question", "details", "response", "aspects")
@@ -110,29 +110,7 @@ class EvaluationJob:
     output_dir: Path = RUNS
 
 
-@dataclass
-class MethodOutcome:
-    name: str
-    report: MethodReport
-    results: list[QuestionResult]
-    predictions: list[dspy.Prediction | None]
-    cost: dict[str, StepCost]
-    coverage: Estimate | None = None
-    gain: float = float("nan")
-
-
-@dataclass
-class EvaluationOutcome:
-    split: str
-    questions: int
-    skipped_posts: int
-    methods: dict[str, MethodOutcome]
-    compiled: Path | None
-
-
 def run_lampqa_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
-    from prefcraft.components.lampqa.report import format_evaluation
-
     loaded = job.data.load(job.split)
     profile = settings.small_model_profile()
     programs, compiled = method_programs(job, settings.task.model, profile.post_chars if profile else None)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from prefcraft.components.lampqa.compilation import CompileOutcome
-from prefcraft.components.lampqa.evaluation import BASELINE, EvaluationOutcome
+from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome
 from prefcraft.metrics.stats import Estimate
+from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.report import format_verdict
 
 METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "planpers": "PlanPers",

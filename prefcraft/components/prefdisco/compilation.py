@@ -17,6 +17,7 @@ from pathlib import Path
 
 from prefcraft.components.prefdisco.data import Scenario
 from prefcraft.components.prefdisco.evaluation import RUNS, PrefDiscoData, select_scenarios, simulated_users
+from prefcraft.components.prefdisco.report import format_compile
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
@@ -30,7 +31,6 @@ from prefcraft.tracking import data_digest, logged_usage, model_params, start_tr
 logger = logging.getLogger(__name__)
 
 
-
 @dataclass
 class CompileJob:
     output: Path
@@ -41,8 +41,6 @@ class CompileJob:
 
 
 def run_prefdisco_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
-    from prefcraft.components.prefdisco.report import format_compile
-
     train, val = select_scenarios(job.data, "train"), select_scenarios(job.data, "val")
     if not train or not val:
         raise ConfigError("compiling needs train and validation scenarios", "check --val-share / --test-share")

@@ -22,23 +22,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import dspy
 
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
 from prefcraft.components.prefdisco.metrics import (
     ConditionScores,
-    NormAlignSummary,
     missing_grades,
     negative_count,
     norm_align,
     summarize_norm_align,
 )
+from prefcraft.components.prefdisco.report import format_evaluation
+from prefcraft.components.prefdisco.results import ConditionResult, ConditionSummary, EvaluationOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
-from prefcraft.metrics.stats import Estimate, bootstrap_mean
+from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example, grade_pref_align, grading_example
 from prefcraft.programs.prefdisco import (
@@ -84,50 +84,6 @@ class EvaluationJob:
     output_dir: Path = RUNS
 
 
-@dataclass
-class ConditionResult:
-    scenario_id: str
-    task: str
-    condition: str
-    response: str | None
-    final_answer: str | None
-    turns: list[dict[str, str]]
-    estimated_preferences: list[dict[str, Any]]
-    hidden_profile: str
-    grades: list[int | None] | None
-    """One per criterion; None for a criterion the grader gave no grade (counted as 1 in PrefAlign)."""
-    correct: bool | None
-    pref_align: float | None
-    failed: str | None
-    """None, or the step that failed: "generation" or "grading"."""
-    missing_grades: int = 0
-
-
-@dataclass
-class ConditionSummary:
-    task: str
-    condition: str
-    pref_align: Estimate
-    accuracy: Estimate
-    questions: float
-    """Questions asked per dialogue, over the dialogues that were generated (NaN when none was)."""
-    failures: int
-    missing_grades: int
-    """Criteria without a grade in the scored responses, each counted as 1 in PrefAlign."""
-    norm_align: NormAlignSummary | None
-    negative_tasks: tuple[int, int] | None = None
-    """Over all tasks (the "all" row): (tasks whose NormAlign of means is negative, tasks where it is defined)."""
-
-
-@dataclass
-class EvaluationOutcome:
-    scenarios: int
-    split: str
-    summaries: list[ConditionSummary]
-    costs: dict[str, dict[str, StepCost]]
-    results_path: Path
-
-
 def select_scenarios(data: PrefDiscoData, split: str) -> list[Scenario]:
     """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task and `max_scenarios` in all."""
     if split not in SPLITS:
@@ -156,8 +112,6 @@ def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) 
 
 
 def run_prefdisco_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
-    from prefcraft.components.prefdisco.report import format_evaluation
-
     scenarios = select_scenarios(job.data, job.split)
     if not scenarios:
         raise ConfigError(f"no scenarios in split '{job.split}' of {job.data.source}")

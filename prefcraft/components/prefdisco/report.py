@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
+from prefcraft.components.prefdisco.results import EvaluationOutcome
 from prefcraft.metrics.stats import Estimate
+from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.report import format_verdict
-
-if TYPE_CHECKING:
-    from prefcraft.components.prefdisco.compilation import CompileOutcome
-    from prefcraft.components.prefdisco.evaluation import EvaluationOutcome
 
 SYNTHETIC_NOTE = ("PrefAlign is on 1-5 (Σ weight x rubric grade / Σ weight; a missing grade counts as 1). NormAlign = "
                   "100 x (discovery - baseline) / (oracle - baseline): the paper's (Table 2) on the conditions' mean "

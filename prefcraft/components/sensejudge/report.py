@@ -2,13 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from prefcraft.components.sensejudge.results import EvaluationOutcome, JudgeRow, SelectionOutcome, SimulationSummary
 from prefcraft.usage import LMUsage
-
-if TYPE_CHECKING:
-    from prefcraft.components.sensejudge.simulation import SimulationSummary
-    from prefcraft.components.sensejudge.steps import EvaluationOutcome, JudgeRow, SelectionOutcome
 
 SIMULATED_NOTE = "The labels are SIMULATED: an LLM annotator given a persona chose them, not a person."
 

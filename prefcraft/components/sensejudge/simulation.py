@@ -18,13 +18,14 @@ from __future__ import annotations
 import itertools
 import logging
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import dspy
 
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.components.sensejudge.data import Dialogue, load_dialogues
+from prefcraft.components.sensejudge.results import SimulationSummary
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
@@ -33,7 +34,7 @@ from prefcraft.programs.responder import Responder
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, tracked_run
-from prefcraft.usage import LMUsage, metered
+from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
 
@@ -65,20 +66,6 @@ class SimulationConfig:
     max_response_chars: int = 600
     response_temperature: float = 0.7
     seed: int = 0
-
-
-@dataclass
-class SimulationSummary:
-    path: Path
-    dev_pairs: int
-    test_pairs: int
-    dialogues: list[int]
-    """File positions of the dialogues used, dev ones first."""
-    replaced_dialogues: int = 0
-    failed_responses: int = 0
-    failed_labels: int = 0
-    identical_pairs: int = 0
-    usage: dict[str, LMUsage] = field(default_factory=lambda: {"responses": LMUsage(), "labels": LMUsage()})
 
 
 def sample_dialogues(source: Path, config: SimulationConfig) -> list[Dialogue]:

@@ -19,9 +19,16 @@ from typing import Literal
 
 import dspy
 
+from prefcraft.components.sensejudge.report import format_evaluation, format_selection, format_simulation
+from prefcraft.components.sensejudge.results import (
+    EvaluationOutcome,
+    JudgeRow,
+    RankingOutcome,
+    SelectionOutcome,
+    SimulationSummary,
+)
 from prefcraft.components.sensejudge.simulation import (
     SimulationConfig,
-    SimulationSummary,
     load_pair_annotations,
     sample_dialogues,
     simulate_pairs,
@@ -41,17 +48,15 @@ from prefcraft.loaders.personal_reward_bench import (
     pair_id,
 )
 from prefcraft.metrics.majority_vote import NO_VOTE, decode_vote, encode_votes
-from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
+from prefcraft.metrics.pairwise import Judgment, pairwise_report
 from prefcraft.metrics.position_bias import first_position_share
 from prefcraft.metrics.ranking import (
     Comparison,
-    RankCorrelation,
     bradley_terry,
     rank_correlation,
     ranking_scores,
     win_rates,
 )
-from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
 from prefcraft.optimizers.sensejudge import (
     SubsetSelection,
@@ -64,7 +69,7 @@ from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge, de
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import LMUsage, metered
+from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
 
@@ -88,50 +93,10 @@ class SenseJudgeJob:
     reference_ranking: list[str] | None = None
 
 
-@dataclass
-class SelectionOutcome:
-    path: Path
-    descriptions: list[str]
-    record: SubsetSelectionRecord
-    usage: dict[str, LMUsage]
-
-
-@dataclass
-class JudgeRow:
-    """One judge's test results: a single description, or the selected subset's majority vote."""
-
-    name: str
-    report: PairwiseReport
-    first_position: Estimate
-
-
-@dataclass
-class RankingOutcome:
-    judge_wins: dict[str, float]
-    judge_bradley_terry: dict[str, float]
-    reference: dict[str, float]
-    reference_source: str
-    by_wins: RankCorrelation
-    by_bradley_terry: RankCorrelation
-
-
-@dataclass
-class EvaluationOutcome:
-    rows: list[JudgeRow]
-    selected: JudgeRow
-    tied_best_accuracy: float
-    tied_best_subsets: int
-    ranking: RankingOutcome
-    labels: str
-    usage: dict[str, LMUsage]
-
-
 def run_sensejudge(
     settings: Settings, job: SenseJudgeJob, steps: Sequence[Step], emit: Callable[[str], None]
 ) -> dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome]:
     """Run `steps` in order on one model session (one server for all of them); returns each step's outcome."""
-    from prefcraft.components.sensejudge.report import format_evaluation, format_selection, format_simulation
-
     if "simulate" in steps:
         if job.dialogues is None:
             raise ConfigError("simulate needs the SenseBench dialogues", "pass --dialogues PATH")

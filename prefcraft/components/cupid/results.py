@@ -1,0 +1,80 @@
+"""What CUPID's steps return: per-instance and per-response results, and the outcomes the report formats."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefcraft.components.cupid.metrics import MatchReport, ResponseScores
+from prefcraft.evaluation import StepCost
+from prefcraft.metrics.stats import Estimate
+from prefcraft.optimizers.compile_selection import CompileOutcome
+
+
+@dataclass
+class InstanceResult:
+    instance_id: str
+    instance_type: str
+    preference: str | None
+    used_sessions: list[int] | None
+    checklist: list[str] | None
+    predicted_coverage: list[float]
+    true_coverage: list[float]
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    """None where the instance is left out of the scores."""
+    missing_labels: int
+    failed: str | None
+    """None, or the step that failed: "inference" or "decomposition" (both left out of the scores), or "matching"
+    (scored with every item Not covered)."""
+
+
+@dataclass
+class InferenceOutcome:
+    name: str
+    overall: MatchReport
+    by_type: dict[str, MatchReport]
+    results: list[InstanceResult]
+    costs: dict[str, StepCost]
+
+
+@dataclass
+class ResponseResult:
+    instance_id: str
+    method: str
+    response: str | None
+    score: float | None
+    """The judge's 1-10 as read by `judge_score` (0 when unparseable or when judging failed), or None when
+    generation failed."""
+    failed: str | None = None
+    """None, or what failed: "generation", "judging" or "unparseable score"."""
+
+
+@dataclass
+class ResponseOutcome:
+    method: str
+    scores: ResponseScores
+    """Mean judge score (1-10) with its interval, and the failures counted as the reference counts them."""
+    results: list[ResponseResult]
+    costs: dict[str, StepCost]
+
+    @property
+    def score(self) -> Estimate:
+        return self.scores.score
+
+
+@dataclass
+class EvaluationOutcome:
+    data: str
+    instances: int
+    skipped: int
+    split: str
+    inference: list[InferenceOutcome]
+    responses: list[ResponseOutcome]
+    results_dir: Path
+
+
+@dataclass(frozen=True)
+class CupidCompileOutcome(CompileOutcome):
+    variant: str

@@ -1,0 +1,35 @@
+"""What `prefcraft lampqa evaluate` returns: each method's scores, results and cost, for the report and the caller."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import dspy
+
+from prefcraft.components.lampqa.metrics import MethodReport, QuestionResult
+from prefcraft.evaluation import StepCost
+from prefcraft.metrics.stats import Estimate
+
+BASELINE = "none"
+
+
+@dataclass
+class MethodOutcome:
+    name: str
+    report: MethodReport
+    results: list[QuestionResult]
+    predictions: list[dspy.Prediction | None]
+    cost: dict[str, StepCost]
+    coverage: Estimate | None = None
+    gain: float = float("nan")
+    """The overall score's relative gain over the `BASELINE` method's (NaN when that method did not run or scored 0)."""
+
+
+@dataclass
+class EvaluationOutcome:
+    split: str
+    questions: int
+    skipped_posts: int
+    methods: dict[str, MethodOutcome]
+    compiled: Path | None

@@ -1,0 +1,55 @@
+"""What `prefcraft prefdisco evaluate` returns: each response's result, each condition's summary, and the outcome."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prefcraft.components.prefdisco.metrics import NormAlignSummary
+from prefcraft.evaluation import StepCost
+from prefcraft.metrics.stats import Estimate
+
+
+@dataclass
+class ConditionResult:
+    scenario_id: str
+    task: str
+    condition: str
+    response: str | None
+    final_answer: str | None
+    turns: list[dict[str, str]]
+    estimated_preferences: list[dict[str, Any]]
+    hidden_profile: str
+    grades: list[int | None] | None
+    """One per criterion; None for a criterion the grader gave no grade (counted as 1 in PrefAlign)."""
+    correct: bool | None
+    pref_align: float | None
+    failed: str | None
+    """None, or the step that failed: "generation" or "grading"."""
+    missing_grades: int = 0
+
+
+@dataclass
+class ConditionSummary:
+    task: str
+    condition: str
+    pref_align: Estimate
+    accuracy: Estimate
+    questions: float
+    """Questions asked per dialogue, over the dialogues that were generated (NaN when none was)."""
+    failures: int
+    missing_grades: int
+    """Criteria without a grade in the scored responses, each counted as 1 in PrefAlign."""
+    norm_align: NormAlignSummary | None
+    negative_tasks: tuple[int, int] | None = None
+    """Over all tasks (the "all" row): (tasks whose NormAlign of means is negative, tasks where it is defined)."""
+
+
+@dataclass
+class EvaluationOutcome:
+    scenarios: int
+    split: str
+    summaries: list[ConditionSummary]
+    costs: dict[str, dict[str, StepCost]]
+    results_path: Path
