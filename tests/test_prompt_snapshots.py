@@ -68,7 +68,7 @@ from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, UserSimulator
 from prefcraft.programs.prefdisco import Responder as PrefDiscoResponder
 from prefcraft.programs.responder import Responder
-from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
+from prefcraft.programs.sensejudge import DescriptionJudge, PreferenceExtractor, SelectedJudge
 from prefcraft.settings import ModelSettings, SmallModelProfile
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -222,7 +222,7 @@ def run_extractor(profile: SmallModelProfile | None):
     return PreferenceExtractor()(pairs=pairs)
 
 
-@case("sensejudge", "selected_judge", SelectedJudge, PreferenceJudge)
+@case("sensejudge", "selected_judge", SelectedJudge, DescriptionJudge)
 def run_selected_judge(profile: SmallModelProfile | None):
     """The majority vote of three description-conditioned judges (the empty description and two written ones)."""
     judge = SelectedJudge(["", "Prefers short, direct answers.", "Values step-by-step structure and examples."])

@@ -52,6 +52,8 @@ def bradley_terry(
     """Bradley-Terry log strengths (mean 0) of every model that took part in a decided comparison."""
     decided = [comparison for comparison in comparisons if comparison.winner is not None]
     models = sorted({model for comparison in decided for model in (comparison.first, comparison.second)})
+    if not models:
+        return {}
     index = {model: i for i, model in enumerate(models)}
     wins = np.zeros((len(models), len(models)))
     for comparison in decided:

@@ -41,7 +41,8 @@ def write_dialogues(tmp_path, count=4):
 def scripted(monkeypatch):
     """No server and no MLflow; every call answers from one long script (JSON, as the schema adapter asks), so every
     response differs."""
-    lm = DummyLM([{"response": f"Answer {i}.", "reasoning": "r", "preference": "First" if i % 3 else "Second"}
+    lm = DummyLM([{"response": f"Answer {i}.", "reasoning": "r", "preference": "First" if i % 3 else "Second",
+                   "analysis": "a", "decision": "Response A" if i % 3 else "Response B"}
                   for i in range(2000)], adapter=dspy.JSONAdapter())
     offline(monkeypatch, lm)
     return lm
