@@ -41,7 +41,6 @@ from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     PreferencePair,
     UserPairs,
-    format_conversation,
     group_by_user,
     judge_set,
     load_pairs,
@@ -63,6 +62,7 @@ from prefcraft.optimizers.sensejudge import (
     SubsetSelectionConfig,
     SubsetSelectionRecord,
     collect_votes,
+    extraction_input,
     subset_accuracy,
 )
 from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge, description_judge
@@ -129,7 +129,7 @@ def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutco
               **model_params(session)}
     with tracked_run("sensejudge-select", params), lm_context(session, "task"):
         with metered() as extraction:
-            extracted = PreferenceExtractor(job.max_pair_descriptions)(pairs=[_extraction_input(p) for p in dev])
+            extracted = PreferenceExtractor(job.max_pair_descriptions)(pairs=[extraction_input(p) for p in dev])
         descriptions = list(extracted.descriptions)
         with metered() as selection:
             compiled = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(dev))
@@ -186,7 +186,8 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
         gold = encode_votes([[example.preference for example in examples]])[0]
         ranking = _rank(annotator.test, judgments, annotations, job.reference_ranking)
         outcome = EvaluationOutcome(
-            rows=rows, selected=selected, tied_best_accuracy=float(subset_accuracy(votes, gold, tied_best).mean()),
+            rows=rows, selected=selected, tied_best_accuracy=float(subset_accuracy(
+                votes, gold, tied_best, metadata["optimizer"].get("unparseable_vote", "against")).mean()),
             tied_best_subsets=len(tied_best), ranking=ranking,
             labels=", ".join(sorted({annotations[pair_id(pair)][2] for pair in annotator.test})),
             usage={"every_description": every_description.usage, "selected_judge": selected_judge.usage},
@@ -207,11 +208,6 @@ def _annotator(path: Path, wanted: str | None) -> UserPairs:
     if len(users) > 1:
         raise ConfigError(f"{path} holds the pairs of {len(users)} annotators", "choose one with --annotator")
     return next(iter(users.values()))
-
-
-def _extraction_input(pair: PreferencePair) -> dict[str, str]:
-    return {"conversation": format_conversation(pair.context), "chosen_response": pair.chosen.content,
-            "rejected_response": pair.rejected.content}
 
 
 def _settings_of(config: SubsetSelectionConfig) -> dict[str, object]:
