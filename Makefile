@@ -22,7 +22,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 bench-structured: $(STAMP)
-	$(BIN)/python benchmarks/structured_outputs.py
+	$(BIN)/python benchmarks/structured_outputs.py $(if $(wildcard $(SENSEBENCH)),--sensebench $(SENSEBENCH))
 
 bench-fit: $(STAMP)
 	$(BIN)/python benchmarks/fit_cost.py

@@ -15,11 +15,11 @@ bootstrap's cost is counted in both;
 - wall time to judge a fixed set of pairs in both orders with 1, 2, 4 and 8 threads.
 
 Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--thread-counts 1 2 4 8]
+    [--api-base URL]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import shutil
@@ -29,11 +29,11 @@ from dataclasses import asdict
 from pathlib import Path
 
 import dspy
+from harness import configure_logging, make_parser, model_endpoint, write_result
 
-from prefcraft.backends import managed_server
 from prefcraft.backends.metrics import metered_prompt_cache
-from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.synthesizeme.fit import default_persona_prompt, load_persona_synthesizer
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.evaluation import judge_pairs
 from prefcraft.lm import build_adapter, build_lm, use_disk_cache
 from prefcraft.loaders.personal_reward_bench import group_by_user, judge_set, load_pairs, train_val_split
@@ -147,34 +147,29 @@ def _rate(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser(__doc__, "fit_cost.json", timeout_s=300.0)
     parser.add_argument("--users", type=int, default=4, help="how many sample users to fit")
     parser.add_argument("--subsets", type=int, default=10)
     parser.add_argument("--demo-candidates", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=4, help="threads for the fits")
     parser.add_argument("--searches", nargs="+", default=["halving", "exhaustive"], choices=["halving", "exhaustive"])
     parser.add_argument("--thread-counts", type=int, nargs="*", default=[1, 2, 4, 8], help="none: skip")
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
     parser.add_argument("--slots", type=int, default=4, help="the embedded server's parallel slots")
-    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/fit_cost.json"))
     parser.add_argument("--resume", action="store_true",
                         help="keep the users --output already holds for every search, fit the others")
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    for noisy in ("LiteLLM", "httpx", "dspy"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    configure_logging("dspy")
 
     all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
     users = all_users[: args.users]
-    server_settings = ServerSettings(log_dir=Path(tempfile.mkdtemp()), slots=args.slots)
-    with managed_server(server_settings) as server:
-        model = ModelSettings(api_base=server.base_url, max_tokens=256)
-        fits: dict[str, list[dict]] = {search: [] for search in args.searches}
-        if args.resume and args.output.exists():
-            fits = json.loads(args.output.read_text(encoding="utf-8"))["fits"]
-        done = set.intersection(*({row["user"] for row in fits.get(search, [])} for search in args.searches))
-        fits = {search: [row for row in fits.get(search, []) if row["user"] in done] for search in args.searches}
-        threads: list[dict] = []
+    fits: dict[str, list[dict]] = {search: [] for search in args.searches}
+    if args.resume and args.output.exists():
+        fits = json.loads(args.output.read_text(encoding="utf-8"))["fits"]
+    done = set.intersection(*({row["user"] for row in fits.get(search, [])} for search in args.searches))
+    fits = {search: [row for row in fits.get(search, []) if row["user"] in done] for search in args.searches}
+    threads: list[dict] = []
+    with model_endpoint(args, ServerSettings(slots=args.slots), max_tokens=256) as endpoint:
+        model = endpoint.model
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
             # User by user, both searches, so that a run cut short leaves paired figures.
             for user in (user for user in users if user.user_id not in done):
@@ -185,17 +180,11 @@ def main() -> None:
                 for config in configs:
                     use_cache(shutil.copytree(bootstrap_cache, tempfile.mkdtemp(), dirs_exist_ok=True))
                     fits[config.search].append(measure_fit(user, config, model, bootstrap))
-                    save(args.output, args.slots, fits, threads)
+                    write_result(args.output, {"slots": args.slots, "fits": fits, "threads": threads})
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
     print_tables(fits, threads)
-    save(args.output, args.slots, fits, threads)
-
-
-def save(output: Path, slots: int, fits: dict[str, list[dict]], threads: list[dict]) -> None:
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps({"slots": slots, "fits": fits, "threads": threads}, indent=2) + "\n",
-                      encoding="utf-8")
+    write_result(args.output, {"slots": args.slots, "fits": fits, "threads": threads})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What SenseJudge's demo costs per step on the embedded server, against the vote formula; and what a re-run costs.
+"""What SenseJudge's demo costs per step against the vote formula; and what a re-run costs.
 
 Runs `prefcraft sensejudge demo` (its `run_sensejudge`, with the demo's own flags and defaults) on real SenseBench
 requests whose labels are SIMULATED (an LLM annotator given a persona, not a person), in a fresh DSPy cache, then
@@ -16,43 +16,50 @@ again in the same cache. Reports:
 - the whole demo again in the same cache: its LM requests (expected 0).
 
 Run: .venv/bin/python benchmarks/sensejudge_cost.py [--dialogues ../shared/data/sensebench] [--threads 4]
+    [--api-base URL]
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import math
-import tempfile
 import time
 from dataclasses import asdict
 from itertools import pairwise
 from pathlib import Path
 
-from prefcraft.backends import managed_server
-from prefcraft.backends.metrics import metered_prompt_cache
-from prefcraft.cli import make_parser, sensejudge_job
-from prefcraft.commands.sensejudge import EvaluationOutcome, SenseJudgeJob, run_sensejudge
-from prefcraft.sensejudge_report import SIMULATED_NOTE
-from prefcraft.settings import ModelSettings, ServerSettings, Settings
-from prefcraft.tracking import start_tracking
+from harness import (
+    Measured,
+    cold_then_warm,
+    configure_logging,
+    make_parser,
+    model_endpoint,
+    session_settings,
+    write_result,
+)
 
-RESULTS = Path(__file__).resolve().parent / "results" / "sensejudge_cost.json"
+from prefcraft import cli
+from prefcraft.components.sensejudge.commands import DEMO_DEFAULTS, job_from_flags
+from prefcraft.components.sensejudge.report import SIMULATED_NOTE
+from prefcraft.components.sensejudge.results import EvaluationOutcome
+from prefcraft.components.sensejudge.steps import SenseJudgeJob, run_sensejudge
+from prefcraft.settings import Settings
+
 STEPS = ["simulate", "select", "evaluate"]  # what `prefcraft sensejudge demo` runs
 
 
-def run(session: Settings, job: SenseJudgeJob) -> tuple[dict, EvaluationOutcome]:
-    """The demo's three steps once, in the session's cache: per-step cost, the vote count and the evaluation."""
+def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutcome]) -> Measured:
+    """The demo's three steps once, in the session's cache: per-step cost, the vote count and the evaluation (also
+    appended to `evaluations`, for the tables)."""
     marks = [time.perf_counter()]
 
     def emit(text: str) -> None:  # run_sensejudge reports each step as it ends
         marks.append(time.perf_counter())
         logging.getLogger("sensejudge").info("\n%s", text)
 
-    with metered_prompt_cache(session.task.api_base) as server:
-        outcomes = run_sensejudge(session, job, STEPS, emit)
+    outcomes = run_sensejudge(session, job, STEPS, emit)
     simulation, selection, evaluation = (outcomes[step] for step in STEPS)
+    evaluations.append(evaluation)
     record = selection.record
     costs = [("simulate: responses and labels", simulation.usage["responses"] + simulation.usage["labels"],
               simulation.failed_responses + simulation.failed_labels),
@@ -62,16 +69,10 @@ def run(session: Settings, job: SenseJudgeJob) -> tuple[dict, EvaluationOutcome]
               sum(row.report.parse_failures for row in evaluation.rows)),
              ("evaluate: selected judge", evaluation.usage["selected_judge"],
               evaluation.selected.report.parse_failures)]
-    rows = [{"step": step, **asdict(usage), "failures": failures} for step, usage, failures in costs]
     dev_pairs, test_judgments = record.examples // 2, evaluation.selected.report.accuracy.n
-    return {
-        "wall_seconds": round(marks[-1] - marks[0], 1),
+    own = {
         "step_seconds": {step: round(end - start, 1)
                          for step, (start, end) in zip(STEPS, pairwise(marks), strict=True)},
-        "lm_calls": sum(row["calls"] for row in rows),
-        "prompt_tokens": sum(row["prompt_tokens"] for row in rows),
-        "completion_tokens": sum(row["completion_tokens"] for row in rows),
-        "failures": sum(row["failures"] for row in rows),
         "pairs": {"dev": simulation.dev_pairs, "test": simulation.test_pairs, "dialogues": simulation.dialogues,
                   "replaced_dialogues": simulation.replaced_dialogues, "identical_pairs": simulation.identical_pairs,
                   "response_calls": simulation.usage["responses"].calls,
@@ -85,12 +86,12 @@ def run(session: Settings, job: SenseJudgeJob) -> tuple[dict, EvaluationOutcome]
                   "tied_best_subsets": len(record.tied_best), "strategy": record.strategy,
                   "subsets_scored": record.subsets_scored},
         "evaluate_formula_calls": {"every_description": len(evaluation.rows) * test_judgments, "selected_judge": 0},
-        "server_prompt_tokens": asdict(server.usage) if server.usage else None,
-        "steps": rows,
         "evaluation": {"labels": evaluation.labels, "rows": [asdict(row) for row in evaluation.rows],
                        "selected": asdict(evaluation.selected), "tied_best_accuracy": evaluation.tied_best_accuracy,
                        "tied_best_subsets": evaluation.tied_best_subsets, "ranking": asdict(evaluation.ranking)},
-    }, evaluation
+    }
+    steps = [{"step": step, **asdict(usage), "failures": failures} for step, usage, failures in costs]
+    return Measured(steps, own)
 
 
 def print_tables(result: dict, evaluation: EvaluationOutcome) -> None:
@@ -134,46 +135,35 @@ def _percent(value: float) -> str:
 
 
 def main() -> None:
-    demo = make_parser().parse_args(["sensejudge", "demo", "--dialogues", "-"])  # the demo command's defaults
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = make_parser(__doc__, "sensejudge_cost.json")
     parser.add_argument("--dialogues", type=Path, default=Path("../shared/data/sensebench"),
                         help="SenseBench's new_sense_bmk.json or its folder")
-    parser.add_argument("--dev-dialogues", type=int, default=demo.dev_dialogues,
+    parser.add_argument("--dev-dialogues", type=int, default=DEMO_DEFAULTS["dev_dialogues"],
                         help="dialogues whose pairs are dev pairs (the demo's: %(default)s)")
-    parser.add_argument("--test-dialogues", type=int, default=demo.test_dialogues,
+    parser.add_argument("--test-dialogues", type=int, default=DEMO_DEFAULTS["test_dialogues"],
                         help="dialogues whose pairs are test pairs (the demo's: %(default)s)")
-    parser.add_argument("--max-pair-descriptions", type=int, default=demo.max_pair_descriptions,
+    parser.add_argument("--max-pair-descriptions", type=int, default=DEMO_DEFAULTS["max_pair_descriptions"],
                         help="dev pairs that get a description of their own (the demo's: %(default)s)")
-    parser.add_argument("--threads", type=int, default=4)
-    parser.add_argument("--timeout-s", type=float, default=600.0, help="per call: a loaded 2-core machine is slow")
-    parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for noisy in ("LiteLLM", "httpx", "alembic", "mlflow"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    scratch = Path(tempfile.mkdtemp(prefix="sensejudge-cost-"))
-    demo_argv = ["sensejudge", "demo", "--dialogues", str(args.dialogues), "--dev-dialogues", str(args.dev_dialogues),
-                 "--test-dialogues", str(args.test_dialogues), "--max-pair-descriptions",
-                 str(args.max_pair_descriptions), "--pairs", str(scratch / "pairs.jsonl"),
-                 "--judge", str(scratch / "sensejudge.json"), "--output-dir", str(scratch / "out")]
-    started = time.perf_counter()
-    with managed_server(ServerSettings(log_dir=scratch / "logs")) as server:
-        server_start = round(time.perf_counter() - started, 1)
-        session = Settings(task=ModelSettings(api_base=server.base_url, timeout_s=args.timeout_s), serve=False,
-                           num_threads=args.threads, tracking_uri=f"sqlite:///{scratch}/mlflow.db",
-                           cache_dir=scratch / "cache")  # run_sensejudge points DSPy's cache under it: fresh
-        start_tracking(session)
-        job = sensejudge_job(make_parser().parse_args(demo_argv), session)
-        first, evaluation = run(session, job)
-        again, _ = run(session, job)
+    configure_logging()
+    evaluations: list[EvaluationOutcome] = []
+    with model_endpoint(args) as endpoint:
+        scratch = endpoint.scratch
+        demo_argv = ["sensejudge", "demo", "--dialogues", str(args.dialogues),
+                     "--dev-dialogues", str(args.dev_dialogues), "--test-dialogues", str(args.test_dialogues),
+                     "--max-pair-descriptions", str(args.max_pair_descriptions),
+                     "--pairs", str(scratch / "pairs.jsonl"), "--judge", str(scratch / "sensejudge.json"),
+                     "--output-dir", str(scratch / "out")]
+        session = session_settings(args, endpoint)
+        job = job_from_flags(cli.make_parser().parse_args(demo_argv), session)
+        runs = cold_then_warm(session, lambda: run(session, job, evaluations))
     result = {"dialogues": str(args.dialogues), "labels": "simulated", "labels_note": SIMULATED_NOTE,
               "dev_dialogues": args.dev_dialogues, "test_dialogues": args.test_dialogues,
               "max_pair_descriptions": args.max_pair_descriptions, "variants": list(job.simulation.variants),
-              "threads": args.threads, "model": session.task.model, "server_start_seconds": server_start,
-              "first_run": first, "rerun_same_cache": again}
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print_tables(result, evaluation)
+              "threads": args.threads, "model": session.task.model, "server_start_seconds": endpoint.start_seconds,
+              **runs}
+    write_result(args.output, result)
+    print_tables(result, evaluations[0])
     print(f"\nwritten to {args.output}")
 
 

@@ -1,56 +1,57 @@
 """How often typed outputs parse, and at what cost, with prefcraft's SchemaAdapter versus DSPy's own adapters.
 
-Starts the embedded llama.cpp server (SmolLM2-135M-Instruct), turns DSPy's cache off so that every call reaches the
-server, and runs nine signatures typical of prefcraft's components (judge preference with chain of thought, persona,
-ask-or-answer, inferred preference, aspect list, 1-5 rubric grade, a profile of attribute weights as `dict[str, float]`,
-a rubric checklist as a list of models with a bool and an optional note, a 0-1 fit score) through three adapters:
-`SchemaAdapter()` (the `json_schema` dialect), `dspy.ChatAdapter(use_json_adapter_fallback=False)` and
-`dspy.JSONAdapter()`. Per adapter and signature it counts the calls whose prediction has every output field with the
-right type (failures are counted by kind), the median and p90 latency of a call as the caller sees it (the server
-batches concurrent calls in its slots), and its prompt and completion tokens. Inputs
-vary from call to call (a few built-in English exchanges plus real SenseBench dialogues, read at run time when
-present) and are the same for every adapter. The LM's `max_tokens` (default 256) binds the two DSPy adapters only:
-SchemaAdapter raises it to what its bounded schema needs.
+Starts the embedded llama.cpp server (SmolLM2-135M-Instruct) or uses the server at `--api-base`, turns DSPy's cache
+off so that every call reaches the server, and runs one real signature of each component, as its program calls it:
+SynthesizeMe's `JudgePreference` (chain of thought), CUPID's `MatchChecklist` (a reasoning, then a list of three-way
+coverage labels), LaMP-QA's `PlanAspects` (a list of models), PrefDisco's `NextTurn` (an ask-or-answer choice and a
+question) and SenseJudge's `ExtractPreference` (free text), through three adapters: `SchemaAdapter()` (the
+`json_schema` dialect), `dspy.ChatAdapter(use_json_adapter_fallback=False)` and `dspy.JSONAdapter()`. Per adapter and
+signature it counts the calls whose prediction has every output field with the right type (failures are counted by
+kind), the median and p90 latency of a call as the caller sees it (the server batches concurrent calls in its slots),
+and its prompt and completion tokens. Inputs vary from call to call (a few built-in English exchanges, plus real
+SenseBench dialogues when `--sensebench` names them) and are the same for every adapter. The LM's `max_tokens`
+(default 256) binds the two DSPy adapters only: SchemaAdapter raises it to what its bounded schema needs.
 
 Run from the repository root:
-    .venv/bin/python benchmarks/structured_outputs.py --calls 50
+    .venv/bin/python benchmarks/structured_outputs.py --calls 50 [--sensebench ../shared/data/sensebench]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import logging
 import math
 import random
 import re
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 import dspy
 import pydantic
 from dspy.utils.exceptions import AdapterParseError
+from harness import configure_logging, make_parser, model_endpoint, write_result
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from prefcraft.adapter import SchemaAdapter
-from prefcraft.backends import managed_server
+from prefcraft.components.sensejudge.data import load_dialogues
 from prefcraft.lm import build_lm
-from prefcraft.settings import ModelSettings, ServerSettings
+from prefcraft.settings import ModelSettings
+from prefcraft.signatures.cupid import MatchChecklist
 from prefcraft.signatures.judge import JudgePreference
-from prefcraft.signatures.persona import SynthesizePersona
+from prefcraft.signatures.lampqa import PlanAspects
+from prefcraft.signatures.prefdisco import NextTurn
+from prefcraft.signatures.sensejudge import ExtractPreference
 
 logger = logging.getLogger("structured_outputs")
 
-SENSEBENCH = Path("/work/shared/data/sensebench/new_sense_bmk.json")
 # Real dialogues are mostly Chinese, which costs the model's tokenizer two or three tokens a character: texts are
 # clipped so that prompts stay a few hundred tokens long on a 4096-token context.
 CLIP_CHARS = 300
@@ -58,91 +59,18 @@ REAL_SHARE = 0.5
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])|\n")  # Latin or CJK sentence end
 FAILURE_SAMPLES = 3
 
-
-class AskOrAnswer(dspy.Signature):
-    """Decide whether to ask the user one clarifying question about their preferences before answering, or to answer
-    their latest request now."""
-
-    conversation: str = dspy.InputField(desc="the conversation so far, ending with the user's latest request")
-    action: Literal["ask", "answer"] = dspy.OutputField(desc="'ask' to ask a clarifying question, 'answer' to answer")
-    message: str = dspy.OutputField(desc="the clarifying question, or the answer")
-
-
-class InferPreference(dspy.Signature):
-    """From a user's earlier sessions, infer the preference that should shape the answer to their new request."""
-
-    prior_sessions: str = dspy.InputField(desc="the user's earlier requests and the feedback they gave")
-    request: str = dspy.InputField(desc="the user's new request")
-    preference: str = dspy.OutputField(desc="the inferred preference, in one sentence")
-
-
-class ListAspects(dspy.Signature):
-    """List the aspects of a response that this user will care about when reading the answer to this question."""
-
-    question: str = dspy.InputField(desc="the user's question")
-    profile: str = dspy.InputField(desc="what is known about the user")
-    aspects: list[str] = dspy.OutputField(desc="three to five short aspect phrases")
-
-
-class GradeCriterion(dspy.Signature):
-    """Grade how well the response meets the criterion, from 1 (not at all) to 5 (fully)."""
-
-    response: str = dspy.InputField(desc="the response to grade")
-    criterion: str = dspy.InputField(desc="the rubric criterion")
-    score: Literal[1, 2, 3, 4, 5] = dspy.OutputField(desc="the grade: 1, 2, 3, 4 or 5")
-    justification: str = dspy.OutputField(desc="one or two sentences explaining the grade")
-
-
-class EstimateProfile(dspy.Signature):
-    """From a user's earlier sessions, estimate how much each attribute of a response matters to them."""
-
-    prior_sessions: str = dspy.InputField(desc="the user's earlier requests and the feedback they gave")
-    weights: dict[str, float] = dspy.OutputField(
-        desc="two to five response attributes (e.g. brevity, formality, examples), each weighted from 0 to 1"
-    )
-
-
-class CriterionCheck(pydantic.BaseModel):
-    criterion: Annotated[str, pydantic.Field(max_length=120)]
-    met: bool
-    note: Annotated[str, pydantic.Field(max_length=200)] | None = None
-
-
-class CheckCriteria(dspy.Signature):
-    """Check the response against each rubric criterion: is it met, with a short note where it is not."""
-
-    response: str = dspy.InputField(desc="the response to check")
-    criteria: str = dspy.InputField(desc="the rubric criteria, one a line")
-    checks: Annotated[list[CriterionCheck], pydantic.Field(max_length=5)] = dspy.OutputField(
-        desc="one check per criterion, in order; note is null when met"
-    )
-
-
-class ScoreFit(dspy.Signature):
-    """Score how well the response suits this user, from 0 (not at all) to 1 (perfectly)."""
-
-    profile: str = dspy.InputField(desc="what is known about the user")
-    response: str = dspy.InputField(desc="the response to score")
-    score: Annotated[float, pydantic.Field(ge=0, le=1)] = dspy.OutputField(desc="the fit, a number from 0 to 1")
-
-
-# Each factory builds a fresh adapter or module; the persona signature and both chains of thought are the ones
-# prefcraft's judge and persona programs use.
+# Each factory builds a fresh adapter or module; each module calls its signature as the component's program does.
 ADAPTERS: dict[str, Callable[[], dspy.Adapter]] = {
     "schema": SchemaAdapter,
     "chat": lambda: dspy.ChatAdapter(use_json_adapter_fallback=False),
     "json": lambda: dspy.JSONAdapter(),
 }
 MODULES: dict[str, Callable[[], dspy.Module]] = {
-    "judge": lambda: dspy.ChainOfThought(JudgePreference),
-    "persona": lambda: dspy.ChainOfThought(SynthesizePersona),
-    "ask_or_answer": lambda: dspy.Predict(AskOrAnswer),
-    "preference": lambda: dspy.Predict(InferPreference),
-    "aspects": lambda: dspy.Predict(ListAspects),
-    "grade": lambda: dspy.Predict(GradeCriterion),
-    "profile": lambda: dspy.Predict(EstimateProfile),
-    "checklist": lambda: dspy.Predict(CheckCriteria),
-    "fit_score": lambda: dspy.Predict(ScoreFit),
+    "JudgePreference": lambda: dspy.ChainOfThought(JudgePreference),
+    "MatchChecklist": lambda: dspy.Predict(MatchChecklist),
+    "PlanAspects": lambda: dspy.Predict(PlanAspects),
+    "NextTurn": lambda: dspy.Predict(NextTurn),
+    "ExtractPreference": lambda: dspy.Predict(ExtractPreference),
 }
 
 Turn = tuple[str, str]  # (speaker, text): speaker is "User" or "Assistant"
@@ -179,21 +107,24 @@ REASONS = {
     "concise": ["gets to the point", "is shorter and easier to scan", "skips the preamble"],
     "detailed": ["explains the reasoning", "gives a concrete example", "is more thorough"],
 }
-FEEDBACK = [
-    "Too long; I only needed the command.", "Great, the step-by-step list helped.", "Please avoid jargon.",
-    "I wanted sources for the claims.", "Perfect, short and friendly.", "Can you use metric units next time?",
+PREFERENCES = [
+    "The user wants short answers that lead with the command or the fact they asked for.",
+    "The user wants step-by-step explanations with a concrete example.",
+    "The user wants plain words, with no jargon, and a friendly tone.",
+    "The user wants the claims backed by sources and the trade-offs laid out.",
 ]
-PROFILES = [
-    "A graduate student in biology who reads on a phone between experiments.",
-    "A senior software engineer who prefers terse answers with code.",
-    "A retired teacher learning to use computers; likes patient, simple explanations.",
-    "A product manager who wants trade-offs laid out in bullet points.",
-    "A high-school student preparing for exams in two weeks.",
+CHECKLIST = [
+    "Does the response answer the user's actual question?", "Is the response concise?",
+    "Does the response give a concrete example?", "Does the response avoid jargon?",
+    "Does the response cite a source?", "Does the response lay out the trade-offs?",
 ]
-CRITERIA = [
-    "The response answers the user's actual question.", "The response is concise.",
-    "The response is factually accurate.", "The response uses a tone suited to the user.",
-    "The response gives a concrete example.",
+CLARIFYING_QUESTIONS = [
+    "Do you prefer a short answer or a detailed one?", "How much do you already know about this?",
+    "Should I include examples?",
+]
+REPLIES = [
+    "Short, please; I only need the command.", "Detailed, with the steps in order.", "Please avoid jargon.",
+    "I know the basics already.", "Yes, one worked example helps me.",
 ]
 
 
@@ -256,83 +187,53 @@ def clip(text: str, limit: int = CLIP_CHARS) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + "..."
 
 
-def judge_inputs(pick: Picker) -> dict[str, str]:
+def judge_inputs(pick: Picker) -> dict[str, Any]:
     request, detailed, concise = pick.completions()
     first, second = pick.rng.sample([detailed, concise], 2)
     return {"conversation": f"User: {request}", "first_completion": first, "second_completion": second}
 
 
-def persona_inputs(pick: Picker) -> dict[str, str]:
-    judgments = []
-    for number in range(1, 4):
-        request, detailed, concise = pick.completions()
-        liked = pick.choice(["concise", "detailed"])
-        preferred, rejected = (concise, detailed) if liked == "concise" else (detailed, concise)
-        judgments.append(f"Judgment {number}. Request: {request}\nPreferred: {preferred}\nRejected: {rejected}\n"
-                         f"Reasoning: the preferred response {pick.choice(REASONS[liked])}.")
-    return {"past_judgments": "\n\n".join(judgments)}
+def match_checklist_inputs(pick: Picker) -> dict[str, Any]:
+    checklist = pick.rng.sample(CHECKLIST, 3)
+    return {"checklist": "\n".join(f"{number}. {item}" for number, item in enumerate(checklist, 1)),
+            "preference": pick.choice(PREFERENCES)}
 
 
-def ask_or_answer_inputs(pick: Picker) -> dict[str, str]:
-    turns = pick.dialogue()
-    last_user = max(index for index, (speaker, _) in enumerate(turns) if speaker == "User")
-    context = turns[max(0, last_user - 2) : last_user + 1]
-    return {"conversation": "\n".join(f"{speaker}: {clip(text, 200)}" for speaker, text in context)}
+def plan_aspects_inputs(pick: Picker) -> dict[str, Any]:
+    profile = "\n".join(f"- {clip(pick.exchange()[0], 150)}" for _ in range(3))
+    return {"profile": profile, "question": clip(pick.exchange()[0])}
 
 
-def prior_sessions(pick: Picker) -> str:
-    return "\n".join(f"Session {n}. Request: {clip(pick.exchange()[0], 150)}\nFeedback: {pick.choice(FEEDBACK)}"
-                     for n in (1, 2))
+def next_turn_inputs(pick: Picker) -> dict[str, Any]:
+    asked = pick.rng.randrange(3)  # questions already asked, out of a budget of 3
+    dialogue = "\n".join(f"Assistant: {pick.choice(CLARIFYING_QUESTIONS)}\nUser: {pick.choice(REPLIES)}"
+                         for _ in range(asked))
+    return {"problem": clip(pick.exchange()[0]), "dialogue": dialogue, "questions_left": 3 - asked}
 
 
-def preference_inputs(pick: Picker) -> dict[str, str]:
-    return {"prior_sessions": prior_sessions(pick), "request": clip(pick.exchange()[0])}
+def extract_preference_inputs(pick: Picker) -> dict[str, Any]:
+    request, detailed, concise = pick.completions()
+    chosen, rejected = pick.rng.sample([detailed, concise], 2)
+    return {"conversation": f"User: {request}", "chosen_response": chosen, "rejected_response": rejected}
 
 
-def aspects_inputs(pick: Picker) -> dict[str, str]:
-    return {"question": clip(pick.exchange()[0]), "profile": pick.choice(PROFILES)}
-
-
-def grade_inputs(pick: Picker) -> dict[str, str]:
-    return {"response": clip(pick.exchange()[1]), "criterion": pick.choice(CRITERIA)}
-
-
-def profile_inputs(pick: Picker) -> dict[str, str]:
-    return {"prior_sessions": prior_sessions(pick)}
-
-
-def checklist_inputs(pick: Picker) -> dict[str, str]:
-    return {"response": clip(pick.exchange()[1]), "criteria": "\n".join(pick.rng.sample(CRITERIA, 3))}
-
-
-def fit_score_inputs(pick: Picker) -> dict[str, str]:
-    return {"profile": pick.choice(PROFILES), "response": clip(pick.exchange()[1])}
-
-
-INPUTS: dict[str, Callable[[Picker], dict[str, str]]] = {
-    "judge": judge_inputs,
-    "persona": persona_inputs,
-    "ask_or_answer": ask_or_answer_inputs,
-    "preference": preference_inputs,
-    "aspects": aspects_inputs,
-    "grade": grade_inputs,
-    "profile": profile_inputs,
-    "checklist": checklist_inputs,
-    "fit_score": fit_score_inputs,
+INPUTS: dict[str, Callable[[Picker], dict[str, Any]]] = {
+    "JudgePreference": judge_inputs,
+    "MatchChecklist": match_checklist_inputs,
+    "PlanAspects": plan_aspects_inputs,
+    "NextTurn": next_turn_inputs,
+    "ExtractPreference": extract_preference_inputs,
 }
 
 
-def load_real_dialogues(path: Path) -> list[list[Turn]]:
-    """SenseBench's dialogues (System turns dropped), or none when its file is absent."""
-    if not path.is_file():
-        logger.warning("%s not found: using the %d built-in dialogues only", path, len(BUILTIN_DIALOGUES))
+def load_real_dialogues(source: Path | None) -> list[list[Turn]]:
+    """SenseBench's dialogues (System turns dropped), or none without `--sensebench`."""
+    if source is None:
+        logger.info("no --sensebench: using the %d built-in dialogues only", len(BUILTIN_DIALOGUES))
         return []
-    speakers = {"Human": "User", "Assistant": "Assistant"}
-    loaded = [
-        [(speakers[turn["from"]], turn["content"][0]["value"]) for turn in dialogue if turn["from"] in speakers]
-        for dialogue in json.loads(path.read_text(encoding="utf-8"))
-    ]
-    return [turns for turns in loaded if any(speaker == "User" for speaker, _ in turns)]
+    speakers = {"user": "User", "assistant": "Assistant"}
+    return [[(speakers[message.role], message.content) for message in dialogue.messages()
+             if message.role in speakers] for dialogue in load_dialogues(source)]
 
 
 def output_failure(prediction: dspy.Prediction, signature: type[dspy.Signature]) -> str | None:
@@ -348,7 +249,7 @@ def output_failure(prediction: dspy.Prediction, signature: type[dspy.Signature])
     return None
 
 
-def run_call(module: dspy.Module, inputs: dict[str, str], lm: dspy.LM, adapter: dspy.Adapter) -> CallResult:
+def run_call(module: dspy.Module, inputs: dict[str, Any], lm: dspy.LM, adapter: dspy.Adapter) -> CallResult:
     signature = module.predictors()[0].signature
     raw_output = None
     started = time.perf_counter()
@@ -448,8 +349,8 @@ def markdown_table(cells: list[CellSummary], totals: list[dict[str, Any]]) -> st
 def run_benchmark(args: argparse.Namespace, real: list[list[Turn]]) -> tuple[list[CellSummary], list[dict[str, Any]]]:
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
     cells, totals = [], []
-    with managed_server(ServerSettings()) as server, logging_redirect_tqdm():
-        lm = build_lm(ModelSettings(api_base=server.base_url, max_tokens=args.max_tokens))
+    with model_endpoint(args, max_tokens=args.max_tokens) as endpoint, logging_redirect_tqdm():
+        lm = build_lm(endpoint.model)
         progress = tqdm(total=len(args.adapters) * len(args.signatures) * args.calls, unit="call")
         for adapter in args.adapters:
             adapter_cells = [measure_cell(adapter, signature, real, lm, args.calls, args.threads, progress)
@@ -461,35 +362,29 @@ def run_benchmark(args: argparse.Namespace, real: list[list[Turn]]) -> tuple[lis
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = make_parser(__doc__, "structured_outputs.json", threads=2, timeout_s=ModelSettings().timeout_s)
     parser.add_argument("--calls", type=int, default=50, help="calls per adapter and signature")
-    parser.add_argument("--threads", type=int, default=2, help="concurrent calls")
     parser.add_argument("--adapters", nargs="+", choices=list(ADAPTERS), default=list(ADAPTERS))
     parser.add_argument("--signatures", nargs="+", choices=list(MODULES), default=list(MODULES))
     parser.add_argument("--max-tokens", type=int, default=256, help="the LM's max_tokens (binds the DSPy adapters)")
-    parser.add_argument("--sensebench", type=Path, default=SENSEBENCH, help="SenseBench dialogues for varied inputs")
-    parser.add_argument("--output", type=Path, default=Path("benchmarks/results/structured_outputs.json"))
+    parser.add_argument("--sensebench", type=Path,
+                        help="SenseBench's new_sense_bmk.json or its folder, for varied real inputs")
     return parser.parse_args()
 
 
 def main() -> None:
     args = parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    configure_logging()
     # LiteLLM logs every call and DSPy warns on every truncated baseline reply: the parse outcome is what counts here.
-    for noisy in ("LiteLLM", "httpx", "dspy"):
+    for noisy in ("LiteLLM", "dspy"):
         logging.getLogger(noisy).setLevel(logging.ERROR)
     started = time.perf_counter()
     cells, totals = run_benchmark(args, load_real_dialogues(args.sensebench))
     wall_s = round(time.perf_counter() - started, 1)
     print(markdown_table(cells, totals))
     print(f"\n{args.calls} calls per cell, {args.threads} threads, max_tokens {args.max_tokens}, wall {wall_s} s")
-    report = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "calls": args.calls, "threads": args.threads, "max_tokens": args.max_tokens, "wall_s": wall_s,
-        "cells": [asdict(cell) for cell in cells], "totals": totals,
-    }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_result(args.output, {"calls": args.calls, "threads": args.threads, "max_tokens": args.max_tokens,
+                               "wall_s": wall_s, "cells": [asdict(cell) for cell in cells], "totals": totals})
     logger.info("wrote %s", args.output)
 
 
