@@ -26,9 +26,8 @@ from prefcraft.errors import ConfigError
 from prefcraft.settings import Settings
 
 # One reply holding every output field of every PrefDisco signature; each call keeps its own fields.
-REPLY = {"preferences": [{"attribute": "detail", "value": "brief", "weight": 3}], "action": "ask",
-         "question": "How detailed?", "response": "It is 8.", "final_answer": "8", "reply": "Brief.", "grade": 3,
-         "correct": True}
+REPLY = {"action": "ask", "question": "How detailed?", "response": "It is 8.", "final_answer": "8",
+         "thought": "Say it short.", "reply": "Brief.", "grade": 3, "justification": "Partly.", "correct": True}
 
 
 def offline(monkeypatch, lm):

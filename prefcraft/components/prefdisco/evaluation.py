@@ -258,8 +258,8 @@ def _result(condition: str, scenario: Scenario, prediction: dspy.Prediction | No
         scenario_id=scenario.scenario_id, task=scenario.task, condition=condition,
         response=getattr(prediction, "response", None), final_answer=getattr(prediction, "final_answer", None),
         turns=list(getattr(prediction, "turns", None) or []),
-        estimated_preferences=list(getattr(prediction, "preferences", None) or []),
         hidden_profile=scenario.hidden_profile(), grades=list(grades.grades) if grades else None,
+        justifications=list(grades.justifications) if grades else None,
         correct=bool(grades.correct) if grades else None, pref_align=graded[1] if grades else None, failed=failed,
         missing_grades=missing_grades(grades.grades) if grades else 0)
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from prefcraft.components.prefdisco.metrics import NormAlignSummary
 from prefcraft.evaluation import StepCost
@@ -19,10 +18,10 @@ class ConditionResult:
     response: str | None
     final_answer: str | None
     turns: list[dict[str, str]]
-    estimated_preferences: list[dict[str, Any]]
     hidden_profile: str
     grades: list[int | None] | None
     """One per criterion; None for a criterion the grader gave no grade (counted as 1 in PrefAlign)."""
+    justifications: list[str] | None
     correct: bool | None
     pref_align: float | None
     failed: str | None
