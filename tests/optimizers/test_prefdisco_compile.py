@@ -78,7 +78,7 @@ def test_real_mipro_compile_on_a_fake_engine_changes_the_asker_and_round_trips(t
     # The hidden profile reached the simulator and the grader, and no other prompt (asker, proposer, summaries).
     values = {criterion.value for s in scenarios for criterion in s.criteria}
     leaked = [fields for fields, text in engine.prompts if any(value in text for value in values)]
-    assert leaked and all(fields in (["reply"], ["grade"]) for fields in leaked)
+    assert leaked and all(fields in (["thought", "reply"], ["grade", "justification"]) for fields in leaked)
 
 
 def test_the_gated_metric_is_zero_when_wrong_and_pref_align_over_five_when_right():
