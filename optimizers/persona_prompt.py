@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import dspy
 
 from prefcraft.metrics.pairwise import preference_correct
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, compile_program
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig, PromptOptimizer
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -21,19 +21,17 @@ from prefcraft.programs.persona import PersonaSynthesizer
 class PersonaMetric:
     """Accuracy of the persona-conditioned judge on the user's validation pairs."""
 
-    def __init__(self, evidence: Sequence[PersonaEvidence], threshold: float):
+    def __init__(self, evidence: Sequence[PersonaEvidence]):
         self.val_examples = {prepared.user_id: prepared.val_examples for prepared in evidence}
-        self.threshold = threshold
 
-    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float | bool:
+    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
         persona = getattr(prediction, "persona", "") or ""
         judge = PreferenceJudge(persona)
         examples = self.val_examples[example.user_id]
         predictions = judge.batch(examples, max_errors=len(examples) + 1, disable_progress_bar=True)
-        score = sum(
+        return sum(
             float(preference_correct(ex, pred)) for ex, pred in zip(examples, predictions, strict=True) if pred
         ) / max(len(examples), 1)
-        return score if trace is None else score >= self.threshold
 
 
 def persona_examples(evidence: Sequence[PersonaEvidence]) -> list[dspy.Example]:
@@ -51,13 +49,9 @@ def compile_persona_prompt(
     prompt_model: dspy.LM | None = None,
     task_model: dspy.LM | None = None,
 ) -> PersonaSynthesizer:
-    """The configured optimizer (MIPROv2 by default) over the persona synthesizer; the result carries `score`."""
-    return compile_program(
-        PersonaSynthesizer(),
-        trainset=persona_examples(trainset),
-        valset=persona_examples(valset),
-        metric=PersonaMetric([*trainset, *valset], config.metric_threshold),
-        config=config,
-        prompt_model=prompt_model,
-        task_model=task_model,
-    )
+    """The configured optimizer (MIPROv2 by default) over a new persona synthesizer; the result carries its
+    `compile_record`."""
+    optimizer = PromptOptimizer(PersonaMetric([*trainset, *valset]), config, prompt_model=prompt_model,
+                                task_model=task_model)
+    return optimizer.compile(PersonaSynthesizer(), trainset=persona_examples(trainset),
+                             valset=persona_examples(valset))

@@ -12,7 +12,13 @@ from pydantic import Field
 
 from prefcraft.components.component import Component, Step
 from prefcraft.executors import EXECUTORS
-from prefcraft.optimizers.prompt_optimizer import OPTIMIZERS, OptimizerConfig
+from prefcraft.optimizers.prompt_optimizer import (
+    CONFIGS,
+    BootstrapRSConfig,
+    GEPAConfig,
+    MIPROv2Config,
+    OptimizerConfig,
+)
 
 ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 
@@ -85,7 +91,7 @@ def add_optimizer_flags(
 ) -> None:
     """Which DSPy optimizer compiles the program, and its budget (defaults: the paper's, given by the command)."""
     group = parser.add_argument_group("optimizer")
-    group.add_argument("--optimizer", choices=OPTIMIZERS, default="miprov2",
+    group.add_argument("--optimizer", choices=tuple(CONFIGS), default=MIPROv2Config.name,
                        help="miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
                        "(random demo sets, the cheap baseline)")
     group.add_argument("--candidates", type=POSITIVE, default=candidates,
@@ -100,14 +106,22 @@ def add_optimizer_flags(
                        help="the score at which a bootstrapped trace counts as a demo")
 
 
-def optimizer_config(args: argparse.Namespace, settings: Any) -> Any:
-    """The optimizer flags as an OptimizerConfig; the seed and concurrency come from the settings."""
-    return OptimizerConfig(
-        name=args.optimizer, num_candidates=args.candidates, num_trials=args.trials,
-        max_bootstrapped_demos=args.max_bootstrapped_demos, max_labeled_demos=args.max_labeled_demos,
-        max_metric_calls=args.max_metric_calls, metric_threshold=args.metric_threshold,
+def optimizer_config(args: argparse.Namespace, settings: Any) -> OptimizerConfig:
+    """The config of the optimizer --optimizer names, from its own flags; the seed and concurrency come from the
+    settings."""
+    if args.optimizer == GEPAConfig.name:
+        return GEPAConfig(max_metric_calls=args.max_metric_calls, num_threads=settings.num_threads, seed=settings.seed)
+    if args.optimizer == BootstrapRSConfig.name:
+        return BootstrapRSConfig(
+            num_candidates=args.candidates, max_bootstrapped_demos=args.max_bootstrapped_demos,
+            max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
+            num_threads=settings.num_threads,
+        )  # fmt: skip
+    return MIPROv2Config(
+        num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,
+        max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
         num_threads=settings.num_threads, seed=settings.seed,
-    )
+    )  # fmt: skip
 
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ import dspy
 import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
-from prefcraft import evaluation
+from prefcraft import compile_gate, evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.components.lampqa import compilation as lampqa_compile
 from prefcraft.components.lampqa import evaluation as lampqa
@@ -23,10 +23,9 @@ from prefcraft.components.lampqa.evaluation import (
     method_programs,
 )
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
-from prefcraft.optimizers import compile_selection
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.settings import Settings
-from prefcraft.usage import metered
+from tests.fakes import FakeTracker
 
 VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}
 
@@ -52,7 +51,7 @@ class FieldFiller:
 @pytest.fixture
 def fake_lm(monkeypatch):
     lm = dspy.LM("fake-model", engine=FieldFiller(), cache=False)
-    for module in (lampqa, lampqa_compile, compile_selection, evaluation):
+    for module in (lampqa, lampqa_compile, evaluation):
         if hasattr(module, "lm_context"):
             monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
         if hasattr(module, "tracked_run"):
@@ -61,7 +60,6 @@ def fake_lm(monkeypatch):
             if hasattr(module, name):
                 monkeypatch.setattr(module, name, lambda *args: None)
     monkeypatch.setattr(lampqa_compile, "build_lm", lambda model: lm)
-    monkeypatch.setattr(lampqa_compile, "logged_usage", metered)  # counted, not logged: there is no run
     return lm
 
 
@@ -92,15 +90,17 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
 
 def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_path, monkeypatch):
     registered = []
-    monkeypatch.setattr(compile_selection, "register_compiled", lambda *args: registered.append(args) or True)
+    monkeypatch.setattr(compile_gate, "register_compiled", lambda *args: registered.append(args) or True)
+    monkeypatch.setattr(compile_gate, "check_servers", lambda session: None)  # the fake LM needs no server
     data = LampQAData(max_questions=1)
     trainset = [q.example() for q in data.load("train").questions]
     valset = [q.example() for q in data.load("validation").questions]
-    config = OptimizerConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=0,
+    config = MIPROv2Config(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=0,
                            num_threads=1)
     job = CompileJob(output=tmp_path / "compiled.json", data=data, config=config, output_dir=tmp_path,
                      retrieval=RetrievalConfig(k=3))
-    outcome = compile_and_select(Settings(num_threads=1), job, trainset, valset)
+    tracker = FakeTracker()
+    outcome = compile_and_select(Settings(num_threads=1), job, trainset, valset, tracker)
 
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
     verdict = outcome.verdict
@@ -108,6 +108,10 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     assert not verdict.won and not registered and not (tmp_path / "compiled.json").exists()
     assert verdict.path == tmp_path / "lampqa_planner.rejected.json" and verdict.path.is_file()
     assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
+    run = tracker.named("lampqa-compile")
+    assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2
+    assert run.metrics["won"] == 0 and run.metrics["lm_calls"] == outcome.usage.calls
+    assert run.files == [verdict.path]
 
 
 def test_the_demo_and_compile_flags():

@@ -1,5 +1,6 @@
 """The ship gate: a compile ships only when it changed the program, gave no degenerate output and beat the uncompiled
-program on validation; the verdict, the saved file and the MLflow run carry the degenerate counts."""
+program on validation (a pure verdict); the runner's gate saves the file and logs the run, both carrying the degenerate
+counts."""
 
 import json
 
@@ -8,10 +9,11 @@ import mlflow
 import pytest
 from openai_standin import StandInServer
 
-from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, keep_if_better, ship_decision
+from prefcraft.compile_gate import MLflowTracker, keep_if_better
+from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, ship_decision
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import tracked_run
+from tests.fakes import FakeTracker
 
 
 def test_a_compile_that_beats_the_uncompiled_program_with_clean_outputs_wins():
@@ -64,30 +66,38 @@ def standin():
     server.close()
 
 
-def _gate(signature, standin, tmp_path, score):
+def _gate(signature, standin, tmp_path, score, tracker):
     session = Settings().with_api_base(standin.api_base)
     uncompiled = dspy.Predict(signature)
     compiled = dspy.Predict(signature.with_instructions("Answer the question in one word."))
     valset = [dspy.Example(question=f"question {n}").with_inputs("question") for n in range(3)]
+    with tracker.run("compile") as run, lm_context(session, "task"):
+        verdict = keep_if_better(session, tracker, compiled=compiled, uncompiled=uncompiled, valset=valset,
+                                 score=score, program_name="program", output=tmp_path / "shipped.json",
+                                 rejected_dir=tmp_path)
+    return verdict, run
+
+
+def test_the_gate_refuses_a_compile_whose_outputs_echo_the_field_name_and_logs_the_counts_to_mlflow(standin, tmp_path):
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     mlflow.set_experiment("compile-selection")  # not the experiment id an earlier test's store left as active
-    with tracked_run("compile") as run, lm_context(session, "task"):
-        verdict = keep_if_better(session, compiled=compiled, uncompiled=uncompiled, valset=valset, score=score,
-                                 program_name="program", output=tmp_path / "shipped.json", rejected_dir=tmp_path)
-    return verdict, mlflow.get_run(run.info.run_id).data.metrics
-
-
-def test_the_gate_refuses_a_compile_whose_outputs_echo_the_field_name_and_logs_the_counts(standin, tmp_path):
-    verdict, metrics = _gate(Echoed, standin, tmp_path, score=lambda example, prediction: 1.0)
+    verdict, run = _gate(Echoed, standin, tmp_path, lambda example, prediction: 1.0, MLflowTracker())
     assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (3, 3)
     assert not verdict.won and not verdict.registered and verdict.path == tmp_path / "program.rejected.json"
+    metrics = mlflow.get_run(run.info.run_id).data.metrics
     assert metrics["val_degenerate_compiled"] == metrics["val_degenerate_uncompiled"] == 3 and metrics["won"] == 0
+    children = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'", output_format="list")
+    assert sorted(child.info.run_name for child in children) == ["compiled-on-val", "uncompiled-on-val"]
     saved = json.loads(verdict.path.read_text())["prefcraft"]["score"]
     assert saved["val_degenerate_compiled"] == 3
     assert not (tmp_path / "shipped.json").exists()
 
 
 def test_the_gate_counts_no_degenerate_output_in_real_text(standin, tmp_path):
-    verdict, metrics = _gate(Answered, standin, tmp_path, score=lambda example, prediction: 0.5)
+    tracker = FakeTracker()
+    verdict, run = _gate(Answered, standin, tmp_path, lambda example, prediction: 0.5, tracker)
     assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (0, 0)
-    assert metrics["val_degenerate_compiled"] == 0 and "did not beat" in verdict.reason  # equal scores
+    assert run.metrics["val_degenerate_compiled"] == 0 and "did not beat" in verdict.reason  # equal scores
+    assert run.files == [tmp_path / "program.rejected.json"]
+    assert [(child.name, child.nested, child.metrics["val_score"]) for child in tracker.runs[1:]] == [
+        ("uncompiled-on-val", True, 0.5), ("compiled-on-val", True, 0.5)]

@@ -9,10 +9,12 @@ from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES, load_instances
+from prefcraft.components.cupid.metrics import PreferenceF1
 from prefcraft.optimizers.artifacts import save_compiled
-from prefcraft.optimizers.cupid import PROGRAM_NAME, compile_inferrer, inference_metric, load_inferrer
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
-from prefcraft.programs.cupid import PreferenceInferrer
+from prefcraft.optimizers.cupid import PROGRAM_NAME, labeled, load_inferrer
+from prefcraft.optimizers.demos import keep_prompt_demos
+from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, PromptOptimizer
+from prefcraft.programs.cupid import PreferenceInferrer, PreferenceMatch
 
 FIELDS = re.compile(r"^\d+\. `(\w+)`", re.M)
 TYPED = {"relevant_sessions": [1], "score": 5}
@@ -73,18 +75,28 @@ def examples(count):
     return [instance.example() for instance in load_instances(SAMPLE_INSTANCES).instances[:count]]
 
 
+def metric(lm):
+    return PreferenceF1(PreferenceMatch(), lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+
+
+def compile_inferrer(lm, config, trainset, valset):
+    """As `prefcraft cupid compile` compiles: labeled training examples, then only the demos the prompt shows."""
+    optimizer = PromptOptimizer(metric(lm), config, prompt_model=lm, task_model=lm)
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        compiled = optimizer.compile(PreferenceInferrer("all"), trainset=[labeled(e) for e in trainset], valset=valset)
+    return keep_prompt_demos(compiled)
+
+
 def test_real_mipro_compile_on_a_fake_engine_changes_the_program_and_round_trips(tmp_path):
     lm = dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False)
-    config = OptimizerConfig(num_candidates=2, num_trials=5, max_bootstrapped_demos=1, max_labeled_demos=0,
+    config = MIPROv2Config(num_candidates=2, num_trials=5, max_bootstrapped_demos=1, max_labeled_demos=0,
                            num_threads=1, metric_threshold=0.5)
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        compiled = compile_inferrer("all", trainset=examples(3), valset=examples(6)[3:],
-                                    grader=lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), config=config,
-                                    prompt_model=lm, task_model=lm)
+    compiled = compile_inferrer(lm, config, examples(3), examples(6)[3:])
     assert isinstance(compiled, PreferenceInferrer) and compiled.variant == "all"
-    assert len(compiled.trial_logs) >= 1
+    record = compiled.compile_record
+    assert record.optimizer == "miprov2" and len(record.trial_logs) >= 1
     assert "brief" in compiled.infer.signature.instructions  # the proposed instruction that scores higher won
-    assert compiled.score == pytest.approx(100.0)  # DSPy reports the validation score in percent
+    assert record.validation_score == pytest.approx(100.0)  # DSPy reports the validation score in percent
     path = save_compiled(compiled, tmp_path / "inferrer.json", program_name=PROGRAM_NAME, variant="all")
     reloaded, metadata = load_inferrer(path)
     assert metadata["variant"] == "all"
@@ -95,28 +107,25 @@ def test_real_mipro_compile_on_a_fake_engine_changes_the_program_and_round_trips
 def test_labeled_and_bootstrapped_demos_carry_the_inferrers_fields_and_reach_its_prompt():
     """Labeled demos are training examples placed as they are: each must show its gold preference as the answer."""
     lm = dspy.LM("fake-model", engine=DemoRewardingEngine(), cache=False)
-    config = OptimizerConfig(num_candidates=3, num_trials=3, max_bootstrapped_demos=1, max_labeled_demos=3,
-                             num_threads=1, metric_threshold=0.5)
+    config = MIPROv2Config(num_candidates=3, num_trials=3, max_bootstrapped_demos=1, max_labeled_demos=3,
+                           num_threads=1, metric_threshold=0.5)
     trainset = examples(4)
-    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        compiled = compile_inferrer("all", trainset=trainset, valset=examples(6)[4:],
-                                    grader=lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), config=config,
-                                    prompt_model=lm, task_model=lm)
+    compiled = compile_inferrer(lm, config, trainset, examples(6)[4:])
     demos = compiled.infer.demos
     labeled = [demo for demo in demos if not demo.get("augmented")]
     assert labeled, "the chosen demo set holds labeled demos"
-    assert all(set(demo.keys()) <= {"sessions", "current_request", "preference", "augmented"} for demo in demos)
+    assert all(set(demo.keys()) <= {*compiled.infer.signature.fields, "augmented"} for demo in demos)
     assert {demo["preference"] for demo in labeled} <= {example.gold_preference for example in trainset}
     messages = SchemaAdapter().format(compiled.infer.signature, demos, {"sessions": "s", "current_request": "r"})
     assert len(messages) == 2 + 2 * len(demos)  # system, a user/assistant pair per demo, the input
-    assert [json.loads(m["content"])["preference"] for m in messages[2:-1:2]] == [d["preference"] for d in demos]
+    shown = [json.loads(m["content"])["preference"] for m in messages[2:-1:2]]
+    assert sorted(shown) == sorted(d["preference"] for d in demos)  # DSPy shows demos lacking the analysis first
 
 
-def test_metric_is_the_instance_f1_and_a_threshold_when_bootstrapping():
-    lm = dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False)
-    metric = inference_metric(lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter()), threshold=0.5)
+def test_the_metric_is_the_instance_f1_of_the_preference_match():
+    score = metric(dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False))
     example = examples(1)[0]
     # The fake matcher labels every item Fully when the inferred preference is "brief": P = R = F1 = 1.
-    assert metric(example, dspy.Prediction(preference="brief")) == pytest.approx(1.0)
-    assert metric(example, dspy.Prediction(preference="brief"), trace=[]) is True
+    assert score(example, dspy.Prediction(preference="brief")) == pytest.approx(1.0)
+    assert score(example, dspy.Prediction(preference="long")) == pytest.approx(0.0)
 

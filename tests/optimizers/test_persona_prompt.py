@@ -12,7 +12,7 @@ from prefcraft.optimizers.persona_prompt import (
     compile_persona_prompt,
     persona_examples,
 )
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -48,7 +48,7 @@ def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
     evidence = [PersonaEvidence("u1", [], [], [], [], [], None, {})]
     lm = DummyLM([])
     with pytest.raises(SeededError) as caught:
-        compile_persona_prompt(evidence, evidence, OptimizerConfig(seed=seed), prompt_model=lm, task_model=lm)
+        compile_persona_prompt(evidence, evidence, MIPROv2Config(seed=seed), prompt_model=lm, task_model=lm)
     assert caught.value.seed == seed
 
 
@@ -56,8 +56,8 @@ def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
 def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedded_model, user_with, tmp_path):
     fit_config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, num_threads=2)
     users = [user_with(3, 2, short_wins=i % 2 == 0, user_id=f"u{i}") for i in range(3)]
-    config = OptimizerConfig(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
-                                 num_threads=2)
+    config = MIPROv2Config(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
+                           num_threads=2)
     lm = build_lm(embedded_model)
     with dspy.context(lm=lm, adapter=build_adapter(embedded_model, SmallModelProfile())):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
@@ -66,14 +66,15 @@ def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedd
                     for train, val in splits]
         compiled = compile_persona_prompt(evidence[:2], evidence[2:], config, prompt_model=lm, task_model=lm)
         assert isinstance(compiled, PersonaSynthesizer)
-        assert 0.0 <= compiled.score <= 100.0
-        assert len(compiled.trial_logs) >= 1
-        metric = PersonaMetric(evidence, threshold=0.5)
+        record = compiled.compile_record
+        assert 0.0 <= record.validation_score <= 100.0
+        assert len(record.trial_logs) >= 1
+        metric = PersonaMetric(evidence)
         score = metric(persona_examples(evidence[2:])[0], compiled(past_judgments=evidence[2].past_judgments))
         assert 0.0 <= score <= 1.0
 
         path = save_compiled(compiled, tmp_path / "persona.json", program_name="persona_synthesizer",
-                             score=compiled.score)
+                             score=record.validation_score)
         reloaded = PersonaSynthesizer()
         load_compiled(reloaded, path, program_name="persona_synthesizer")
         assert reloaded.synthesize.predict.signature.instructions == compiled.synthesize.predict.signature.instructions

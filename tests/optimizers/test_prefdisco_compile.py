@@ -9,10 +9,11 @@ import pytest
 from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
+from prefcraft.components.prefdisco.metrics import GatedPrefAlign
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.compile_selection import differs_from
-from prefcraft.optimizers.prefdisco import PROGRAM_NAME, GatedPrefAlign, asker_example, compile_asker
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
+from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, PromptOptimizer
 from prefcraft.programs.prefdisco import QuestionAsker, SimulatedUser, UserSimulator
 
 OUTPUT_FIELDS = re.compile(r"^\d+\. `(\w+)`", re.M)
@@ -62,14 +63,15 @@ def test_real_mipro_compile_on_a_fake_engine_changes_the_asker_and_round_trips(t
     scenarios = load_scenarios(SAMPLE_SCENARIOS)[:2]  # math-1: the gold answer is 8
     assert {s.answer for s in scenarios} == {"8"}
     score = GatedPrefAlign({s.scenario_id: s for s in scenarios}, lambda: nullcontext())
-    config = OptimizerConfig(num_candidates=2, num_trials=4, max_bootstrapped_demos=1, max_labeled_demos=0,
+    config = MIPROv2Config(num_candidates=2, num_trials=4, max_bootstrapped_demos=1, max_labeled_demos=0,
                            num_threads=1, metric_threshold=0.5)
+    optimizer = PromptOptimizer(score, config, prompt_model=lm, task_model=lm)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        compiled = compile_asker(QuestionAsker(max_turns=1), trainset=examples(scenarios[:1], lm),
-                                 valset=examples(scenarios, lm), score=score, config=config, prompt_model=lm,
-                                 task_model=lm)
+        compiled = optimizer.compile(QuestionAsker(max_turns=1), trainset=examples(scenarios[:1], lm),
+                                     valset=examples(scenarios, lm))
     assert MARK in compiled.answer.signature.instructions and differs_from(compiled, QuestionAsker())
-    assert compiled.score == pytest.approx(80.0)  # correct, every grade 4: PrefAlign 4 / 5, in percent
+    # correct, every grade 4: PrefAlign 4 / 5, in percent
+    assert compiled.compile_record.validation_score == pytest.approx(80.0)
     path = save_compiled(compiled, tmp_path / "asker.json", program_name=PROGRAM_NAME)
     reloaded = QuestionAsker()
     load_compiled(reloaded, path, program_name=PROGRAM_NAME)

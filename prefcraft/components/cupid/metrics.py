@@ -17,9 +17,12 @@ The response judge's 1-10 is read as the reference reads it (`judge_score`): the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
+import dspy
 import numpy as np
 
 from prefcraft.metrics.stats import NO_INTERVAL, Estimate, bootstrap_mean, cluster_bootstrap_mean
@@ -168,3 +171,22 @@ def response_scores(
     values = [0.0 if score is None else score for score in judged] + [0.0] * judge_failures
     return ResponseScores(bootstrap_mean(values, seed=seed), judge_failures,
                           sum(score is None for score in judged), generation_failures)
+
+
+class PreferenceF1:
+    """The compile metric: the F1 of one instance's preference match, the inferred preference against the example's
+    gold preference and checklist. MIPROv2 averages it over the validation set; reports pool the matched counts
+    instead (micro F1).
+
+    `match` is the paper's matcher (`programs.cupid.PreferenceMatch`, passed in since that program imports this
+    module); it runs in `grader()`, the judge model's context.
+    """
+
+    def __init__(self, match: Callable[..., dspy.Prediction], grader: Callable[[], AbstractContextManager[Any]]):
+        self.match = match
+        self.grader = grader
+
+    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
+        with self.grader():
+            return self.match(preference=prediction.preference, gold_preference=example.gold_preference,
+                              gold_checklist=example.gold_checklist).match.f1

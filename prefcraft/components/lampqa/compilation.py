@@ -9,27 +9,27 @@ results as `lampqa_planner.rejected.json` and never shipped.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import dspy
 
+from prefcraft.compile_gate import MLflowTracker, Tracker, keep_if_better, logged_usage
 from prefcraft.components.lampqa.data import SUFFIXES
 from prefcraft.components.lampqa.evaluation import RUNS, LampQAData, RetrievalConfig
+from prefcraft.components.lampqa.metrics import AspectScore
 from prefcraft.components.lampqa.report import format_compile
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_selection import CompileOutcome, keep_if_better
-from prefcraft.optimizers.lampqa import PROGRAM_NAME, AspectGrader, compile_planpers
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.compile_selection import CompileOutcome
+from prefcraft.optimizers.demos import keep_prompt_demos
+from prefcraft.optimizers.lampqa import PROGRAM_NAME
+from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, OptimizerConfig, PromptOptimizer
 from prefcraft.programs.lampqa import PlanPers
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, logged_usage, model_params, start_tracking, tracked_run
-
-logger = logging.getLogger(__name__)
+from prefcraft.tracking import data_digest, model_params, start_tracking
 
 METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · #aspects), judge on the judge model"
 
@@ -38,7 +38,7 @@ METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · 
 class CompileJob:
     output: Path = RUNS / f"{PROGRAM_NAME}.json"
     data: LampQAData = field(default_factory=LampQAData)
-    config: OptimizerConfig = field(default_factory=OptimizerConfig)
+    config: OptimizerConfig = field(default_factory=MIPROv2Config)
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     output_dir: Path = RUNS
 
@@ -51,29 +51,28 @@ def run_lampqa_compile(settings: Settings, job: CompileJob, emit: Callable[[str]
     valset = [question.example() for question in job.data.load("validation").questions]
     with model_session(settings) as session:
         start_tracking(session)
-        outcome = compile_and_select(session, job, trainset, valset)
+        outcome = compile_and_select(session, job, trainset, valset, MLflowTracker())
     emit(format_compile(outcome))
     return outcome
 
 
 def compile_and_select(
-    session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example]
+    session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example], tracker: Tracker
 ) -> CompileOutcome:
-    """The optimizer, then `keep_if_better`: save (and ship) only a winner."""
-    grader = AspectGrader(lambda: lm_context(session, "judge"))
+    """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save (and ship) only a winner."""
+    metric = AspectScore(lambda: lm_context(session, "judge"))
     digest = data_digest(job.data.source)
     params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": digest, "train": len(trainset),
               "val": len(valset), **job.config.as_params(), **asdict(job.retrieval), **model_params(session)}
-    with tracked_run("lampqa-compile", params), lm_context(session, "task"), logged_usage() as meter:
-        compiled = compile_planpers(trainset=trainset, valset=valset, grader=grader.grader, config=job.config,
-                                    retriever=job.retrieval.build(), prompt_model=build_lm(session.model_for("prompt")),
+    with tracker.run("lampqa-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
+        optimizer = PromptOptimizer(metric, job.config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
+        compiled = optimizer.compile(PlanPers(job.retrieval.build()), trainset=trainset, valset=valset)
         verdict = keep_if_better(
-            session, compiled=compiled, uncompiled=PlanPers(job.retrieval.build()), valset=valset, score=grader.score,
-            program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir, k=job.retrieval.k,
-            retriever=job.retrieval.kind, data=str(job.data.source), data_digest=digest,
+            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PlanPers(job.retrieval.build()),
+            valset=valset, score=metric, program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir,
+            k=job.retrieval.k, retriever=job.retrieval.kind, data=str(job.data.source), data_digest=digest,
             split={"train": len(trainset), "val": len(valset), "max_questions": job.data.max_questions},
             metric=METRIC, optimizer=job.config.as_params(),
         )  # fmt: skip
     return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name)
-

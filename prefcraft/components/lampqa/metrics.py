@@ -12,10 +12,15 @@ personalization with Gemma 2, 0.4566 / 0.3270 - 1).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Any
+
+import dspy
 
 from prefcraft.metrics.stats import Estimate, bootstrap_mean, macro_mean
+from prefcraft.programs.lampqa import AspectJudge
 
 
 def question_score(scores: Sequence[int | None]) -> float:
@@ -77,3 +82,18 @@ def method_report(results: Sequence[QuestionResult], *, seed: int = 0) -> Method
 def relative_gain(score: float, baseline: float) -> float:
     """(score - baseline) / baseline; NaN when the baseline is 0 (no gain is defined over nothing)."""
     return (score - baseline) / baseline if baseline else float("nan")
+
+
+class AspectScore:
+    """The compile metric: the question's aspect score of the prediction's answer, each gold aspect judged by
+    `AspectJudge` in `grader()`, the judge model's context."""
+
+    def __init__(self, grader: Callable[[], AbstractContextManager[Any]]):
+        self.grader = grader
+        self.judge = AspectJudge()
+
+    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
+        with self.grader():
+            scores = self.judge(question=example.question, details=example.narrative, response=prediction.answer,
+                                aspects=example.rubric_aspects).scores
+        return question_score(scores)

@@ -14,12 +14,17 @@ paper's figure. Either is undefined when Oracle equals Baseline; such cases are 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
+import dspy
 import numpy as np
 
+from prefcraft.components.prefdisco.data import Scenario
 from prefcraft.metrics.stats import NO_INTERVAL, Estimate, bootstrap_mean
+from prefcraft.programs.prefdisco import RubricGrader
 
 MIN_GRADE, MAX_GRADE = 1, 5
 
@@ -108,3 +113,36 @@ def summarize_norm_align(scores: ConditionScores, *, seed: int = 0) -> NormAlign
                             per_scenario=bootstrap_mean(defined, seed=seed),
                             per_scenario_negative_share=bootstrap_mean([float(v < 0) for v in defined], seed=seed),
                             undefined=len(values) - len(defined), scenarios=len(values))
+
+
+def grading_example(scenario: Scenario, response: str, final_answer: str) -> dspy.Example:
+    """What the grader reads for one response: the response with its final answer, every criterion, the gold."""
+    return dspy.Example(scenario_id=scenario.scenario_id, problem=scenario.question,
+                        response=f"{response}\nFinal answer: {final_answer}",
+                        criteria=[criterion.grading_text() for criterion in scenario.criteria],
+                        reference_answer=scenario.answer, weights=scenario.weights,
+                        ).with_inputs("problem", "response", "criteria", "reference_answer")
+
+
+def grade_pref_align(example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
+    """The grader's metric: PrefAlign (1-5) from its grades and the example's weights."""
+    return pref_align(example.weights, prediction.grades)
+
+
+class GatedPrefAlign:
+    """The compile metric: PrefAlign / 5 of the asker's final answer when the answer is correct, else 0.
+
+    The scenario's rubric and gold answer are looked up by the example's scenario id. Grading runs in
+    `judge_context()` (the judge model), one call per criterion plus one correctness call.
+    """
+
+    def __init__(self, scenarios: Mapping[str, Scenario], judge_context: Callable[[], AbstractContextManager[Any]]):
+        self.scenarios = dict(scenarios)
+        self.judge_context = judge_context
+        self.grader = RubricGrader()
+
+    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
+        graded = grading_example(self.scenarios[example.scenario_id], prediction.response, prediction.final_answer)
+        with self.judge_context():
+            grades = self.grader(**graded.inputs())
+        return grade_pref_align(graded, grades) / MAX_GRADE if grades.correct else 0.0

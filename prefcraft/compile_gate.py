@@ -1,0 +1,114 @@
+"""The compile runners' side of the ship gate: score, save, register and log; the verdict itself is
+`prefcraft.optimizers.compile_selection.ship_decision`.
+
+Both programs are scored with the compile's own metric through `evaluate_program` (one child run each); the
+optimizer's full evaluations made most of these calls already, so DSPy's cache answers them. Nothing is scored or saved
+unless every server still answers: the optimizer scores a failed call as 0 and goes on, so a server that died during
+the compile leaves a program chosen on zeros, and its validation here may come from the cache alone. A refused
+compiled program is saved beside the results as `<program>.rejected.json` and never registered; a winner is saved to
+the requested path and, inside the compiled package, registered for the task model.
+
+Tracking is passed in as a `Tracker`: `MLflowTracker` in the commands, a fake in tests.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from pathlib import Path
+from typing import Any, Protocol
+
+import dspy
+
+from prefcraft.evaluation import degenerate_outputs, evaluate_program
+from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, differs_from, ship_decision
+from prefcraft.optimizers.prompt_optimizer import Metric
+from prefcraft.runtime import check_servers
+from prefcraft.settings import Settings
+from prefcraft.tracking import log_file, log_metrics, tracked_run
+from prefcraft.usage import UsageMeter, metered
+
+logger = logging.getLogger(__name__)
+
+
+class Tracker(Protocol):
+    """Where a compile's runs, metrics and files go."""
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
+            nested: bool = False) -> AbstractContextManager[Any]: ...
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None: ...
+
+    def log_file(self, path: Path) -> None: ...
+
+
+class MLflowTracker:
+    """MLflow runs as `prefcraft.tracking` keeps them (after `start_tracking`)."""
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
+            nested: bool = False) -> AbstractContextManager[Any]:
+        return tracked_run(name, params, nested=nested)
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        log_metrics(metrics)
+
+    def log_file(self, path: Path) -> None:
+        log_file(path)
+
+
+@contextmanager
+def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
+    """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
+    fails too: a failed run still shows what it cost."""
+    with ExitStack() as stack:
+        stack.callback(lambda: tracker.log_metrics(meter.usage.as_metrics()))
+        meter = stack.enter_context(metered())
+        yield meter
+
+
+def keep_if_better(
+    session: Settings,
+    tracker: Tracker,
+    *,
+    compiled: dspy.Module,
+    uncompiled: dspy.Module,
+    valset: list[dspy.Example],
+    score: Metric,
+    program_name: str,
+    output: Path,
+    rejected_dir: Path,
+    **metadata: Any,
+) -> CompileVerdict:
+    """Score both programs on `valset`, save the compiled one where its verdict says, and log the verdict."""
+    check_servers(session)
+    before = validation_score(session, tracker, "uncompiled", uncompiled, valset, score)
+    after = validation_score(session, tracker, "compiled", compiled, valset, score)
+    differs = differs_from(compiled, uncompiled)
+    won, reason = ship_decision(before, after, differs)
+    path = output if won else rejected_dir / f"{program_name}.rejected.json"
+    measured = {"val_compiled": after.score, "val_uncompiled": before.score,
+                "val_degenerate_compiled": after.degenerate, "val_degenerate_uncompiled": before.degenerate}
+    save_compiled(compiled, path, program_name=program_name, model=session.task.model, score=measured, **metadata)
+    registered = won and register_compiled(program_name, session.task.model, path)
+    tracker.log_metrics({**measured, "won": float(won)})
+    tracker.log_file(path)
+    if won:
+        logger.info("the compiled %s wins: %s (%s)", program_name, reason, path)
+    else:
+        logger.warning("the compiled %s is not shipped: %s (%s)", program_name, reason, path)
+    return CompileVerdict(before.score, after.score, differs, path, registered, before.degenerate, after.degenerate)
+
+
+def validation_score(
+    session: Settings, tracker: Tracker, name: str, program: dspy.Module, valset: list[dspy.Example], score: Metric
+) -> Validation:
+    """The mean of `score` over `valset`, as the optimizer scores it, and the predictions' degenerate outputs; one
+    child run named `<name>-on-val`."""
+    with tracker.run(f"{name}-on-val", nested=True):
+        scored, usage = evaluate_program(program, valset, score, model=session.task, num_threads=session.num_threads)
+        validation = Validation(sum(value for _, _, value in scored) / len(scored), degenerate_outputs(program, scored))
+        tracker.log_metrics({"val_score": validation.score, "degenerate_outputs": validation.degenerate,
+                             **usage.as_metrics()})
+    return validation
