@@ -49,7 +49,7 @@ class ServerUnreachableError(ServerError):
         flags = f"--{role}-api-base" if role else "--task-api-base (--judge-api-base, --prompt-api-base: whichever " \
             "model it serves)"
         super().__init__(
-            f"model server at {endpoint}{f' (the {role} model)' if role else ''} is unreachable: {detail}",
+            f"model server at {endpoint} is unreachable{f' (it serves the {role} model)' if role else ''}: {detail}",
             hint or f"start it with `prefcraft serve`, or point {flags} at a running server, and try again",
         )
 

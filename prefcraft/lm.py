@@ -265,17 +265,18 @@ def check_configured(model: ModelSettings, role: str) -> None:
         )
 
 
-def check_reachable(model: ModelSettings) -> None:
-    """Fail fast, naming the endpoint, when a server of a self-hosted model does not answer."""
+def check_reachable(model: ModelSettings, role: str | None = None) -> None:
+    """Fail fast, naming the endpoint (and the role's flag, when the role is known), when a server of a self-hosted
+    model does not answer."""
     for api_base in model.endpoints:
-        _check_endpoint(model, api_base)
+        _check_endpoint(model, api_base, role)
 
 
-def _check_endpoint(model: ModelSettings, api_base: str) -> None:
+def _check_endpoint(model: ModelSettings, api_base: str, role: str | None) -> None:
     try:
         served = list_models(api_base, timeout_s=min(max(model.timeout_s, PROBE_MIN_TIMEOUT_S), 10.0))
     except (OSError, ValueError) as error:
-        raise ServerUnreachableError(api_base, f"{type(error).__name__}: {error}") from None
+        raise ServerUnreachableError(api_base, f"{type(error).__name__}: {error}", role=role) from None
     served_name = model.model.split("/", 1)[1] if "/" in model.model else model.model
     if served and served_name not in served:
         raise ConfigError(

@@ -112,7 +112,7 @@ def check_servers(settings: Settings) -> None:
     for role in roles:
         check_configured(settings.model_for(role), role)
     for role in roles:
-        check_reachable(settings.model_for(role))
+        check_reachable(settings.model_for(role), role)
 
 
 def lm_context(settings: Settings, role: Role = "task") -> dspy.context:

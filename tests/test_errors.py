@@ -65,7 +65,7 @@ def test_server_unreachable_names_flags_that_exist():
     named = re.findall(r"--[a-z-]+", ServerUnreachableError("http://x/v1", "refused").hint)
     assert named and set(named) <= flags
     error = ServerUnreachableError("http://x/v1", "refused", role="judge")
-    assert "(the judge model)" in str(error) and re.findall(r"--[a-z-]+", error.hint) == ["--judge-api-base"]
+    assert "(it serves the judge model)" in str(error) and re.findall(r"--[a-z-]+", error.hint) == ["--judge-api-base"]
 
 
 def test_server_unreachable_custom_hint():
@@ -82,3 +82,14 @@ def test_server_start_failure_is_not_retryable():
 def test_errors_can_be_caught_as_one_family():
     with pytest.raises(PrefcraftError):
         raise DataError("a.json", 1, "split", "bad")
+
+
+def test_an_unreachable_role_names_its_own_flag(monkeypatch):
+    from prefcraft.lm import check_reachable
+    from prefcraft.settings import ModelSettings
+
+    judge = ModelSettings(model="hosted_vllm/judge", api_base="http://127.0.0.1:1/v1")
+    with pytest.raises(ServerUnreachableError) as raised:
+        check_reachable(judge, "judge")
+    assert "model server at http://127.0.0.1:1/v1 is unreachable (it serves the judge model)" in str(raised.value)
+    assert "--judge-api-base" in raised.value.hint and "--task-api-base" not in raised.value.hint

@@ -203,7 +203,7 @@ def _judge(
                               answer_failed=example.id not in scores) for example in examples]
     cost.failures = sum(result.failed_judgments for result in results)
     if cost.failures:
-        check_reachable(session.model_for("judge"))
+        check_reachable(session.model_for("judge"), "judge")
     return results, cost
 
 

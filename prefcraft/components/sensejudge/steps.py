@@ -135,7 +135,7 @@ def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutco
             compiled = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(dev))
         record: SubsetSelectionRecord = compiled.selection
         if record.failed_calls:
-            check_reachable(session.task)
+            check_reachable(session.task, "task")
             logger.warning("%d dev judgments failed and cast no vote", record.failed_calls)
         save_compiled(compiled, job.judge, program_name=SENSEJUDGE, model=session.task.model, data=str(job.pairs),
                       data_digest=digest, annotator=annotator.user_id,
@@ -174,7 +174,7 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
         with metered() as every_description:
             votes = collect_votes([description_judge(d) for d in candidates], examples, num_threads=session.num_threads)
         if (votes == NO_VOTE).any():
-            check_reachable(session.task)
+            check_reachable(session.task, "task")
         judge = SelectedJudge()
         load_compiled(judge, job.judge, program_name=SENSEJUDGE)
         with metered() as selected_judge:

@@ -293,7 +293,7 @@ def _evaluate_on_ray(
     for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
         method, user_id = item.judging.method, item.judging.user.user_id
         if isinstance(result, str):
-            check_reachable(session.task)  # the calls failed because the server died: say that
+            check_reachable(session.task, "task")  # the calls failed because the server died: say that
             raise PrefcraftError(f"evaluating {method} for user {user_id} failed: {result}")
         judged[method][user_id] = result
         finish_if_done(method)

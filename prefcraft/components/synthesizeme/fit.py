@@ -177,7 +177,7 @@ class _FitWriter:
     def save(self, user_id: str, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
         record = judge.fit_record
         if any(record.failed_calls.values()):
-            check_reachable(self.session.task)  # calls failed because the server died: not a fit
+            check_reachable(self.session.task, "task")  # calls failed because the server died: not a fit
         path = fitted_path(self.output_dir, user_id)
         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
                       score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)
@@ -185,7 +185,7 @@ class _FitWriter:
         self.summary.fitted[user_id] = path
 
     def skip(self, user_id: str, reason: str) -> None:
-        check_reachable(self.session.task)
+        check_reachable(self.session.task, "task")
         logger.warning("skipping user %s: %s", user_id, reason)
         self.summary.skipped[user_id] = reason
 
