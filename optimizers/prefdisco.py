@@ -11,10 +11,6 @@ from __future__ import annotations
 import dspy
 
 from prefcraft.components.prefdisco.data import Scenario
-
-# The grader's example and metric live with the component's metrics; the evaluation still imports them from here.
-from prefcraft.components.prefdisco.metrics import grade_pref_align as grade_pref_align
-from prefcraft.components.prefdisco.metrics import grading_example as grading_example
 from prefcraft.programs.prefdisco import SimulatedUser
 
 PROGRAM_NAME = "prefdisco_asker"

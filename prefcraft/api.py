@@ -3,9 +3,10 @@ users, load a fitted judge and ask it which response its user prefers, evaluate 
 
 Models come from `Settings`; without, from what the command line reads without flags: the defaults (the embedded
 model), then the `PREFCRAFT_*` variables. `models(settings)` reaches them, starting the embedded server when a model
-has no `api_base` and stopping it when the block ends; programs called inside the block run on the task model. `run` is `prefcraft <component> <step>`, and `fit` and `evaluate` are `prefcraft synthesizeme fit` and
-`prefcraft synthesizeme evaluate`: give them the settings the block yields and they use its server (without, each
-starts its own). See docs/python-api.md.
+has no `api_base` and stopping it when the block ends; programs called inside the block run on the task model. `run`
+is `prefcraft <component> <step>`, and `fit` and `evaluate` are `prefcraft synthesizeme fit` and `prefcraft
+synthesizeme evaluate`: give them the settings the block yields and they use its server (without, each starts its
+own). See docs/python-api.md.
 """
 
 from __future__ import annotations

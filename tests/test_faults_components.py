@@ -15,10 +15,10 @@ from fault_proxy import fault_proxy
 
 from prefcraft.backends import free_port
 from prefcraft.cli import main
+from prefcraft.compile_gate import MLflowTracker, keep_if_better
 from prefcraft.errors import ServerUnreachableError
 from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers import artifacts
-from prefcraft.optimizers.compile_selection import keep_if_better
 from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import start_tracking, tracked_run
 
@@ -92,7 +92,7 @@ def test_a_compile_is_not_saved_when_a_server_stopped_answering_even_if_the_cach
     session = Settings().with_api_base(f"http://127.0.0.1:{free_port()}/v1")
     valset = [dspy.Example(question="q").with_inputs("question")]
     with pytest.raises(ServerUnreachableError):
-        keep_if_better(session, compiled=Echo(), uncompiled=Echo(), valset=valset,
+        keep_if_better(session, MLflowTracker(), compiled=Echo(), uncompiled=Echo(), valset=valset,
                        score=lambda example, prediction: 1.0, program_name="program",
                        output=tmp_path / "program.json", rejected_dir=tmp_path)
     assert not list(tmp_path.iterdir())

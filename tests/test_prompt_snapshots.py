@@ -36,6 +36,7 @@ from prefcraft.components.cupid.data import load_instances
 from prefcraft.components.lampqa.data import ProfilePost, load_questions
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.components.prefdisco.evaluation import load_asker
+from prefcraft.components.prefdisco.metrics import grading_example
 from prefcraft.components.sensejudge.simulation import ANNOTATOR_HEADING, DEFAULT_PERSONA, VARIANTS, SimulationConfig
 from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
@@ -53,7 +54,6 @@ from prefcraft.optimizers.cupid import load_inferrer
 from prefcraft.optimizers.lampqa import PROGRAM_NAME as LAMPQA_PROGRAM
 from prefcraft.optimizers.lampqa import load_planpers
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME as PREFDISCO_PROGRAM
-from prefcraft.optimizers.prefdisco import grading_example
 from prefcraft.optimizers.synthesizeme import format_judgments
 from prefcraft.programs.cupid import (
     PreferenceInferrer,
@@ -286,7 +286,8 @@ def run_user_simulator(profile: SmallModelProfile | None):
 def run_collaborative_simulator(profile: SmallModelProfile | None):
     """The collaborative user simulator answering one question from the hidden profile."""
     simulator = UserSimulator(collaborative=True)
-    return simulator(hidden_profile=_scenario().hidden_profile(), chat_history="Assistant: How should I write the steps?")
+    return simulator(hidden_profile=_scenario().hidden_profile(),
+                     chat_history="Assistant: How should I write the steps?")
 
 
 @case("prefdisco", "grader", RubricGrader)

@@ -28,6 +28,8 @@ import dspy
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
 from prefcraft.components.prefdisco.metrics import (
     ConditionScores,
+    grade_pref_align,
+    grading_example,
     missing_grades,
     negative_count,
     norm_align,
@@ -40,7 +42,7 @@ from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
 from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
-from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example, grade_pref_align, grading_example
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.programs.prefdisco import (
     DEFAULT_MAX_TURNS,
     QuestionAsker,

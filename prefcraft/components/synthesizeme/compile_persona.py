@@ -28,7 +28,7 @@ from prefcraft.loaders.personal_reward_bench import (
 )
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.persona_prompt import compile_persona_prompt
-from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.prompt_optimizer import BootstrapRSConfig, OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -46,7 +46,8 @@ def compile_persona(
     """The optimizer runs with `settings.seed`, whatever `prompt_config.seed` says."""
     if set(train_users) & set(val_users):
         raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
-    prompt_config = replace(prompt_config, seed=settings.seed)
+    if not isinstance(prompt_config, BootstrapRSConfig):  # DSPy's random search takes no seed
+        prompt_config = replace(prompt_config, seed=settings.seed)
     users = group_by_user(load_pairs(data))
     train, val = select_users(users, train_users), select_users(users, val_users)
     with model_session(settings) as session:
@@ -63,13 +64,15 @@ def compile_persona(
                 prompt_model=build_lm(session.model_for("prompt")), task_model=build_lm(session.task),
             )  # fmt: skip
             check_servers(session)  # the optimizer scores a failed call as 0: no program chosen on a dead server
+            record = compiled.compile_record
             save_compiled(
                 compiled, output, program_name=PERSONA_SYNTHESIZER, model=session.task.model,
                 prompt_model=session.model_for("prompt").model, data_digest=data_digest(data),
-                train_users=list(train), val_users=list(val), score={"val_judge_accuracy": compiled.score / 100},
-                optimizer=prompt_config.as_params(), trials=len(getattr(compiled, "trial_logs", [])),
+                train_users=list(train), val_users=list(val),
+                score={"val_judge_accuracy": record.validation_score / 100}, optimizer=prompt_config.as_params(),
+                trials=len(record.trial_logs),
             )  # fmt: skip
-            log_metrics({"val_judge_accuracy": compiled.score / 100})
+            log_metrics({"val_judge_accuracy": record.validation_score / 100})
     register_compiled(PERSONA_SYNTHESIZER, session.task.model, output)
     return output
 
