@@ -42,9 +42,15 @@ Role = Literal["task", "prompt", "judge"]
 # The small-model profile's per-field bounds, keyed `Owner.field` (the signature or pydantic model that declares the
 # field): what a 135M model needs so that no call runs to its token budget. A paper-scale model gets none of them.
 SMALL_MODEL_FIELD_CHARS = {
+    "SummarizeSession.analysis": 300,
+    "SummarizeSession.context": 200,
     "SummarizeSession.preference": 200,  # CUPID's preference is one sentence of at most 30 words, about 200 characters
+    "InferPreference.analysis": 300,
     "InferPreference.preference": 200,
+    "DecomposePreference.analysis": 300,
     "DecomposePreference.checklist": 120,
+    "MatchChecklist.reasoning": 300,
+    "JudgeResponse.evaluation": 300,
     "GenerateResponse.response": 700,
     "AnswerQuestion.answer": 600,
     "AnswerWithProfile.answer": 600,

@@ -68,7 +68,7 @@ logger = logging.getLogger(__name__)
 
 RUNS = Path("runs/cupid")
 RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")
-DEFAULT_RESPONSE_METHODS = ("none", "inferred", "gold")
+DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
 NOT_SCORED = 0.0
 
 
