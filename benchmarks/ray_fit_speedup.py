@@ -25,8 +25,8 @@ import ray
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from openai_standin import StandInServer
 
-from prefcraft.commands.fit import fit_users
-from prefcraft.data import SAMPLE_USERS
+from prefcraft.components.synthesizeme.fit import fit_users
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.settings import ModelSettings, Settings
 

@@ -99,7 +99,7 @@ def record(args: argparse.Namespace) -> None:
     import dspy
 
     from prefcraft.backends import managed_server
-    from prefcraft.data import SAMPLE_USERS
+    from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.optimizers import candidate_search
@@ -129,7 +129,7 @@ def record(args: argparse.Namespace) -> None:
 def throughput(args: argparse.Namespace) -> None:
     import dspy
 
-    from prefcraft.data import SAMPLE_USERS
+    from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
@@ -172,7 +172,7 @@ def throughput(args: argparse.Namespace) -> None:
 
 
 def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from prefcraft.commands.fit import default_persona_prompt, load_persona_synthesizer
+    from prefcraft.components.synthesizeme.fit import default_persona_prompt, load_persona_synthesizer
     from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
     from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
     from prefcraft.programs.judge import PreferenceJudge
