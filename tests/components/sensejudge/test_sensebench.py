@@ -6,7 +6,7 @@ import pytest
 from prefcraft.components.sensejudge.data import CUT, load_dialogues
 from prefcraft.errors import DataError
 
-SENSEBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sensebench"
+SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "sensebench"
 needs_sensebench = pytest.mark.skipif(not (SENSEBENCH / "new_sense_bmk.json").is_file(),
                                       reason="SenseBench dialogues not present at ../shared/data/sensebench/")
 

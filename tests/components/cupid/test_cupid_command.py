@@ -135,7 +135,7 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
 
 
 def test_select_instances_skips_bad_rows_when_asked(tmp_path):
-    from tests.loaders.test_cupid_loader import real_row, write_jsonl
+    from tests.components.cupid.test_cupid_loader import real_row, write_jsonl
 
     path = write_jsonl(tmp_path / "data.jsonl", [real_row("a"), real_row("b", sessions=0), real_row("c")])
     instances, skipped = select_instances(CupidData(source=path, skip_invalid=True), "all")
@@ -154,7 +154,7 @@ def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
 
 
 def test_bad_data_fails_with_a_clear_error_before_any_server_starts(tmp_path, capsys):
-    from tests.loaders.test_cupid_loader import real_row, write_jsonl
+    from tests.components.cupid.test_cupid_loader import real_row, write_jsonl
 
     path = write_jsonl(tmp_path / "data.jsonl", [real_row(checklist_items=5)])
     assert main(["cupid", "evaluate", "--data", str(path), "--split", "all", "--no-serve"]) == 2

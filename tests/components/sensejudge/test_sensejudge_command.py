@@ -147,7 +147,7 @@ def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path,
     assert "cannot draw 9 dev" in capsys.readouterr().err
 
 
-SENSEBENCH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "sensebench"
+SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "sensebench"
 
 
 @pytest.mark.server
