@@ -1,12 +1,17 @@
-"""Fakes the tests share in place of MLflow."""
+"""Fakes the tests share: a tracker in place of MLflow, and an LM engine that fills the output fields a prompt
+asks for."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 
 @dataclass
@@ -44,3 +49,34 @@ class FakeTracker:
     def named(self, name: str) -> TrackedRun:
         [run] = [run for run in self.runs if run.name == name]
         return run
+
+
+OUTPUT_FIELD = re.compile(r"^\d+\. `(\w+)`", re.M)
+
+
+class FieldFillingEngine:
+    """A DSPy LM engine that answers every call with JSON filling each output field the prompt lists, so the
+    optimizers' own calls (MIPROv2's proposer) work too. Subclasses choose the values (`value`); each call's output
+    fields and whole prompt are kept in `prompts`."""
+
+    def __init__(self) -> None:
+        self.prompts: list[tuple[list[str], str]] = []
+
+    def complete(self, request: Any) -> Response:
+        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
+        user = "".join(message.text or "" for message in request.messages)
+        block = system.split("Your output fields are:")[-1].split("All interactions")[0].split("In adhering")[0]
+        fields = OUTPUT_FIELD.findall(block)
+        self.prompts.append((fields, system + user))
+        text = json.dumps({name: self.value(name, system, user) for name in fields})
+        return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
+                        usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
+
+    def value(self, field: str, system: str, user: str) -> Any:
+        return "text"
+
+    def stream(self, request: Any) -> Any:
+        return response_to_events(self.complete(request))
+
+    def close(self) -> None:
+        pass

@@ -1,11 +1,9 @@
 """MIPROv2 over CUPID's inferrer: the real optimizer on a fake engine, the metric, and the shipped compiled program."""
 
 import json
-import re
 
 import dspy
 import pytest
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES, load_instances
@@ -15,28 +13,16 @@ from prefcraft.optimizers.cupid import PROGRAM_NAME, labeled, load_inferrer
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, PromptOptimizer
 from prefcraft.programs.cupid import PreferenceInferrer, PreferenceMatch
+from tests.fakes import FieldFillingEngine
 
-FIELDS = re.compile(r"^\d+\. `(\w+)`", re.M)
 TYPED = {"relevant_sessions": [1], "score": 5}
 
 
-class FieldFillingEngine:
+class InstructionRewardingEngine(FieldFillingEngine):
     """Answers every call with JSON that fills each requested output field, so MIPROv2's proposer calls work too. The
     inferred preference depends on the instructions, so candidates differ in score: under an instruction that mentions
     "brief" the preference is "brief", which the fake decomposer and matcher score as fully matching; otherwise the
     gold checklist is Not covered."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def complete(self, request):
-        self.calls += 1
-        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
-        block = system.split("Your output fields are:")[-1].split("All interactions")[0]
-        user = "".join(message.text or "" for message in request.messages)
-        values = {field: self.value(field, system, user) for field in FIELDS.findall(block)}
-        return Response(id=None, model="fake", message=Message.assistant([TextPart(json.dumps(values))]),
-                        finish_reason="stop", usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
 
     def value(self, field, system, user):
         if field == "preference":
@@ -49,14 +35,8 @@ class FieldFillingEngine:
             return "Infer the user's preference, in brief."
         return TYPED.get(field, "text")
 
-    def stream(self, request):
-        return response_to_events(self.complete(request))
 
-    def close(self):
-        pass
-
-
-class DemoRewardingEngine(FieldFillingEngine):
+class DemoRewardingEngine(InstructionRewardingEngine):
     """Infers "brief" (a full match) only when the prompt shows demos, so a demo set beats zero-shot."""
 
     def complete(self, request):
@@ -88,7 +68,7 @@ def compile_inferrer(lm, config, trainset, valset):
 
 
 def test_real_mipro_compile_on_a_fake_engine_changes_the_program_and_round_trips(tmp_path):
-    lm = dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False)
+    lm = dspy.LM("fake-model", engine=InstructionRewardingEngine(), cache=False)
     config = MIPROv2Config(num_candidates=2, num_trials=5, max_bootstrapped_demos=1, max_labeled_demos=0,
                            num_threads=1, metric_threshold=0.5)
     compiled = compile_inferrer(lm, config, examples(3), examples(6)[3:])
@@ -123,7 +103,7 @@ def test_labeled_and_bootstrapped_demos_carry_the_inferrers_fields_and_reach_its
 
 
 def test_the_metric_is_the_instance_f1_of_the_preference_match():
-    score = metric(dspy.LM("fake-model", engine=FieldFillingEngine(), cache=False))
+    score = metric(dspy.LM("fake-model", engine=InstructionRewardingEngine(), cache=False))
     example = examples(1)[0]
     # The fake matcher labels every item Fully when the inferred preference is "brief": P = R = F1 = 1.
     assert score(example, dspy.Prediction(preference="brief")) == pytest.approx(1.0)

@@ -1,12 +1,9 @@
 """MIPROv2 over PrefDisco's asker: the real optimizer on a fake engine, the gated metric, and the shipped program."""
 
-import json
-import re
 from contextlib import nullcontext
 
 import dspy
 import pytest
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.components.prefdisco.metrics import GatedPrefAlign
@@ -15,27 +12,15 @@ from prefcraft.optimizers.compile_selection import differs_from
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, PromptOptimizer
 from prefcraft.programs.prefdisco import QuestionAsker, SimulatedUser, UserSimulator
+from tests.fakes import FieldFillingEngine
 
-OUTPUT_FIELDS = re.compile(r"^\d+\. `(\w+)`", re.M)
 MARK = "final line"
 
 
-class ScriptedEngine:
+class ScriptedEngine(FieldFillingEngine):
     """Fills every requested output field with JSON. The asker answers "8" only under an instruction that mentions
     the final line (as MIPROv2's fake proposer writes), so a proposed instruction beats the original one; the judge
     accepts an answer of 8 and grades every criterion 4. Every prompt is kept, by its output fields."""
-
-    def __init__(self):
-        self.prompts: list[tuple[list[str], str]] = []
-
-    def complete(self, request):
-        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
-        user = "".join(message.text or "" for message in request.messages)
-        self.prompts.append((OUTPUT_FIELDS.findall(system.split("Your output fields are:")[-1]), system + user))
-        wanted = OUTPUT_FIELDS.findall(system.split("Your output fields are:")[-1].split("All interactions")[0])
-        text = json.dumps({name: self.value(name, system, user) for name in wanted})
-        return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
-                        usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
 
     def value(self, name, system, user):
         return {"preferences": [{"attribute": "detail", "value": "brief", "weight": 3}], "action": "ask",
@@ -43,12 +28,6 @@ class ScriptedEngine:
                 "final_answer": "8" if MARK in system else "unsure", "grade": 4,
                 "correct": "Final answer: 8" in user, "proposed_instruction": f"Ask, then answer; end with a {MARK}.",
                 }.get(name, "text")
-
-    def stream(self, request):
-        return response_to_events(self.complete(request))
-
-    def close(self):
-        pass
 
 
 def examples(scenarios, lm):

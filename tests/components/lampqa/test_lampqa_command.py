@@ -2,12 +2,10 @@
 that answers every output field (JSON, as the schema adapter asks), and exact call counts."""
 
 import json
-import re
 from contextlib import nullcontext
 
 import dspy
 import pytest
-from dspy.lm15 import Message, Response, TextPart, Usage, response_to_events
 
 from prefcraft import compile_gate, evaluation
 from prefcraft.cli import main, make_parser
@@ -25,27 +23,16 @@ from prefcraft.components.lampqa.evaluation import (
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.settings import Settings
-from tests.fakes import FakeTracker
+from tests.fakes import FakeTracker, FieldFillingEngine
 
 VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}
 
 
-class FieldFiller:
-    """An LM engine that fills every output field the prompt asks for; proposer fields get a short text."""
+class FieldFiller(FieldFillingEngine):
+    """Fills every output field the prompt asks for; proposer fields get a short text."""
 
-    def complete(self, request):
-        system = request.system if isinstance(request.system, str) else "".join(p.text for p in request.system or [])
-        block = re.search(r"Your output fields are:\n(.*?)\n(?:All interactions|In adhering)", system, re.S)
-        fields = re.findall(r"^\d+\. `(\w+)`", block.group(1), re.M) if block else []
-        text = json.dumps({field: VALUES.get(field, "Answer the question for this user.") for field in fields})
-        return Response(id=None, model="fake", message=Message.assistant([TextPart(text)]), finish_reason="stop",
-                        usage=Usage(input_tokens=10, output_tokens=5, total_tokens=15))
-
-    def stream(self, request):
-        return response_to_events(self.complete(request))
-
-    def close(self):
-        pass
+    def value(self, field, system, user):
+        return VALUES.get(field, "Answer the question for this user.")
 
 
 @pytest.fixture
