@@ -1,8 +1,9 @@
 """`prefcraft report`: one self-contained HTML page from an MLflow tracking store, for a person to look at.
 
 `collect` reads the runs into plain records (the only module that talks to MLflow), `sections` and `results` choose
-what to show from the metrics the commands log, `plots` draws the figures as PNG, `page` writes the HTML with the
-figures inline: the file opens anywhere, offline, and can be mailed or attached as one artifact.
+what to show from the metrics the commands log, each component adding its own charts through its report hooks,
+`plots` draws the figures as PNG, `page` writes the HTML with the figures inline: the file opens anywhere, offline,
+and can be mailed or attached as one artifact.
 """
 
 from __future__ import annotations
@@ -10,22 +11,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from prefcraft.files import write_text_atomic
-from prefcraft.html_report.collect import read_store
-from prefcraft.html_report.page import render
-from prefcraft.html_report.results import (
-    comparisons_section,
-    prefdisco_section,
-    spreads_section,
-    sweeps_section,
-    trajectories_section,
-)
-from prefcraft.html_report.sections import cost_section, runs_section
-
-SECTIONS = (runs_section, sweeps_section, trajectories_section, comparisons_section, spreads_section, prefdisco_section,
-            cost_section)
 
 
 def write_report(uri: str, experiment: str, output: Path, max_runs: int) -> Path:
     """The report of the `max_runs` most recent top-level runs of `experiment` in the store at `uri`."""
+    # Imported here: the components' report hooks import this package's `blocks` while the registry loads, and these
+    # modules read the registry (and load matplotlib, which a command that draws nothing should not wait for).
+    from prefcraft.html_report.collect import read_store
+    from prefcraft.html_report.page import render
+    from prefcraft.html_report.results import (
+        comparisons_section,
+        component_sections,
+        spreads_section,
+        sweeps_section,
+        trajectories_section,
+    )
+    from prefcraft.html_report.sections import cost_section, runs_section
+
     store = read_store(uri, experiment, max_runs)
-    return write_text_atomic(output, render(store, [section(store) for section in SECTIONS]))
+    sections = [runs_section(store), sweeps_section(store), trajectories_section(store), comparisons_section(store),
+                spreads_section(store), *component_sections(store), cost_section(store)]
+    return write_text_atomic(output, render(store, sections))

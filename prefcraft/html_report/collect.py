@@ -8,7 +8,6 @@ tried) with the compile it ran under it. DSPy's autologging adds its own childre
 from __future__ import annotations
 
 import json
-import math
 import re
 import tempfile
 from collections.abc import Iterator
@@ -17,16 +16,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
+from prefcraft.html_report.blocks import number
+from prefcraft.registry import COMPONENTS
 
-# The run each command starts, and the component it belongs to.
-COMMAND_RUNS = {
-    "fit-synthesizeme": "SynthesizeMe", "evaluate": "SynthesizeMe", "compile-persona": "SynthesizeMe",
-    "sensejudge-simulate": "SenseJudge", "sensejudge-select": "SenseJudge", "sensejudge-evaluate": "SenseJudge",
-    "prefdisco-build-scenarios": "PrefDisco", "prefdisco-compile": "PrefDisco", "prefdisco-evaluate": "PrefDisco",
-    "cupid-compile": "CUPID", "cupid-evaluate": "CUPID", "lampqa-compile": "LaMP-QA", "lampqa-evaluate": "LaMP-QA",
-    "tour": "tour",
-}
+# The run each component's steps start, and that component.
+RUN_COMPONENTS: dict[str, Component] = {name: component for component in COMPONENTS.values()
+                                        for name in component.run_names}
+# The run each command starts, and what it belongs to: a component (by its title), or the tour.
+COMMAND_RUNS = {**{name: component.title for name, component in RUN_COMPONENTS.items()}, "tour": "tour"}
+NO_CHARTS = ReportCharts()
 EXPERIMENT_PREFIX, SWEEP_PREFIX = "experiment:", "sweep:"
 TRIAL = re.compile(r"trial-\d+")
 # What DSPy's autologging logs on a compile's run: MIPROv2 a step series of full (and minibatch) evaluations, the
@@ -66,7 +66,14 @@ class RunRecord:
 
     @property
     def is_compile(self) -> bool:
-        return self.name == "compile-persona" or (self.is_command and self.name.endswith("-compile"))
+        """A compile step's run: `<component>-compile`, or `compile-<what it compiles>`."""
+        return self.is_command and "compile" in self.name.split("-")
+
+    @property
+    def charts(self) -> ReportCharts:
+        """The report hooks of the component whose step started the run; none for other runs."""
+        component = RUN_COMPONENTS.get(self.name)
+        return component.charts if component else NO_CHARTS
 
     @property
     def trials(self) -> list[RunRecord]:
@@ -155,10 +162,6 @@ def read_store(uri: str, experiment: str, max_runs: int) -> Store:
                 for command in trial.children:
                     command.sweep_trial = f"{run.name} {trial.name}: {values}"
     return store
-
-
-def number(value: float) -> str:
-    return f"{value:.0f}" if math.isfinite(value) and value == int(value) and abs(value) < 1e15 else f"{value:.4g}"
 
 
 def param(text: str) -> str:

@@ -5,25 +5,14 @@ from __future__ import annotations
 import io
 import math
 import textwrap
-from dataclasses import dataclass, field
 
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from prefcraft.html_report.blocks import EstimateRow
+
 WIDTH = 7.5
 BASELINE_COLOR, METHOD_COLOR, POINT_COLOR = "#8c8c8c", "#1f5fa8", "#e07b1a"
-
-
-@dataclass(frozen=True)
-class EstimateRow:
-    """One row of an estimate chart: a mean, its 95% interval when known, and the per-unit values behind it."""
-
-    label: str
-    mean: float
-    low: float = math.nan
-    high: float = math.nan
-    points: list[float] = field(default_factory=list)
-    baseline: bool = False
 
 
 def estimate_chart(rows: list[EstimateRow], *, title: str, axis: str) -> bytes:

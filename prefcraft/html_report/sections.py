@@ -6,48 +6,14 @@ The results' figures come from `results.py`. A section whose data the store lack
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from prefcraft.html_report.collect import RunRecord, Store, number
+from prefcraft.html_report.blocks import Details, Plot, Section, Table, number
+from prefcraft.html_report.collect import RunRecord, Store
 from prefcraft.html_report.plots import bar_panels
 
 # The params that count what a command ran on, for cost per unit.
 UNIT_PARAMS = {"users": "user", "instances": "instance", "questions": "question", "scenarios": "scenario"}
-
-
-@dataclass(frozen=True)
-class Plot:
-    title: str
-    png: bytes
-    caption: str = ""
-
-
-@dataclass(frozen=True)
-class Table:
-    header: tuple[str, ...]
-    rows: list[tuple[str, ...]]
-    failed: frozenset[int] = frozenset()
-    """Indices of rows shown as failed."""
-    title: str = ""
-
-
-@dataclass(frozen=True)
-class Details:
-    """A collapsible list of name-value rows; open from the start when it explains a failure."""
-
-    summary: str
-    rows: list[tuple[str, str]]
-    open: bool = False
-
-
-@dataclass(frozen=True)
-class Section:
-    title: str
-    intro: str
-    missing: str
-    """One line saying what would fill the section, shown when `blocks` is empty."""
-    blocks: list[Plot | Table | Details] = field(default_factory=list)
 
 
 def runs_section(store: Store) -> Section:
@@ -172,9 +138,8 @@ def _settings(run: RunRecord) -> str:
                 f"{_listed(params.get('search', '-'))}")
     if "num_trials" in params:
         return f"{params.get('name', '?')}: {params.get('num_candidates')} candidates, {params['num_trials']} trials"
-    if "search" in params:
-        return (f"SynthesizeMe, {params['search']} search (n={params.get('num_persona_subsets')}, "
-                f"m={params.get('num_demo_candidates')})")
+    if component_settings := run.charts.settings(run):
+        return component_settings
     for key in ("methods", "inferrers", "components", "steps"):
         if key in params:
             return _listed(params[key])

@@ -1,0 +1,32 @@
+"""CUPID's figures in the HTML report: an evaluate's inferrers and responders, and its F1 per instance type."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prefcraft.components.component import ReportCharts
+from prefcraft.components.cupid.data import INSTANCE_TYPES
+from prefcraft.html_report.blocks import Chart, children_rows
+
+if TYPE_CHECKING:
+    from prefcraft.html_report.collect import RunRecord
+
+
+def comparisons(run: RunRecord) -> list[Chart]:
+    if run.name != "cupid-evaluate":
+        return []
+    return [Chart("preference inference", "F1 of the inferred preference", children_rows(
+                run, "infer-", "f1", lambda name: "compiled" not in name)),
+            Chart("responses", "judge score of the response (1-10)", children_rows(
+                run, "respond-", "score", lambda name: name == "none"))]
+
+
+def spreads(run: RunRecord) -> list[Chart]:
+    if run.name != "cupid-evaluate":
+        return []
+    return [Chart("F1 per instance type", "F1 of the inferred preference", children_rows(
+        run, "infer-", "f1", lambda name: "compiled" not in name,
+        lambda metrics: [metrics[f"{kind}_f1"] for kind in INSTANCE_TYPES if f"{kind}_f1" in metrics]))]
+
+
+CHARTS = ReportCharts(comparisons, spreads)
