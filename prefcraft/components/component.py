@@ -1,14 +1,19 @@
 """What a component is to the rest of prefcraft: its steps (flags and a run function each), the MLflow runs they
-open, and the comparison its demo gives the tour. Each component's `commands` module builds one `Component`;
-`prefcraft.registry` lists them, and the command line, tour, experiments, sweeps, report and Python API read it."""
+open, the comparison its demo gives the tour and what its runs add to the HTML report. Each component's `commands`
+module builds one `Component`; `prefcraft.registry` lists them, and the command line, tour, experiments, sweeps,
+report and Python API read it."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prefcraft.html_report.blocks import Chart, Plot, Table
+    from prefcraft.html_report.records import RunRecord
 
 Emit = Callable[[str], None]
 
@@ -44,6 +49,36 @@ class Demo:
     compare: Callable[[Any], Comparison]
 
 
+def _no_charts(run: RunRecord) -> list[Chart]:
+    return []
+
+
+@dataclass(frozen=True)
+class ReportSection:
+    """A section of the HTML report that the component's runs fill alone."""
+
+    title: str
+    intro: str
+    missing: str
+    """What would fill it, shown when no run does."""
+    blocks: Callable[[RunRecord], list[Plot | Table]]
+    """A run's tables and figures for the section; none where the run holds nothing for it."""
+
+
+@dataclass(frozen=True)
+class ReportCharts:
+    """What the component's runs add to the HTML report (`prefcraft report`); each hook is given one of its runs."""
+
+    comparisons: Callable[[RunRecord], list[Chart]] = _no_charts
+    """Its baseline against its personalized methods (a compile's validation scores are drawn for every component)."""
+    spreads: Callable[[RunRecord], list[Chart]] = _no_charts
+    """The per-user or per-category values behind its estimates, as the rows' points."""
+    settings: Callable[[RunRecord], str] = lambda run: ""
+    """The runs table's "optimizer / compared" cell for a run that names no optimizer; "" leaves it to the params
+    every command shares (its methods, inferrers, conditions)."""
+    sections: tuple[ReportSection, ...] = ()
+
+
 @dataclass(frozen=True)
 class Component:
     name: str
@@ -57,3 +92,7 @@ class Component:
     demo: Demo
     sweepable: bool = False
     """Its `compile` step returns a compile outcome (a ship verdict and its usage), so a sweep can search over it."""
+    charts: ReportCharts = ReportCharts()
+    programs: Mapping[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
+    """The programs its steps save compiled, by the program name in the file's metadata: each builds a fresh program
+    as that metadata describes, for `prefcraft.load` to load the file into."""

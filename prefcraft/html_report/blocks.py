@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 NAN = math.nan
 

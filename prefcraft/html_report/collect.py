@@ -11,14 +11,14 @@ import json
 import re
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
 from prefcraft.html_report.blocks import number
+from prefcraft.html_report.records import RunRecord
 from prefcraft.registry import COMPONENTS
 
 # The run each component's steps start, and that component.
@@ -28,82 +28,10 @@ RUN_COMPONENTS: dict[str, Component] = {name: component for component in COMPONE
 COMMAND_RUNS = {**{name: component.title for name, component in RUN_COMPONENTS.items()}, "tour": "tour"}
 NO_CHARTS = ReportCharts()
 EXPERIMENT_PREFIX, SWEEP_PREFIX = "experiment:", "sweep:"
-TRIAL = re.compile(r"trial-\d+")
 # What DSPy's autologging logs on a compile's run: MIPROv2 a step series of full (and minibatch) evaluations, the
 # other optimizers one `eval` value per evaluation.
 TRAJECTORY_METRICS = ("eval_full", "eval_minibatch", "eval")
 PAGE_SIZE = 1000
-
-
-@dataclass
-class RunRecord:
-    run_id: str
-    name: str
-    status: str
-    start_ms: int
-    end_ms: int | None
-    params: dict[str, str]
-    metrics: dict[str, float]
-    parent_id: str | None
-    children: list[RunRecord] = field(default_factory=list)
-    # (step, value) in logging order, for a compile's trajectory metrics only
-    histories: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    sweep_trial: str = ""
-    """For the command a sweep's trial ran: the sweep, the trial and the values it tried."""
-    pareto: list[int] | None = None
-    """For a sweep: the trials of its study's Pareto front (the best, for one objective), as its pareto.json lists
-    them; None where it logged none (a sweep that stopped)."""
-
-    @property
-    def component(self) -> str:
-        if self.name.startswith(SWEEP_PREFIX):
-            return "sweep"
-        return "experiment" if self.name.startswith(EXPERIMENT_PREFIX) else COMMAND_RUNS.get(self.name, "")
-
-    @property
-    def is_command(self) -> bool:
-        return bool(self.component)
-
-    @property
-    def is_compile(self) -> bool:
-        """A compile step's run: `<component>-compile`, or `compile-<what it compiles>`."""
-        return self.is_command and "compile" in self.name.split("-")
-
-    @property
-    def charts(self) -> ReportCharts:
-        """The report hooks of the component whose step started the run; none for other runs."""
-        component = RUN_COMPONENTS.get(self.name)
-        return component.charts if component else NO_CHARTS
-
-    @property
-    def trials(self) -> list[RunRecord]:
-        return [child for child in self.children if TRIAL.fullmatch(child.name)] if self.component == "sweep" else []
-
-    @property
-    def commands(self) -> list[RunRecord]:
-        """The commands nested under this run: its children that are, and the compile under each of a sweep's trials."""
-        return [run for run in [*self.children, *(run for trial in self.trials for run in trial.children)]
-                if run.is_command]
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "FAILED"
-
-    @property
-    def seconds(self) -> float | None:
-        return None if self.end_ms is None else (self.end_ms - self.start_ms) / 1000
-
-    @property
-    def started(self) -> str:
-        return datetime.fromtimestamp(self.start_ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-
-    @property
-    def label(self) -> str:
-        """Names repeat (every evaluate is `evaluate`): the start time, and a sweep's trial, tell runs apart."""
-        return f"{self.name} ({self.started[5:19]}{self.sweep_trial and ', ' + self.sweep_trial})"
-
-    def child(self, name: str) -> RunRecord | None:
-        return next((run for run in self.children if run.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -181,9 +109,22 @@ def _check_exists(uri: str) -> None:
 
 def _record(run: Any) -> RunRecord:
     info, data = run.info, run.data
-    return RunRecord(run_id=info.run_id, name=info.run_name or info.run_id, status=info.status,
-                     start_ms=info.start_time, end_ms=info.end_time, params=dict(data.params),
-                     metrics=dict(data.metrics), parent_id=data.tags.get("mlflow.parentRunId"))
+    name = info.run_name or info.run_id
+    return RunRecord(run_id=info.run_id, name=name, status=info.status, start_ms=info.start_time,
+                     end_ms=info.end_time, params=dict(data.params), metrics=dict(data.metrics),
+                     parent_id=data.tags.get("mlflow.parentRunId"), component=_started_by(name))
+
+
+def _started_by(name: str) -> str:
+    if name.startswith(SWEEP_PREFIX):
+        return "sweep"
+    return "experiment" if name.startswith(EXPERIMENT_PREFIX) else COMMAND_RUNS.get(name, "")
+
+
+def charts_of(run: RunRecord) -> ReportCharts:
+    """The report hooks of the component whose step started `run`; none for other runs."""
+    component = RUN_COMPONENTS.get(run.name)
+    return component.charts if component else NO_CHARTS
 
 
 def _pareto(client: Any, run: RunRecord) -> list[int] | None:

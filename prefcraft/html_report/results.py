@@ -11,8 +11,9 @@ import json
 from collections.abc import Callable
 
 from prefcraft.html_report.blocks import Chart, Details, EstimateRow, Plot, Section, Table, number, run_title
-from prefcraft.html_report.collect import RunRecord, Store, param
+from prefcraft.html_report.collect import Store, charts_of, param
 from prefcraft.html_report.plots import estimate_chart, line_chart
+from prefcraft.html_report.records import RunRecord
 from prefcraft.registry import COMPONENTS
 
 # What a sweep's trial logs (prefcraft/sweeps.py), as the table's columns.
@@ -76,7 +77,7 @@ def comparisons_section(store: Store) -> Section:
 
 
 def spreads_section(store: Store) -> Section:
-    plots = _chart_plots(store, lambda run: [chart for chart in run.charts.spreads(run)
+    plots = _chart_plots(store, lambda run: [chart for chart in charts_of(run).spreads(run)
                                              if any(row.points for row in chart.rows)],
                          "Dots: one per user, instance type or category; diamond and whiskers: the estimate and its "
                          "95% interval.")
@@ -108,7 +109,7 @@ def _chart_plots(store: Store, charts: Callable[[RunRecord], list[Chart]], capti
 
 
 def _comparisons(run: RunRecord) -> list[Chart]:
-    return [*_compile_verdict(run.metrics), *run.charts.comparisons(run)]
+    return [*_compile_verdict(run.metrics), *charts_of(run).comparisons(run)]
 
 
 def _compile_verdict(metrics: dict[str, float]) -> list[Chart]:

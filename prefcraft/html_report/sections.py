@@ -9,8 +9,9 @@ import json
 from pathlib import Path
 
 from prefcraft.html_report.blocks import Details, Plot, Section, Table, number
-from prefcraft.html_report.collect import RunRecord, Store
+from prefcraft.html_report.collect import Store, charts_of
 from prefcraft.html_report.plots import bar_panels
+from prefcraft.html_report.records import RunRecord
 
 # The params that count what a command ran on, for cost per unit.
 UNIT_PARAMS = {"users": "user", "instances": "instance", "questions": "question", "scenarios": "scenario"}
@@ -138,7 +139,7 @@ def _settings(run: RunRecord) -> str:
                 f"{_listed(params.get('search', '-'))}")
     if "num_trials" in params:
         return f"{params.get('name', '?')}: {params.get('num_candidates')} candidates, {params['num_trials']} trials"
-    if component_settings := run.charts.settings(run):
+    if component_settings := charts_of(run).settings(run):
         return component_settings
     for key in ("methods", "inferrers", "components", "steps"):
         if key in params:

@@ -9,7 +9,7 @@ from prefcraft.components.cupid.data import INSTANCE_TYPES
 from prefcraft.html_report.blocks import Chart, children_rows
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

@@ -13,10 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import Comparison, Component, Demo, Step
+from prefcraft.components.cupid.charts import CHARTS
 from prefcraft.components.cupid.compilation import CompileJob, run_cupid_compile
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
-from prefcraft.components.cupid.evaluation import CupidData, EvaluationJob, run_cupid_evaluation
+from prefcraft.components.cupid.evaluation import (
+    DEFAULT_RESPONSE_METHODS,
+    CupidData,
+    EvaluationJob,
+    run_cupid_evaluation,
+)
 from prefcraft.flags import COUNT, POSITIVE, add_optimizer_flags, optimizer_config
+from prefcraft.optimizers.cupid import PROGRAM_NAME
+from prefcraft.programs.cupid import PreferenceInferrer
 
 HELP = "CUPID: infer a user's contextual preference from prior sessions (compile, evaluate, demo)"
 STEPS = {
@@ -48,7 +56,7 @@ def _add_step_flags(step_parser: argparse.ArgumentParser, step: str) -> None:
         step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test",
                                  help="which instances to evaluate: a split by persona, or all of them")
         step_parser.add_argument("--responses", nargs="*", choices=["none", "sessions", "inferred", "gold"],
-                                 default=["none", "inferred", "gold"],
+                                 default=list(DEFAULT_RESPONSE_METHODS),
                                  help="response methods to generate and judge (none given: inference only)")
 
 
@@ -92,4 +100,6 @@ COMPONENT = Component(
     name="cupid", title="CUPID", help=HELP,
     steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
     run_names=("cupid-compile", "cupid-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
+    charts=CHARTS,
+    programs={PROGRAM_NAME: lambda metadata: PreferenceInferrer(metadata.get("variant", "relevant"))},
 )

@@ -8,7 +8,7 @@ from prefcraft.components.component import ReportCharts
 from prefcraft.html_report.blocks import Chart, children_rows
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

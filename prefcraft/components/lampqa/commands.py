@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import Comparison, Component, Demo, Step
+from prefcraft.components.lampqa.charts import CHARTS
 from prefcraft.components.lampqa.compilation import CompileJob, run_lampqa_compile
 from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS
 from prefcraft.components.lampqa.evaluation import EvaluationJob, LampQAData, RetrievalConfig, run_lampqa_evaluation
 from prefcraft.flags import POSITIVE, add_optimizer_flags, optimizer_config
+from prefcraft.optimizers.lampqa import PROGRAM_NAME
+from prefcraft.programs.lampqa import DEFAULT_K, BM25Retriever, PlanPers
 
 HELP = "LaMP-QA: aspect planner for personalized long-form answers (compile, evaluate, demo)"
 STEPS = {
@@ -99,4 +102,6 @@ COMPONENT = Component(
     name="lampqa", title="LaMP-QA", help=HELP,
     steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
     run_names=("lampqa-compile", "lampqa-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
+    charts=CHARTS,
+    programs={PROGRAM_NAME: lambda metadata: PlanPers(BM25Retriever(metadata.get("k", DEFAULT_K)))},
 )

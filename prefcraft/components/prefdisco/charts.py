@@ -11,7 +11,7 @@ from prefcraft.components.component import ReportCharts, ReportSection
 from prefcraft.html_report.blocks import NAN, Plot, Table, number, run_title
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 # The paper's NormAlign (of the conditions' means, per task) first, the per-scenario form beside it.
 METRICS = ("pref_align", "accuracy", "questions", "failures", "missing_grades", "norm_align",

@@ -15,10 +15,13 @@ from typing import Any
 
 from prefcraft.components.component import Comparison, Component, Demo, Step
 from prefcraft.components.prefdisco.build import BuildJob, run_build
+from prefcraft.components.prefdisco.charts import CHARTS
 from prefcraft.components.prefdisco.compilation import CompileJob, run_prefdisco_compile
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
 from prefcraft.components.prefdisco.evaluation import EvaluationJob, PrefDiscoData, run_prefdisco_evaluation
 from prefcraft.flags import COUNT, POSITIVE, SHARE, add_optimizer_flags, optimizer_config
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME
+from prefcraft.programs.prefdisco import QuestionAsker
 
 HELP = "PrefDisco: elicit a user's preferences by asking, then answer (build-scenarios, compile, evaluate, demo)"
 STEPS = {
@@ -116,4 +119,6 @@ COMPONENT = Component(
     steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
     run_names=("prefdisco-build-scenarios", "prefdisco-compile", "prefdisco-evaluate"),
     demo=Demo(lambda _: ["demo"], compare), sweepable=True,
+    charts=CHARTS,
+    programs={PROGRAM_NAME: lambda metadata: QuestionAsker(metadata["max_turns"])},
 )

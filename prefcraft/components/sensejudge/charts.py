@@ -10,7 +10,7 @@ from prefcraft.components.sensejudge.steps import description_names
 from prefcraft.html_report.blocks import Chart, accuracy_row
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

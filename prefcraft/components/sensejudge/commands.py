@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
+from prefcraft.components.sensejudge.charts import CHARTS
 from prefcraft.components.sensejudge.simulation import DEFAULT_PERSONA, SimulationConfig
-from prefcraft.components.sensejudge.steps import SenseJudgeJob, run_sensejudge
+from prefcraft.components.sensejudge.steps import SENSEJUDGE, SenseJudgeJob, run_sensejudge
 from prefcraft.flags import COUNT, POSITIVE
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
+from prefcraft.programs.sensejudge import SelectedJudge
 
 HELP = "SenseJudge: preference subsets and model ranking (simulate, select, evaluate, demo)"
 STEPS = {
@@ -51,6 +53,12 @@ def _add_step_flags(parser: argparse.ArgumentParser, step: str) -> None:
         parser.add_argument("--beam-width", type=POSITIVE, default=64, help="subsets kept at each step of the beam")
         parser.add_argument("--penalize-order-imbalance", action="store_true",
                             help="score a subset minus the gap between its right answers in the two orders")
+        parser.add_argument("--unparseable-vote", choices=["against", "abstain"], default="against",
+                            help="what a failed or unparseable vote counts as: against the chosen response (the "
+                            "reference's rule) or nothing")
+        parser.add_argument("--stop-when-perfect", action="store_true",
+                            help="stop judging once a subset is right on every dev judgment (fewer calls; the "
+                            "reference judges every description on every pair)")
     if step in ("evaluate", "demo"):
         parser.add_argument("--reference-ranking", nargs="+", metavar="MODEL",
                             help="reference ranking of the response models, best first (default: the annotator's)")
@@ -76,7 +84,8 @@ def job_from_flags(args: argparse.Namespace, settings: Any) -> Any:
         job.max_pair_descriptions = args.max_pair_descriptions
         job.selection = SubsetSelectionConfig(
             exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
-            penalize_order_imbalance=args.penalize_order_imbalance, num_threads=settings.num_threads,
+            penalize_order_imbalance=args.penalize_order_imbalance, unparseable_vote=args.unparseable_vote,
+            stop_when_perfect=args.stop_when_perfect, num_threads=settings.num_threads,
         )
     return job
 
@@ -102,4 +111,6 @@ COMPONENT = Component(
     name="sensejudge", title="SenseJudge", help=HELP,
     steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
     run_names=("sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"), demo=Demo(_demo_argv, compare),
+    charts=CHARTS,
+    programs={SENSEJUDGE: lambda _: SelectedJudge()},
 )

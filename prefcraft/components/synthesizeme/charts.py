@@ -10,7 +10,7 @@ from prefcraft.html_report.blocks import Chart, EstimateRow, accuracy_row
 from prefcraft.metrics.stats import bootstrap_mean
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.collect import RunRecord
+    from prefcraft.html_report.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:
