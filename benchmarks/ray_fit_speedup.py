@@ -1,4 +1,4 @@
-"""Wall time of `prefcraft fit --executor ray` on 1 and on 2 Ray workers.
+"""Wall time of `prefcraft synthesizeme fit --executor ray` on 1 and on 2 Ray workers.
 
 The model is two stand-in OpenAI-compatible servers (tests/openai_standin.py) that answer each call after
 `--delay-s`, as servers on other machines would: on this 2-core machine two real embedded servers would share the

@@ -37,7 +37,7 @@ Conversation = str | Sequence[Mapping[str, str]]
 """One user message, or the messages so far as {"role": ..., "content": ...}."""
 
 DEFAULT_FITTED_DIR = Path("runs/fitted")
-DEFAULT_RESULTS_DIR = Path("runs/latest")  # as `prefcraft evaluate --output-dir`
+DEFAULT_RESULTS_DIR = Path("runs/latest")  # as `prefcraft synthesizeme evaluate --output-dir`
 
 
 @contextmanager
@@ -116,7 +116,7 @@ class PersonalJudge:
 
 
 def load_judge(path: str | Path) -> PersonalJudge:
-    """The judge `fit` (or `prefcraft fit`) saved at `path`."""
+    """The judge `fit` (or `prefcraft synthesizeme fit`) saved at `path`."""
     program, metadata = load_personal_judge(Path(path))
     return PersonalJudge(program, metadata)
 
@@ -129,7 +129,7 @@ def fit(
     """Fit a SynthesizeMe judge for each user of `data` (default: all) into `fitted_dir/<user>.json`, skipping users
     fitted before with the same data, model and settings. Without `persona_prompt`, the one prefcraft ships for the
     task model; without `config`, the paper's search (n = m = 10). `executor="ray"` fits each user as a Ray task on
-    the cluster at `address` (`prefcraft fit --executor ray --address ...`)."""
+    the cluster at `address` (`prefcraft synthesizeme fit --executor ray --address ...`)."""
     settings = settings or load_settings()
     prompt = Path(persona_prompt) if persona_prompt else default_persona_prompt(settings.task.model)
     return fit_users(settings, data, Path(fitted_dir), users=users, persona_prompt=prompt, config=config,
@@ -144,7 +144,8 @@ def evaluate(
     """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, and from the judges in
     `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
     Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as
-    `prefcraft evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call (DSPy's cache).
+    `prefcraft synthesizeme evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call
+    (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
     return evaluate_methods(settings or load_settings(), data, methods=methods, users=users, split=split, fitted=fitted,

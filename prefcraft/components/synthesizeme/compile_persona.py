@@ -1,8 +1,8 @@
-"""`prefcraft compile-persona`: an optimizer (MIPROv2 by default) over the persona synthesizer's prompt, once, over
-training users.
+"""`prefcraft synthesizeme compile-persona`: an optimizer (MIPROv2 by default) over the persona synthesizer's prompt,
+once, over training users.
 
 Saved under compiled/persona_synthesizer/ (and listed in compiled/index.json) it becomes the default persona prompt
-of every `prefcraft fit` on the same task model.
+of every `prefcraft synthesizeme fit` on the same task model.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`prefcraft evaluate`: judge a split's pairs in both orders with one or more judges; pooled and per-user accuracy.
+"""`prefcraft synthesizeme evaluate`: judge a split's pairs in both orders with one or more judges; pooled and
+per-user accuracy.
 
 Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (the user's PRISM survey
 profile; users without one are left out of it); `memory` (one to five insights per context pair, appended in order);
@@ -103,7 +104,7 @@ def judge_for(method: str, user: UserPairs, fitted: Path | None, profile: str | 
     if method == "memory":
         return PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
     if fitted is None:
-        raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft fit` first")
+        raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft synthesizeme fit` first")
     judge, metadata = load_personal_judge(fitted)
     if method == "persona":
         return PreferenceJudge(str(metadata["persona"]))
@@ -219,7 +220,8 @@ def _with_fitted_judges(
         if fitted_digest != digest:
             raise ConfigError(
                 f"{found[user_id]} was fitted on data with digest {fitted_digest}, not on {data} (digest {digest})",
-                "fit the users on this data with `prefcraft fit`, or point --fitted-dir at judges fitted on it",
+                "fit the users on this data with `prefcraft synthesizeme fit`, or point --fitted-dir at judges fitted "
+                "on it",
             )
     return users, found
 

@@ -1,4 +1,5 @@
-"""`prefcraft fit`: SynthesizeMe per user, one compiled JSON per user, resumable, one MLflow child run per user."""
+"""`prefcraft synthesizeme fit`: SynthesizeMe per user, one compiled JSON per user, resumable, one MLflow child run
+per user."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`prefcraft evaluate` without a model server: what it refuses to score, before any model call."""
+"""`prefcraft synthesizeme evaluate` without a model server: what it refuses to score, before any model call."""
 
 import json
 import logging

@@ -1,5 +1,5 @@
-"""`prefcraft fit` and `evaluate` with hostile user ids, without a model server: a data row's `user_id` names a file
-inside the fitted directory and nowhere else, and two users never share one."""
+"""`prefcraft synthesizeme fit` and `evaluate` with hostile user ids, without a model server: a data row's `user_id`
+names a file inside the fitted directory and nowhere else, and two users never share one."""
 
 import json
 from contextlib import nullcontext
@@ -120,7 +120,7 @@ def test_evaluate_finds_each_hostile_users_judge_in_the_fitted_directory(offline
     data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
     out = tmp_path / "work" / "fitted"
     fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
-    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}  # as `prefcraft evaluate --fitted-dir` reads it
+    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}  # as `evaluate --fitted-dir` reads it
     outcomes = evaluate_methods(Settings(), data, methods=["persona"], fitted=fitted, output_dir=tmp_path / "results")
     assert set(outcomes["persona"].report.per_user) == set(users)
     for user_id in users:
