@@ -66,9 +66,10 @@ def test_the_demo_check_catches_a_demo_without_its_answer_or_with_a_degenerate_o
     inferrer = PreferenceInferrer("all")
     inferrer.infer.demos = [dspy.Example(**request, gold_preference="Walk through a sample first turn.")]
     assert _unshown_demos(inferrer) == ["infer holds 1 demos but its prompt shows 0"]
-    inferrer.infer.demos = [dspy.Example(**request, preference="Preference")]
+    analysis = "The user asked for an example in the last session."
+    inferrer.infer.demos = [dspy.Example(**request, analysis=analysis, preference="Preference")]
     assert _unshown_demos(inferrer) == ["infer: a demo's preference is degenerate ('Preference')"]
-    inferrer.infer.demos = [dspy.Example(**request, preference="Walk through a sample first turn.")]
+    inferrer.infer.demos = [dspy.Example(**request, analysis=analysis, preference="Walk through a sample first turn.")]
     assert _unshown_demos(inferrer) == []
 
 
