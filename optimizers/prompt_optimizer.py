@@ -23,8 +23,17 @@ Metric = Callable[..., float]
 """A compile metric: `metric(example, prediction, trace=None)` is the prediction's score."""
 
 
+class _Params:
+    """The optimizer's name and options, as a compile logs and saves them."""
+
+    name: ClassVar[OptimizerName]
+
+    def as_params(self) -> dict[str, object]:
+        return {"name": self.name, **asdict(self)}
+
+
 @dataclass
-class MIPROv2Config:
+class MIPROv2Config(_Params):
     """MIPROv2 and its budget. Defaults are SynthesizeMe's paper budget (Appendix F); embedded demos use a much smaller
     one.
 
@@ -47,9 +56,6 @@ class MIPROv2Config:
     num_threads: int = 4
     seed: int = 9
 
-    def as_params(self) -> dict[str, object]:
-        return {"name": self.name, **asdict(self)}
-
     def optimize(self, student: dspy.Module, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric,
                  prompt_model: dspy.LM | None, task_model: dspy.LM | None) -> dspy.Module:
         optimizer = dspy.MIPROv2(
@@ -67,7 +73,7 @@ class MIPROv2Config:
 
 
 @dataclass
-class GEPAConfig:
+class GEPAConfig(_Params):
     """GEPA: the prompt model reflects on the program's traces and rewrites its instructions.
 
     Budget: `max_metric_calls` metric calls in all (its one budget option).
@@ -78,9 +84,6 @@ class GEPAConfig:
     max_metric_calls: int = 400
     num_threads: int = 4
     seed: int = 9
-
-    def as_params(self) -> dict[str, object]:
-        return {"name": self.name, **asdict(self)}
 
     def optimize(self, student: dspy.Module, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric,
                  prompt_model: dspy.LM | None, task_model: dspy.LM | None) -> dspy.Module:
@@ -93,7 +96,7 @@ class GEPAConfig:
 
 
 @dataclass
-class BootstrapRSConfig:
+class BootstrapRSConfig(_Params):
     """BootstrapFewShotWithRandomSearch: demo sets only, each scored on the whole valset.
 
     Search: `num_candidates` random demo sets (beside zero-shot, labeled-only and unshuffled ones).
@@ -108,9 +111,6 @@ class BootstrapRSConfig:
     max_labeled_demos: int = 6
     metric_threshold: float = 0.5
     num_threads: int = 4
-
-    def as_params(self) -> dict[str, object]:
-        return {"name": self.name, **asdict(self)}
 
     def optimize(self, student: dspy.Module, trainset: list[dspy.Example], valset: list[dspy.Example], metric: Metric,
                  prompt_model: dspy.LM | None, task_model: dspy.LM | None) -> dspy.Module:
