@@ -24,10 +24,11 @@ from prefcraft.components.synthesizeme.fit import FitSummary, default_persona_pr
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
-from prefcraft.experiments import step_args, validated_options
+from prefcraft.flags import settings_flag_names
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.options import check_options
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.runtime import lm_context, model_session
@@ -50,7 +51,7 @@ def models(settings: Settings | None = None) -> Iterator[Settings]:
 
 def run(component: str, step: str, settings: Settings | None = None, **options: Any) -> Any:
     """`prefcraft <component> <step>`: `options` are the step's flags by dest, as an experiment file gives them
-    (`max_instances=1` is `--max-instances 1`), checked against the step's parser and over its defaults. Without
+    (`max_instances=1` is `--max-instances 1`), checked against the step's job type and over its defaults. Without
     `settings`, the command's (see above). Writes the step's report to stdout as the command does and returns its
     outcome."""
     if component not in COMPONENTS:
@@ -60,11 +61,12 @@ def run(component: str, step: str, settings: Settings | None = None, **options: 
         raise ConfigError(f"'{step}' is not a step of {component}", f"its steps: {', '.join(steps)}")
     problems: list[str] = []
     given = {name: str(value) if isinstance(value, Path) else value for name, value in options.items()}
-    values = validated_options(component, step, given, (), problems)
-    if values is None:
+    checked = check_options(steps[step].options, given, (), f"'prefcraft {component} {step}'", problems,
+                            settings_flag_names())
+    if checked is None:
         raise ConfigError(f"prefcraft.run('{component}', '{step}'): {'; '.join(problems)}",
                           f"options are the step's flags, '-' written '_': see `prefcraft {component} {step} --help`")
-    return run_step(step_args(component, step, values), settings or load_settings())
+    return run_step(component, step, checked, settings or load_settings())
 
 
 def compile(component: str, settings: Settings | None = None, **options: Any) -> Any:

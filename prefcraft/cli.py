@@ -16,6 +16,7 @@ from prefcraft.components.component import Emit
 from prefcraft.console import configure_logging, echo, results_on_stdout
 from prefcraft.errors import PrefcraftError
 from prefcraft.flags import CommandParser, add_settings_flags, add_step_flags, settings_overrides
+from prefcraft.options import options_from_args
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import load_settings
 
@@ -62,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_command(args: argparse.Namespace, settings: Any, emit: Emit = echo) -> Any:
     """Runs the parsed command, its results written with `emit`; returns its outcome (what its report was made from)."""
     if args.command in COMPONENTS:
-        return run_step(args, settings, emit)
+        options = options_from_args(COMPONENTS[args.command].steps[args.step].options, args)
+        return run_step(args.command, args.step, options, settings, emit)
     if args.command == "serve":
         return serve(settings, emit)
     return CROSS_CUTTING[args.command].run(args, settings, emit)

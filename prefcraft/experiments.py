@@ -1,27 +1,25 @@
 """Experiments as configuration: one TOML file names a component, its steps in the order they run with their options,
 and the settings. `prefcraft experiment run FILE` runs it (prefcraft/commands/experiment.py); `check` validates it.
 
-A step's options are its command-line flags keyed by dest (`--max-instances 3` is `max_instances = 3`). What a step
-accepts, and of which type, is read from the command line's own parser, so a flag added to a command is an option of
-its step with nothing to change here. Settings flags (models, server, tracking) are not step options: they go in the
-`[settings]` tables, which are the tables of a `--config` settings file.
+A step's options are the fields of its job type (prefcraft/options.py), which its command-line flags are made from
+(`--max-instances 3` is `max_instances = 3`). Settings flags (models, server, tracking) are not step options: they go
+in the `[settings]` tables, which are the tables of a `--config` settings file.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import tomllib
 from dataclasses import dataclass, replace
-from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from prefcraft.errors import ConfigError
 from prefcraft.executors import Executor
-from prefcraft.flags import Bounded, CommandParser, add_settings_flags, step_parser
+from prefcraft.flags import settings_flag_names
+from prefcraft.options import Options, check_options, format_problem
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings, load_settings
 
@@ -47,32 +45,23 @@ class Experiment(BaseModel):
     settings: Settings = Field(default_factory=Settings, description="the tables of a --config settings file")
 
     def commands(self) -> list[Step]:
-        """Each step as the command it runs: the parser's defaults, then the file's options."""
-        steps = []
-        for step, options in self.steps.items():
-            steps.append(Step(step, (self.component, step), options, step_args(self.component, step, options)))
-        return steps
+        """Each step as the command it runs: its job type's defaults, then the file's options."""
+        return [Step(self.component, step, given, COMPONENTS[self.component].steps[step].options.model_validate(given))
+                for step, given in self.steps.items()]
 
 
 @dataclass(frozen=True)
 class Step:
+    component: str
     name: str
-    words: tuple[str, ...]
-    """The command line without flags: ("cupid", "evaluate")."""
-    options: dict[str, Any]
-    args: argparse.Namespace
+    given: dict[str, Any]
+    """The options as the file gives them."""
+    options: Options
+    """All of them, the defaults included."""
 
     def __str__(self) -> str:
-        given = ", ".join(f"{key}={value}" for key, value in self.options.items())
-        return f"prefcraft {' '.join(self.words)}" + (f" ({given})" if given else "")
-
-
-def step_args(component: str, step: str, options: dict[str, Any]) -> argparse.Namespace:
-    """The parsed flags of `prefcraft <component> <step>` given `options` (validated, by dest): the parser's defaults,
-    then the options."""
-    parser = _step_parsers(component)[step]
-    defaults = {action.dest: parser.get_default(action.dest) for action in _option_actions(parser)}
-    return argparse.Namespace(command=component, step=step, **{**defaults, **options})
+        given = ", ".join(f"{key}={value}" for key, value in self.given.items())
+        return f"prefcraft {self.component} {self.name}" + (f" ({given})" if given else "")
 
 
 def with_executor(steps: list[Step], executor: Executor | None, address: str | None = None) -> list[Step]:
@@ -82,19 +71,19 @@ def with_executor(steps: list[Step], executor: Executor | None, address: str | N
     given = {name: value for name, value in (("executor", executor), ("address", address)) if value is not None}
     if not given:
         return steps
-    local = [step.name for step in steps if not hasattr(step.args, "executor")]
+    local = [step.name for step in steps if "executor" not in type(step.options).model_fields]
     if executor is not None and len(local) == len(steps):
         raise ConfigError(f"--executor {executor}: no step of this experiment ({', '.join(local)}) takes it",
                           "run it without --executor; of the commands, fit and evaluate run as Ray tasks")
     if executor is not None and local:
         logger.info("--executor %s: %s run here (no --executor)", executor, ", ".join(local))
     return [step if step.name in local else
-            replace(step, options={**step.options, **given}, args=argparse.Namespace(**{**vars(step.args), **given}))
+            replace(step, given={**step.given, **given}, options=step.options.model_copy(update=given))
             for step in steps]
 
 
 def load_experiment(path: Path) -> Experiment:
-    """The experiment in `path`, its step options checked against their commands' parsers. Every problem is reported
+    """The experiment in `path`, its step options checked against their steps' job types. Every problem is reported
     at once, as one ConfigError naming the file and each key."""
     table = read_toml(path, "experiment")
     problems: list[str] = []
@@ -138,15 +127,15 @@ def experiment_settings(experiment: Experiment, config_file: Path | None, overri
 
 
 def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
-    """Each step's options, validated by a model built from its parser; problems are added to `problems`."""
+    """Each step's options, validated by its job type; problems are added to `problems`."""
     component, steps = table.get("component"), table.get("steps")
     if component not in COMPONENTS or not isinstance(steps, dict):
         return {}  # the experiment's own validation has reported it
     validated = {}
     for step, options in steps.items():
-        parsers = _step_parsers(component)
-        if step not in parsers:
-            problems.append(f"steps.{step}: not a step of {component} (its steps: {', '.join(parsers)})")
+        known = COMPONENTS[component].steps
+        if step not in known:
+            problems.append(f"steps.{step}: not a step of {component} (its steps: {', '.join(known)})")
             continue
         if not isinstance(options, dict):
             continue  # reported as not a table
@@ -158,69 +147,11 @@ def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, di
 
 def validated_options(component: str, step: str, options: dict[str, Any], key: tuple[str, ...],
                       problems: list[str]) -> dict[str, Any] | None:
-    """`options` checked against the step's parser, in the given order; or None, their problems (named under `key`)
+    """`options` checked against the step's job type, in the given order; or None, their problems (named under `key`)
     added to `problems`."""
-    try:
-        values = _options_model(component, step).model_validate(options).model_dump(exclude_unset=True)
-        return {name: values[name] for name in options}
-    except ValidationError as error:
-        command = f"'prefcraft {component} {step}'"
-        problems += [format_problem(issue, key, command) for issue in error.errors()]
-        return None
-
-
-def format_problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None = None) -> str:
-    loc = (*prefix, *issue["loc"])
-    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-    if issue["type"] == "extra_forbidden" and command and loc[-1] in _settings_dests():
-        return f"{key}: a settings flag, not an option of {command}: set it in the [settings] tables"
-    if issue["type"] == "extra_forbidden":
-        return f"{key}: unknown option of {command}" if command else f"{key}: unknown key"
-    if issue["type"] == "missing":
-        return f"{key}: required option of {command} is missing" if command else f"{key}: missing"
-    return f"{key}: {issue['msg']}"
-
-
-@cache
-def _step_parsers(component: str) -> dict[str, argparse.ArgumentParser]:
-    return {step: step_parser(COMPONENTS[component], step) for step in COMPONENTS[component].steps}
-
-
-@cache
-def _settings_dests() -> frozenset[str]:
-    """Every settings flag's dest, from the function that adds them to each command."""
-    probe = CommandParser(add_help=False)
-    add_settings_flags(probe)
-    return frozenset(action.dest for action in probe._actions)
-
-
-def _option_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    """A step's own flags: not --help, not the settings flags."""
-    return [action for action in parser._actions
-            if action.default is not argparse.SUPPRESS and action.dest not in _settings_dests()]
-
-
-@cache
-def _options_model(component: str, step: str) -> type[BaseModel]:
-    """A pydantic model of one step's options: a field per flag, of the flag's type, required where the flag is."""
-    fields = {action.dest: (_option_type(action), ... if action.required else None)
-              for action in _option_actions(_step_parsers(component)[step])}
-    # Strict: TOML says what it means, so "3" is no int and 1 is no bool. Paths are written as strings.
-    return create_model(f"{component}_{step}_options", __config__=ConfigDict(extra="forbid", strict=True), **fields)
-
-
-def _option_type(action: argparse.Action) -> Any:
-    if action.nargs == 0:
-        return bool  # a switch: store_true, or store_false (`--no-shipped` is `use_shipped = false`)
-    if isinstance(action.type, Bounded):
-        value: Any = action.type.annotation()  # the flag's own bounds
-    else:
-        value = {int: int, float: float, Path: Annotated[Path, Field(strict=False)], None: str}[action.type]
-    if action.choices:
-        value = Literal[tuple(action.choices)]
-    if action.nargs in ("+", "*"):
-        return Annotated[list[value], Field(min_length=1 if action.nargs == "+" else 0)]
-    return value
+    checked = check_options(COMPONENTS[component].steps[step].options, options, key, f"'prefcraft {component} {step}'",
+                            problems, settings_flag_names())
+    return None if checked is None else {name: getattr(checked, name) for name in options}
 
 
 def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -1,17 +1,17 @@
-"""The flags every prefcraft command shares: the parser class, bounded number types, the settings, optimizer and
-executor groups, and the settings overrides they make. Components add their own step flags beside these."""
+"""The flags every prefcraft command shares: the parser class, the settings group and the overrides it makes, and the
+option groups steps share (optimizer, executor). A step's own flags come from its options (prefcraft/options.py)."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import create_model
 
 from prefcraft.components.component import Component, Step
-from prefcraft.executors import EXECUTORS
+from prefcraft.executors import Executor
 from prefcraft.optimizers.prompt_optimizer import (
     CONFIGS,
     BootstrapRSConfig,
@@ -19,6 +19,7 @@ from prefcraft.optimizers.prompt_optimizer import (
     MIPROv2Config,
     OptimizerConfig,
 )
+from prefcraft.options import Count, Options, Positive, add_option_flags, option, options_from_args
 
 ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 
@@ -45,82 +46,59 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-@dataclass(frozen=True)
-class Bounded:
-    """A number flag's type with its bounds: argparse checks a flag with it, and experiment and sweep files check the
-    same option with `annotation()`, so the bounds are written once."""
+class ExecutorOptions(Options):
+    """Where a step's independent work items run (prefcraft/executors.py)."""
 
-    kind: type[int] | type[float]
-    ge: float | None = None
-    le: float | None = None
-
-    @property
-    def __name__(self) -> str:  # argparse names the type in "invalid int value: 'x'"
-        return self.kind.__name__
-
-    def __call__(self, text: str) -> int | float:
-        value = self.kind(text)
-        if (self.ge is not None and value < self.ge) or (self.le is not None and value > self.le):
-            raise argparse.ArgumentTypeError(f"{value} is not {self.describe()}")
-        return value
-
-    def describe(self) -> str:
-        if self.le is None:
-            return f"at least {self.ge}"
-        return f"at most {self.le}" if self.ge is None else f"between {self.ge} and {self.le}"
-
-    def annotation(self) -> Any:
-        return Annotated[self.kind, Field(ge=self.ge, le=self.le)]
+    executor: Executor = option(
+        "local", "run work items here, one after another, or each as a Ray task (ray: pip install "
+        "'prefcraft[distributed]')")
+    address: str | None = option(None, "Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
 
 
-COUNT = Bounded(int, ge=0)
-POSITIVE = Bounded(int, ge=1)
-SHARE = Bounded(float, ge=0.0, le=1.0)
+def add_executor_flags(parser: argparse.ArgumentParser) -> None:
+    """--executor and --address for a command that passes them on to its steps; without, each step's own."""
+    add_option_flags(parser, ExecutorOptions)
+    parser.set_defaults(executor=None)
 
 
-def add_executor_flags(parser: argparse.ArgumentParser, work: str, default: str | None = "local") -> None:
-    """--executor and --address: where independent work items run (prefcraft/executors.py)."""
-    parser.add_argument("--executor", choices=EXECUTORS, default=default,
-                        help=f"{work} (ray: pip install 'prefcraft[distributed]')")
-    parser.add_argument("--address", help="Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
+def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
+                      metric_calls: int = 400, metric_threshold: float = 0.5) -> type[Options]:
+    """Which DSPy optimizer compiles the program, and its budget (defaults: the paper's, given by the step)."""
+    group = "optimizer"
+    return create_model(
+        "OptimizerOptions", __base__=Options,
+        optimizer=(Literal[tuple(CONFIGS)], option(
+            MIPROv2Config.name, "miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
+            "(random demo sets, the cheap baseline)", group=group)),
+        candidates=(Positive, option(candidates, f"instruction candidates (miprov2) or demo sets (bootstrap_rs); "
+                                     f"paper: {candidates}", group=group)),
+        trials=(Positive, option(trials, f"miprov2 trials (paper: {trials})", group=group)),
+        max_bootstrapped_demos=(Count, option(bootstrapped_demos, "demos bootstrapped from the program's own "
+                                              "successful traces, per predictor", group=group)),
+        max_labeled_demos=(Count, option(labeled_demos, "demos taken as they are from the training examples, per "
+                                         "predictor", group=group)),
+        max_metric_calls=(Positive, option(metric_calls, "gepa's budget", group=group)),
+        metric_threshold=(float, option(metric_threshold, "the score at which a bootstrapped trace counts as a demo",
+                                        group=group)),
+    )  # fmt: skip
 
 
-def add_optimizer_flags(
-    parser: argparse.ArgumentParser, *, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
-    metric_calls: int = 400,
-) -> None:
-    """Which DSPy optimizer compiles the program, and its budget (defaults: the paper's, given by the command)."""
-    group = parser.add_argument_group("optimizer")
-    group.add_argument("--optimizer", choices=tuple(CONFIGS), default=MIPROv2Config.name,
-                       help="miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
-                       "(random demo sets, the cheap baseline)")
-    group.add_argument("--candidates", type=POSITIVE, default=candidates,
-                       help=f"instruction candidates (miprov2) or demo sets (bootstrap_rs); paper: {candidates}")
-    group.add_argument("--trials", type=POSITIVE, default=trials, help=f"miprov2 trials (paper: {trials})")
-    group.add_argument("--max-bootstrapped-demos", type=COUNT, default=bootstrapped_demos,
-                       help="demos bootstrapped from the program's own successful traces, per predictor")
-    group.add_argument("--max-labeled-demos", type=COUNT, default=labeled_demos,
-                       help="demos taken as they are from the training examples, per predictor")
-    group.add_argument("--max-metric-calls", type=POSITIVE, default=metric_calls, help="gepa's budget")
-    group.add_argument("--metric-threshold", type=float, default=0.5,
-                       help="the score at which a bootstrapped trace counts as a demo")
-
-
-def optimizer_config(args: argparse.Namespace, settings: Any) -> OptimizerConfig:
-    """The config of the optimizer --optimizer names, from its own flags; the seed and concurrency come from the
-    settings."""
-    if args.optimizer == GEPAConfig.name:
-        return GEPAConfig(max_metric_calls=args.max_metric_calls, num_threads=settings.num_threads, seed=settings.seed)
-    if args.optimizer == BootstrapRSConfig.name:
+def optimizer_config(options: Any, settings: Any) -> OptimizerConfig:
+    """The config of the optimizer `options.optimizer` names, from its own options; the seed and concurrency come
+    from the settings."""
+    if options.optimizer == GEPAConfig.name:
+        return GEPAConfig(max_metric_calls=options.max_metric_calls, num_threads=settings.num_threads,
+                          seed=settings.seed)
+    if options.optimizer == BootstrapRSConfig.name:
         return BootstrapRSConfig(
-            num_candidates=args.candidates, max_bootstrapped_demos=args.max_bootstrapped_demos,
-            max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
+            num_candidates=options.candidates, max_bootstrapped_demos=options.max_bootstrapped_demos,
+            max_labeled_demos=options.max_labeled_demos, metric_threshold=options.metric_threshold,
             num_threads=settings.num_threads,
         )  # fmt: skip
     return MIPROv2Config(
-        num_candidates=args.candidates, num_trials=args.trials, max_bootstrapped_demos=args.max_bootstrapped_demos,
-        max_labeled_demos=args.max_labeled_demos, metric_threshold=args.metric_threshold,
-        num_threads=settings.num_threads, seed=settings.seed,
+        num_candidates=options.candidates, num_trials=options.trials,
+        max_bootstrapped_demos=options.max_bootstrapped_demos, max_labeled_demos=options.max_labeled_demos,
+        metric_threshold=options.metric_threshold, num_threads=settings.num_threads, seed=settings.seed,
     )  # fmt: skip
 
 
@@ -174,8 +152,17 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_step_flags(parser: argparse.ArgumentParser, step: Step) -> None:
     """A step's command line: its own flags first, then the settings group (models, server, tracking)."""
-    step.add_flags(parser)
+    add_option_flags(parser, step.options)
     add_settings_flags(parser)
+    parser.set_defaults(**step.settings_defaults)
+
+
+@cache
+def settings_flag_names() -> frozenset[str]:
+    """Every settings flag's dest: a name an experiment sets in its [settings] tables, not as a step's option."""
+    probe = CommandParser(add_help=False)
+    add_settings_flags(probe)
+    return frozenset(action.dest for action in probe._actions)
 
 
 def step_parser(component: Component, step: str) -> CommandParser:
@@ -184,3 +171,8 @@ def step_parser(component: Component, step: str) -> CommandParser:
     add_step_flags(parser, component.steps[step])
     parser.set_defaults(command=component.name, step=step)
     return parser
+
+
+def parse_step(component: Component, step: str, argv: list[str]) -> Options:
+    """The options of `prefcraft <component> <step> ARGV`, as the command line would parse them."""
+    return options_from_args(component.steps[step].options, step_parser(component, step).parse_args(argv))

@@ -3,7 +3,6 @@ this list; adding a component is one package under prefcraft/components/ and one
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from prefcraft.components.component import Component, Emit
@@ -13,11 +12,12 @@ from prefcraft.components.prefdisco.commands import COMPONENT as PREFDISCO
 from prefcraft.components.sensejudge.commands import COMPONENT as SENSEJUDGE
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
 from prefcraft.console import echo
+from prefcraft.options import Options
 
 COMPONENTS: dict[str, Component] = {component.name: component
                                     for component in (SYNTHESIZEME, SENSEJUDGE, PREFDISCO, CUPID, LAMPQA)}
 
 
-def run_step(args: argparse.Namespace, settings: Any, emit: Emit = echo) -> Any:
-    """Runs `prefcraft <args.command> <args.step>` from its parsed flags; returns the step's outcome."""
-    return COMPONENTS[args.command].steps[args.step].run(args, settings, emit)
+def run_step(component: str, step: str, options: Options, settings: Any, emit: Emit = echo) -> Any:
+    """Runs `prefcraft <component> <step>` with its options; returns the step's outcome."""
+    return COMPONENTS[component].steps[step].run(options, settings, emit)

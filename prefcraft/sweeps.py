@@ -23,11 +23,11 @@ from prefcraft.experiments import (
     OPTIONS_HINT,
     Experiment,
     experiment_settings,
-    format_problem,
     read_toml,
     validated_options,
 )
 from prefcraft.files import write_text_atomic
+from prefcraft.options import format_problem
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
@@ -147,7 +147,7 @@ class Sweep(BaseModel):
 
 
 def load_sweep(path: Path) -> Sweep:
-    """The sweep in `path`, its options and searched names checked against the step's parser. Every problem is
+    """The sweep in `path`, its options and searched names checked against the step's job type. Every problem is
     reported at once, as one ConfigError naming the file and each key."""
     table = read_toml(path, "sweep")
     if isinstance(table.get("search"), dict):
@@ -207,7 +207,7 @@ def _search_problems(component: str, step: str, options: dict[str, Any], search:
                     break
         else:
             for value in values:  # the first bad value is enough
-                if validated_options(component, step, {name: value}, ("search",), problems) is None:
+                if validated_options(component, step, {**options, name: value}, ("search",), problems) is None:
                     break
     return problems
 
@@ -270,14 +270,15 @@ class _Objective:
         trial_dir = self.sweep.directory / f"trial-{trial.number}"
         experiment = self.sweep.experiment(options)
         (step,) = experiment.commands()
-        step.args.output, step.args.output_dir = trial_dir / step.args.output.name, trial_dir
+        options = step.options.model_copy(update={"output": trial_dir / step.options.output.name,
+                                                  "output_dir": trial_dir})
         settings = experiment_settings(experiment, self.config_file, self._trial_overrides(values, trial_dir))
         self.emit(f"\n=== sweep {self.sweep.name}, trial {trial.number}: "
                   + ", ".join(f"{name}={_cell(value)}" for name, value in values.items()))
         started = time.perf_counter()
         with tracked_run(f"trial-{trial.number}", {"trial": trial.number, **values}):
             try:
-                outcome = run_step(step.args, settings)
+                outcome = run_step(step.component, step.name, options, settings)
             except STOPPING_ERRORS:
                 raise
             except Exception as error:

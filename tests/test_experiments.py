@@ -11,13 +11,10 @@ from toml_files import write
 from prefcraft.cli import main, make_parser
 from prefcraft.commands.experiment import run_experiment
 from prefcraft.errors import ConfigError, DataError
-from prefcraft.experiments import (
-    _options_model,
-    _settings_dests,
-    _step_parsers,
-    experiment_settings,
-    load_experiment,
-)
+from prefcraft.experiments import experiment_settings, load_experiment
+from prefcraft.flags import settings_flag_names
+from prefcraft.options import options_from_args
+from prefcraft.registry import COMPONENTS as REGISTRY
 from prefcraft.settings import Settings
 
 EXPERIMENTS = Path(__file__).parents[1] / "experiments"
@@ -66,15 +63,13 @@ output_dir = "out"
     (step,) = load_experiment(path).commands()
     argv = ["cupid", "evaluate", "--max-instances", "2", "--variants", "all", "relevant", "--responses",
             "--no-shipped", "--output-dir", "out"]
-    parsed = {key: value for key, value in vars(make_parser().parse_args(argv)).items()
-              if key not in _settings_dests() and key != "verbose"}
-    assert vars(step.args) == parsed
-    assert step.args.output_dir == Path("out")  # relative: resolved against the current directory when it runs
+    assert step.options == options_from_args(type(step.options), make_parser().parse_args(argv))
+    assert step.options.output_dir == Path("out")  # relative: resolved against the current directory when it runs
     assert str(step) == ("prefcraft cupid evaluate (max_instances=2, variants=['all', 'relevant'], responses=[], "
                          "use_shipped=False, output_dir=out)")
 
 
-def test_synthesizeme_steps_are_its_commands_and_take_the_parsers_defaults(tmp_path):
+def test_synthesizeme_steps_are_its_commands_and_take_their_job_types_defaults(tmp_path):
     path = write(tmp_path, """
 name = "t"
 component = "synthesizeme"
@@ -85,17 +80,18 @@ output = "persona.json"
 [steps.demo]
 """)
     persona, demo = load_experiment(path).commands()
-    assert (persona.args.command, persona.args.step) == ("synthesizeme", "compile-persona")
+    assert (persona.component, persona.name) == ("synthesizeme", "compile-persona")
     assert str(persona).startswith("prefcraft synthesizeme compile-persona (train_users=['a', 'b']")
-    assert (persona.args.train_users, persona.args.candidates, persona.args.optimizer) == (["a", "b"], 20, "miprov2")
-    assert (demo.args.step, demo.args.subsets) == ("demo", 2)  # the demo's own set_defaults
+    options = persona.options
+    assert (options.train_users, options.candidates, options.optimizer) == (["a", "b"], 20, "miprov2")
+    assert (demo.name, demo.options.subsets) == ("demo", 2)  # the demo's own default
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
 def test_every_step_of_every_component_can_be_configured(component):
-    for step in _step_parsers(component):
-        fields = _options_model(component, step).model_fields
-        assert fields and not set(fields) & _settings_dests()
+    for step in REGISTRY[component].steps.values():
+        fields = step.options.model_fields
+        assert fields and not set(fields) & settings_flag_names()
 
 
 BAD = {
@@ -222,11 +218,11 @@ trials = 1
 """)
     called = []
 
-    def run_command(args, settings):
-        called.append((args.step, settings.num_threads))
-        if args.step == "compile":
+    def run_command(component, step, options, settings):
+        called.append((step, settings.num_threads))
+        if step == "compile":
             raise DataError("scenarios.jsonl", 0, "persona", "broken")
-        return args.step
+        return step
 
     monkeypatch.setattr("prefcraft.commands.experiment.run_step", run_command)
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", num_threads=2)

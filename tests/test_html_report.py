@@ -230,12 +230,12 @@ def logging_compile(calls, fail):
     settings, DSPy's `eval` per candidate (bootstrap_rs), the validation scores and the LM usage."""
     compile_ = fake_compile(calls, fail)
 
-    def run_command(args, settings):
+    def run_command(component, step, args, settings):
         with tracked_run("cupid-compile", {"name": args.optimizer, "num_candidates": args.candidates,
                                            "max_bootstrapped_demos": args.max_bootstrapped_demos}):
             for candidate in range(args.candidates):
                 mlflow.log_metric("eval", 40.0 + 5 * candidate)
-            outcome = compile_(args, settings)
+            outcome = compile_(component, step, args, settings)
             verdict = outcome.verdict
             log_metrics({"val_compiled": verdict.compiled_score, "val_uncompiled": verdict.uncompiled_score,
                          "won": float(verdict.won), **outcome.usage.as_metrics()})

@@ -161,7 +161,7 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
     path = write(tmp_path, SYNTHESIZEME)
     called = {}
     monkeypatch.setattr("prefcraft.commands.experiment.run_step",
-                        lambda args, settings: called.setdefault(args.step, args))
+                        lambda component, step, options, settings: called.setdefault(step, options))
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
 
     with caplog.at_level(logging.INFO, logger="prefcraft.experiments"):
@@ -184,7 +184,7 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
 
 def test_an_experiment_none_of_whose_steps_takes_an_executor_refuses_one_before_it_runs(tmp_path, monkeypatch):
     path = write(tmp_path, 'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nmax_instances = 1\n')
-    monkeypatch.setattr("prefcraft.commands.experiment.run_step", lambda args, settings: pytest.fail("a step ran"))
+    monkeypatch.setattr("prefcraft.commands.experiment.run_step", lambda *args: pytest.fail("a step ran"))
     with pytest.raises(ConfigError, match="--executor ray: no step of this experiment \\(evaluate\\) takes it"):
         run_experiment(path, load_experiment(path), Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"),
                        lambda line: None, executor="ray")

@@ -89,8 +89,8 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path, case):
 def fake_compile(calls: list, fail: dict | None = None):
     """A compile whose score and LM calls follow the options: demos and candidates cost calls and buy score."""
 
-    def run_command(args, settings):
-        assert (args.command, args.step) == ("cupid", "compile") and args.optimizer == "bootstrap_rs"
+    def run_command(component, step, args, settings):
+        assert (component, step) == ("cupid", "compile") and args.optimizer == "bootstrap_rs"
         assert args.output_dir.parts[:3] == ("runs", "sweeps", "t") and args.output.parent == args.output_dir
         calls.append((args.candidates, args.max_bootstrapped_demos, settings.task.temperature))
         error = (fail or {}).get(len(calls) - 1)

@@ -23,8 +23,8 @@ from prefcraft.usage import LMUsage, metered
 
 def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit: Callable[[str], None], *,
                    executor: Executor | None = None, address: str | None = None) -> list[Any]:
-    """Runs the steps; returns each step's outcome, in order. Logs the file, each step's full arguments (the parser's
-    defaults included), and per step and in all the LM calls, tokens and seconds. `executor` and `address`, when
+    """Runs the steps; returns each step's outcome, in order. Logs the file, each step's full options (the defaults
+    included), and per step and in all the LM calls, tokens and seconds. `executor` and `address`, when
     given, go to the steps that take them (`with_executor`)."""
 
     steps = with_executor(experiment.commands(), executor, address)
@@ -34,13 +34,14 @@ def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit:
     start_tracking(settings)
     with tracked_run(f"experiment:{experiment.name}", params):
         log_file(path)
-        log_json({step.name: vars(step.args) for step in steps}, "steps.json")
+        log_json({step.name: {"command": step.component, "step": step.name, **step.options.model_dump()}
+                  for step in steps}, "steps.json")
         outcomes, total, started = [], LMUsage(), time.perf_counter()
         for number, step in enumerate(steps, start=1):
             emit(f"\n=== {experiment.name}, step {number}/{len(steps)}: {step}")
             step_started = time.perf_counter()
             with metered() as meter:
-                outcomes.append(run_step(step.args, settings))
+                outcomes.append(run_step(step.component, step.name, step.options, settings))
             seconds = time.perf_counter() - step_started
             key = step.name.replace("-", "_")
             log_metrics({**meter.usage.as_metrics(f"{key}_"), f"{key}_seconds": seconds})

@@ -20,11 +20,13 @@ HELP = "experiments as configuration: run a TOML file's steps under one MLflow r
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
     steps = parser.add_subparsers(dest="step", required=True)
-    run_parser = steps.add_parser("run", help="run the file's steps in order, under one MLflow run experiment:<name>")
+    run_parser = steps.add_parser(
+        "run", help="run the file's steps in order, under one MLflow run experiment:<name>",
+        description="Runs the file's steps in order, under one MLflow run experiment:<name>. --executor and --address "
+        "go to the steps that take them (fit, evaluate), over the file's options; the other steps run here.")
     run_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml", help="the experiment file to run")
     add_settings_flags(run_parser)  # over the file's [settings]: a test's server, a tmp store
-    add_executor_flags(run_parser, "run the steps that take --executor (fit, evaluate) here or as Ray tasks, over the "
-                       "file's options; the other steps run here (default: as the file says)", default=None)
+    add_executor_flags(run_parser)  # over the file's options, for the steps that take them
     check_parser = steps.add_parser("check", help="validate experiment files against the commands' options; runs "
                                     "nothing")
     check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml",

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.flags import POSITIVE
+from prefcraft.options import Bounded
 
 HELP = "write one self-contained HTML page (tables and figures) of the runs in an MLflow store"
 DEFAULT_OUTPUT = Path("runs/report.html")
@@ -24,7 +24,7 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
     parser.add_argument("--experiment", help="MLflow experiment name (default prefcraft)")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the page to write")
-    parser.add_argument("--runs", type=POSITIVE, default=DEFAULT_RUNS,
+    parser.add_argument("--runs", type=Bounded(int, ge=1), default=DEFAULT_RUNS,
                         help="the N most recent top-level runs, with everything under them")
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from prefcraft.components.component import Component, Emit
 from prefcraft.errors import PrefcraftError
-from prefcraft.flags import step_parser
+from prefcraft.flags import parse_step
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import Settings
 from prefcraft.tour_report import TourRow, format_tour
@@ -52,7 +52,7 @@ def _run_part(settings: Settings, component: Component, sensebench: Path | None,
     row = TourRow(component.title)
     with metered() as meter:
         try:
-            outcome = run_step(step_parser(component, step).parse_args(flags), settings)
+            outcome = run_step(component.name, step, parse_step(component, step, flags), settings)
             row.comparison = component.demo.compare(outcome)
         except PrefcraftError as error:
             logger.error("%s failed: %s", component.title, error)

@@ -5,11 +5,12 @@ report and Python API read it."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from prefcraft.options import Options
 
 if TYPE_CHECKING:
     from prefcraft.html_report.blocks import Chart, Plot, Table
@@ -34,10 +35,13 @@ class Comparison:
 @dataclass(frozen=True)
 class Step:
     help: str
-    add_flags: Callable[[argparse.ArgumentParser], None]
-    """Adds the step's own flags; the settings flags (models, server, tracking) are added after them."""
-    run: Callable[[argparse.Namespace, Any, Emit], Any]
-    """Runs the step from its parsed flags and the settings; returns its outcome (what its report is made from)."""
+    options: type[Options]
+    """Its job type: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments; the
+    settings (models, server, tracking) are not among them."""
+    run: Callable[[Any, Any, Emit], Any]
+    """Runs the step from its options and the settings; returns its outcome (what its report is made from)."""
+    settings_defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Settings flags' defaults on its command line, by dest (`task_timeout_s`): a flag given still wins."""
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,9 @@ import mlflow
 import pytest
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main, make_parser
-from prefcraft.components.synthesizeme.commands import search_config
+from prefcraft.cli import main
+from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
+from prefcraft.flags import parse_step
 
 
 def write_rows(path, users):
@@ -50,9 +51,9 @@ def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_pat
 
 def test_search_flag_chooses_how_candidates_are_scored():
     settings = SimpleNamespace(num_threads=2, seed=0)
-    assert search_config(make_parser().parse_args(["synthesizeme", "fit"]), settings).search == "halving"
-    exhaustive = make_parser().parse_args(["synthesizeme", "fit", "--search", "exhaustive"])
-    assert search_config(exhaustive, settings).search == "exhaustive"
+    assert parse_step(SYNTHESIZEME, "fit", []).search_config(settings).search == "halving"
+    exhaustive = parse_step(SYNTHESIZEME, "fit", ["--search", "exhaustive"])
+    assert exhaustive.search_config(settings).search == "exhaustive"
 
 
 @pytest.mark.server

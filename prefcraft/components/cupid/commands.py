@@ -1,4 +1,4 @@
-"""`prefcraft cupid`: the CUPID component's command line (issue 17). Parses flags and calls the command modules.
+"""`prefcraft cupid`: the CUPID component's steps, their options and the runs they start.
 
 Steps: `compile` (MIPROv2 over the preference inferrer), `evaluate` (inference P / R / F1 and response scores on
 held-out instances) and `demo` (both on the bundled synthetic data with the embedded model, small budget).
@@ -6,13 +6,10 @@ held-out instances) and `demo` (both on the bundled synthetic data with the embe
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from prefcraft.components.component import Comparison, Component, Demo, Step
+from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.cupid.charts import CHARTS
 from prefcraft.components.cupid.compilation import CompileJob, run_cupid_compile
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
@@ -22,72 +19,74 @@ from prefcraft.components.cupid.evaluation import (
     EvaluationJob,
     run_cupid_evaluation,
 )
-from prefcraft.flags import COUNT, POSITIVE, add_optimizer_flags, optimizer_config
+from prefcraft.flags import optimizer_config, optimizer_options
 from prefcraft.optimizers.cupid import PROGRAM_NAME
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.cupid import PreferenceInferrer
 
 HELP = "CUPID: infer a user's contextual preference from prior sessions (compile, evaluate, demo)"
-STEPS = {
-    "compile": "optimize the preference inferrer (MIPROv2 by default), F1 (decomposer + matcher) as the metric",
-    "evaluate": "P / R / F1 of inferred preferences and judge scores of responses on held-out instances",
-    "demo": "evaluate on the bundled synthetic instances with the embedded model, small budget",
-}
-# One persona's three instances, and a per-call timeout for a loaded 2-core machine: about 10 minutes here.
-DEMO_DEFAULTS = {"max_instances": 3, "task_timeout_s": 600.0}
-VARIANTS = ("all", "relevant", "summaries")
+Variant = Literal["all", "relevant", "summaries"]
 VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), or each "
                 "session summarised first (one more call per session)")
 
 
-def _add_step_flags(step_parser: argparse.ArgumentParser, step: str) -> None:
-    _add_data_flags(step_parser, bundled_only=step == "demo")
-    step_parser.add_argument("--output-dir", type=Path, default=Path("runs/cupid"), help="where results go")
-    if step == "demo":
-        step_parser.set_defaults(**DEMO_DEFAULTS)
-    if step == "compile":
-        step_parser.add_argument("--variant", choices=VARIANTS, default="all", help=VARIANT_HELP)
-        _add_compile_flags(step_parser)
-    else:
-        step_parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=["all"], help=VARIANT_HELP)
-        step_parser.add_argument("--compiled", type=Path,
-                                 help="compiled inferrer to compare (default: the one shipped for the task model)")
-        step_parser.add_argument("--no-shipped", dest="use_shipped", action="store_false",
-                                 help="without --compiled, compare no compiled inferrer")
-        step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test",
-                                 help="which instances to evaluate: a split by persona, or all of them")
-        step_parser.add_argument("--responses", nargs="*", choices=["none", "sessions", "inferred", "gold"],
-                                 default=list(DEFAULT_RESPONSE_METHODS),
-                                 help="response methods to generate and judge (none given: inference only)")
+class _Source(Options):
+    data: str | None = option(None, "kixlab/CUPID, kixlab/CUPID-Unverified or a local .jsonl/.json/.parquet file "
+                              "(default: the bundled SYNTHETIC sample)")
 
 
-def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
-    """Runs the step; returns its outcome."""
-    data = CupidData(source=getattr(args, "data", None) or SAMPLE_INSTANCES, val_personas=args.val_personas,
-                     test_personas=args.test_personas, skip_invalid=args.skip_invalid, max_instances=args.max_instances)
-    if args.step == "compile":
-        job = CompileJob(output=args.output, data=data, variant=args.variant, config=optimizer_config(args, settings),
-                         output_dir=args.output_dir)
-        return run_cupid_compile(settings, job, echo)
-    job = EvaluationJob(data=data, variants=args.variants, compiled=args.compiled, split=args.split,
-                        use_shipped=args.use_shipped, response_methods=args.responses, output_dir=args.output_dir)
-    return run_cupid_evaluation(settings, job, echo)
+class _Data(Options):
+    val_personas: Count = option(2, "personas held out for validation")
+    test_personas: Count = option(2, "personas held out for testing")
+    max_instances: Positive | None = option(None, "use only the first N instances of the split")
+    skip_invalid: bool = option(False, "skip (and count) rows that break the schema instead of stopping at the first")
+    output_dir: FilePath = option(Path("runs/cupid"), "where results go")
+
+    def cupid_data(self) -> CupidData:
+        return CupidData(source=getattr(self, "data", None) or SAMPLE_INSTANCES, val_personas=self.val_personas,
+                         test_personas=self.test_personas, skip_invalid=self.skip_invalid,
+                         max_instances=self.max_instances)
 
 
-def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> None:
-    if not bundled_only:
-        parser.add_argument("--data", help="kixlab/CUPID, kixlab/CUPID-Unverified or a local .jsonl/.json/.parquet "
-                            "file (default: the bundled SYNTHETIC sample)")
-    parser.add_argument("--val-personas", type=COUNT, default=2, help="personas held out for validation")
-    parser.add_argument("--test-personas", type=COUNT, default=2, help="personas held out for testing")
-    parser.add_argument("--max-instances", type=POSITIVE, help="use only the first N instances of the split")
-    parser.add_argument("--skip-invalid", action="store_true",
-                        help="skip (and count) rows that break the schema instead of stopping at the first")
+class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4), _Data,
+                     _Source):
+    variant: Variant = option("all", VARIANT_HELP)
+    output: FilePath = option(Path("runs/cupid/cupid_inferrer.json"),
+                              "compiled JSON to write; under compiled/ it is registered as the shipped inferrer")
 
 
-def _add_compile_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", type=Path, default=Path("runs/cupid/cupid_inferrer.json"),
-                        help="compiled JSON to write; under compiled/ it is registered as the shipped inferrer")
-    add_optimizer_flags(parser, candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4)
+class _Judging(_Data):
+    variants: OneOrMore[Variant] = option(["all"], VARIANT_HELP)
+    compiled: FilePath | None = option(None, "compiled inferrer to compare (default: the one shipped for the task "
+                                       "model)")
+    use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
+    split: Literal["train", "val", "test", "all"] = option(
+        "test", "which instances to evaluate: a split by persona, or all of them")
+    responses: list[Literal["none", "sessions", "inferred", "gold"]] = option(
+        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only)")
+
+
+class EvaluateOptions(_Judging, _Source):
+    pass
+
+
+class DemoOptions(_Judging):
+    """Evaluate on the bundled sample, one persona's three instances."""
+
+    max_instances: Positive | None = option(3, "use only the first N instances of the split")
+
+
+def run_compile(options: CompileOptions, settings: Any, emit: Emit) -> Any:
+    job = CompileJob(output=options.output, data=options.cupid_data(), variant=options.variant,
+                     config=optimizer_config(options, settings), output_dir=options.output_dir)
+    return run_cupid_compile(settings, job, emit)
+
+
+def run_evaluate(options: EvaluateOptions, settings: Any, emit: Emit) -> Any:
+    job = EvaluationJob(data=options.cupid_data(), variants=options.variants, compiled=options.compiled,
+                        split=options.split, use_shipped=options.use_shipped, response_methods=options.responses,
+                        output_dir=options.output_dir)
+    return run_cupid_evaluation(settings, job, emit)
 
 
 def compare(outcome: Any) -> Comparison:
@@ -98,7 +97,15 @@ def compare(outcome: Any) -> Comparison:
 
 COMPONENT = Component(
     name="cupid", title="CUPID", help=HELP,
-    steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
+    steps={
+        "compile": Step("optimize the preference inferrer (MIPROv2 by default), F1 (decomposer + matcher) as the "
+                        "metric", CompileOptions, run_compile),
+        "evaluate": Step("P / R / F1 of inferred preferences and judge scores of responses on held-out instances",
+                         EvaluateOptions, run_evaluate),
+        "demo": Step("evaluate on the bundled synthetic instances with the embedded model, small budget",
+                     DemoOptions, run_evaluate,
+                     settings_defaults={"task_timeout_s": 600.0}),  # a loaded 2-core machine: about 10 minutes here
+    },
     run_names=("cupid-compile", "cupid-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
     charts=CHARTS,
     programs={PROGRAM_NAME: lambda metadata: PreferenceInferrer(metadata.get("variant", "relevant"))},

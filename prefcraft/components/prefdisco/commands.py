@@ -1,4 +1,4 @@
-"""`prefcraft prefdisco`: the PrefDisco component's command line (issue 16). Parses flags and calls the command modules.
+"""`prefcraft prefdisco`: the PrefDisco component's steps, their options and the runs they start.
 
 Steps: `build-scenarios` (questions with answers -> scenarios in the reference's JSONL), `compile` (MIPROv2 over the
 question asker), `evaluate` (Baseline, Discovery and Oracle on held-out scenarios) and `demo` (evaluate on the bundled
@@ -7,104 +7,97 @@ synthetic scenarios with the embedded model and a small turn budget).
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from prefcraft.components.component import Comparison, Component, Demo, Step
+from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.prefdisco.build import BuildJob, run_build
 from prefcraft.components.prefdisco.charts import CHARTS
 from prefcraft.components.prefdisco.compilation import CompileJob, run_prefdisco_compile
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
 from prefcraft.components.prefdisco.evaluation import EvaluationJob, PrefDiscoData, run_prefdisco_evaluation
-from prefcraft.flags import COUNT, POSITIVE, SHARE, add_optimizer_flags, optimizer_config
+from prefcraft.flags import optimizer_config, optimizer_options
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME
+from prefcraft.options import Count, FilePath, Options, Positive, Share, option
 from prefcraft.programs.prefdisco import QuestionAsker
 
 HELP = "PrefDisco: elicit a user's preferences by asking, then answer (build-scenarios, compile, evaluate, demo)"
-STEPS = {
-    "build-scenarios": "turn a question set with answers into PrefDisco scenarios (personas, profiles, rubrics)",
-    "compile": "MIPROv2 over the question asker, PrefAlign of its answer gated by correctness as the metric",
-    "evaluate": "Baseline, Discovery and Oracle on held-out scenarios: PrefAlign, NormAlign, accuracy, questions",
-    "demo": "evaluate 3 bundled synthetic test scenarios (one per task) on the embedded model, 2 turns",
-}
 RUNS = Path("runs/prefdisco")
-DEMO_MAX_TURNS = 2
 
 
-def _add_step_flags(step_parser: argparse.ArgumentParser, step: str) -> None:
-    if step == "build-scenarios":
-        _add_build_flags(step_parser)
-        return
-    _add_data_flags(step_parser, bundled_only=step == "demo")
-    step_parser.add_argument("--output-dir", type=Path, default=RUNS, help="where results go")
-    step_parser.add_argument("--max-turns", type=POSITIVE, default=DEMO_MAX_TURNS if step == "demo" else 5,
-                             help="the asker's turn budget (questions it may ask)")
-    if step == "compile":
-        _add_compile_flags(step_parser)
-        return
-    step_parser.add_argument("--split", choices=["train", "val", "test", "all"], default="test",
-                             help="which scenarios to evaluate: a split by problem within each task, or all")
-    step_parser.add_argument("--forced-questions", type=COUNT,
-                             help="ask exactly this many questions (the paper's Figure 5) instead of deciding")
-    step_parser.add_argument("--collaborative", action="store_true",
-                             help="the collaborative user simulator instead of the passive one")
-    step_parser.add_argument("--compiled", type=Path,
-                             help="compiled asker to compare (default: the one shipped for the task model)")
-    step_parser.add_argument("--no-shipped", dest="use_shipped", action="store_false",
-                             help="without --compiled, compare no compiled asker")
+class BuildOptions(Options):
+    problems: FilePath | None = option(None, "JSONL of {task, problem_id, original_problem} rows (default: the "
+                                       "bundled problems (math, science, social reasoning))")
+    output: FilePath = option(RUNS / "scenarios.jsonl", "scenario JSONL to write")
+    personas: Positive = option(8, "distinct personas to sample (seeded by --seed)")
+    personas_per_problem: Positive = option(2, "scenarios per problem, each with another persona")
+    attributes: Positive = option(2, "attributes in each sparse profile")
 
 
-def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
-    """Runs the step; returns its outcome."""
-    if args.step == "build-scenarios":
-        job = BuildJob(problems=args.problems or BuildJob.problems, output=args.output, personas=args.personas,
-                       personas_per_problem=args.personas_per_problem, attributes_per_profile=args.attributes,
-                       seed=settings.seed)
-        return run_build(settings, job, echo)
-    data = PrefDiscoData(source=getattr(args, "data", None) or SAMPLE_SCENARIOS, val_share=args.val_share,
-                         test_share=args.test_share, max_scenarios=args.max_scenarios, per_task=args.per_task)
-    if args.step == "compile":
-        return run_prefdisco_compile(settings, CompileJob(output=args.output, data=data, max_turns=args.max_turns,
-                                                          config=optimizer_config(args, settings),
-                                                          output_dir=args.output_dir), echo)
-    job = EvaluationJob(data=data, split=args.split, max_turns=args.max_turns, forced_questions=args.forced_questions,
-                        collaborative=args.collaborative, compiled=args.compiled, use_shipped=args.use_shipped,
-                        output_dir=args.output_dir)
-    return run_prefdisco_evaluation(settings, job, echo)
+class _Source(Options):
+    data: str | None = option(None, "stellalisy/prefq-bench or a local scenario .jsonl/.json/.parquet file "
+                              "(default: the bundled SYNTHETIC scenarios)")
 
 
-def _add_build_flags(parser: argparse.ArgumentParser) -> None:
-    from_package = "the bundled problems (math, science, social reasoning)"
-    parser.add_argument("--problems", type=Path, help=f"JSONL of {{task, problem_id, original_problem}} rows "
-                        f"(default: {from_package})")
-    parser.add_argument("--output", type=Path, default=RUNS / "scenarios.jsonl", help="scenario JSONL to write")
-    parser.add_argument("--personas", type=POSITIVE, default=8, help="distinct personas to sample (seeded by --seed)")
-    parser.add_argument("--personas-per-problem", type=POSITIVE, default=2,
-                        help="scenarios per problem, each with another persona")
-    parser.add_argument("--attributes", type=POSITIVE, default=2, help="attributes in each sparse profile")
-    parser.set_defaults(problems=None)
+class _Data(Options):
+    val_share: Share = option(0.25, "share of each task's problems for validation")
+    test_share: Share = option(0.25, "share of each task's problems for testing")
+    max_scenarios: Positive | None = option(None, "use only the first N scenarios of the split")
+    per_task: Positive | None = option(None, "use only the first N scenarios of each task in the split")
+    output_dir: FilePath = option(RUNS, "where results go")
+    max_turns: Positive = option(5, "the asker's turn budget (questions it may ask)")
+
+    def prefdisco_data(self) -> PrefDiscoData:
+        return PrefDiscoData(source=getattr(self, "data", None) or SAMPLE_SCENARIOS, val_share=self.val_share,
+                             test_share=self.test_share, max_scenarios=self.max_scenarios, per_task=self.per_task)
 
 
-def _add_data_flags(parser: argparse.ArgumentParser, *, bundled_only: bool) -> None:
-    if not bundled_only:
-        parser.add_argument("--data", help="stellalisy/prefq-bench or a local scenario .jsonl/.json/.parquet file "
-                            "(default: the bundled SYNTHETIC scenarios)")
-    parser.add_argument("--val-share", type=SHARE, default=0.25, help="share of each task's problems for validation")
-    parser.add_argument("--test-share", type=SHARE, default=0.25, help="share of each task's problems for testing")
-    parser.add_argument("--max-scenarios", type=POSITIVE, help="use only the first N scenarios of the split")
-    parser.add_argument("--per-task", type=POSITIVE, default=1 if bundled_only else None,
-                        help="use only the first N scenarios of each task in the split")
+# Labeled demos would be raw scenarios, which hold no dialogue: none by default. A bootstrapped trace counts as a demo
+# from a gated PrefAlign / 5 of 0.6.
+class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0,
+                                       metric_threshold=0.6), _Data, _Source):
+    output: FilePath = option(RUNS / "prefdisco_asker.json",
+                              "compiled JSON to write; under compiled/ it is registered as the shipped asker")
 
 
-def _add_compile_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--output", type=Path, default=RUNS / "prefdisco_asker.json",
-                        help="compiled JSON to write; under compiled/ it is registered as the shipped asker")
-    # Labeled demos would be raw scenarios, which hold no dialogue: 0 by default.
-    add_optimizer_flags(parser, candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0)
-    parser.set_defaults(metric_threshold=0.6)  # gated PrefAlign / 5 at which a bootstrapped trace counts as a demo
+class _Conditions(_Data):
+    split: Literal["train", "val", "test", "all"] = option(
+        "test", "which scenarios to evaluate: a split by problem within each task, or all")
+    forced_questions: Count | None = option(
+        None, "ask exactly this many questions (the paper's Figure 5) instead of deciding")
+    collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
+    compiled: FilePath | None = option(None, "compiled asker to compare (default: the one shipped for the task "
+                                       "model)")
+    use_shipped: bool = option(True, "without --compiled, compare no compiled asker", flag="--no-shipped")
+
+
+class EvaluateOptions(_Conditions, _Source):
+    pass
+
+
+class DemoOptions(_Conditions):
+    per_task: Positive | None = option(1, "use only the first N scenarios of each task in the split")
+    max_turns: Positive = option(2, "the asker's turn budget (questions it may ask)")
+
+
+def run_build_scenarios(options: BuildOptions, settings: Any, emit: Emit) -> Any:
+    job = BuildJob(problems=options.problems or BuildJob.problems, output=options.output, personas=options.personas,
+                   personas_per_problem=options.personas_per_problem, attributes_per_profile=options.attributes,
+                   seed=settings.seed)
+    return run_build(settings, job, emit)
+
+
+def run_compile(options: CompileOptions, settings: Any, emit: Emit) -> Any:
+    job = CompileJob(output=options.output, data=options.prefdisco_data(), max_turns=options.max_turns,
+                     config=optimizer_config(options, settings), output_dir=options.output_dir)
+    return run_prefdisco_compile(settings, job, emit)
+
+
+def run_evaluate(options: EvaluateOptions | DemoOptions, settings: Any, emit: Emit) -> Any:
+    job = EvaluationJob(data=options.prefdisco_data(), split=options.split, max_turns=options.max_turns,
+                        forced_questions=options.forced_questions, collaborative=options.collaborative,
+                        compiled=options.compiled, use_shipped=options.use_shipped, output_dir=options.output_dir)
+    return run_prefdisco_evaluation(settings, job, emit)
 
 
 def compare(outcome: Any) -> Comparison:
@@ -116,7 +109,16 @@ def compare(outcome: Any) -> Comparison:
 
 COMPONENT = Component(
     name="prefdisco", title="PrefDisco", help=HELP,
-    steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
+    steps={
+        "build-scenarios": Step("turn a question set with answers into PrefDisco scenarios (personas, profiles, "
+                                "rubrics)", BuildOptions, run_build_scenarios),
+        "compile": Step("MIPROv2 over the question asker, PrefAlign of its answer gated by correctness as the metric",
+                        CompileOptions, run_compile),
+        "evaluate": Step("Baseline, Discovery and Oracle on held-out scenarios: PrefAlign, NormAlign, accuracy, "
+                         "questions", EvaluateOptions, run_evaluate),
+        "demo": Step("evaluate 3 bundled synthetic test scenarios (one per task) on the embedded model, 2 turns",
+                     DemoOptions, run_evaluate),
+    },
     run_names=("prefdisco-build-scenarios", "prefdisco-compile", "prefdisco-evaluate"),
     demo=Demo(lambda _: ["demo"], compare), sweepable=True,
     charts=CHARTS,

@@ -3,96 +3,116 @@ judges best, and the selected judge's accuracy, consistency, position bias and m
 
 from __future__ import annotations
 
-import argparse
-from functools import partial
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.sensejudge.charts import CHARTS
 from prefcraft.components.sensejudge.simulation import DEFAULT_PERSONA, SimulationConfig
 from prefcraft.components.sensejudge.steps import SENSEJUDGE, SenseJudgeJob, run_sensejudge
-from prefcraft.flags import COUNT, POSITIVE
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import SelectedJudge
 
 HELP = "SenseJudge: preference subsets and model ranking (simulate, select, evaluate, demo)"
-STEPS = {
-    "simulate": "responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
-    "select": "write preference descriptions from the dev pairs and select the subset whose vote is best",
-    "evaluate": "accuracy, consistency, position bias and model ranking of a selected judge on the test pairs",
-    "demo": "simulate, select and evaluate on the embedded model",
-}
-DEMO_DEFAULTS = {"dev_dialogues": 2, "test_dialogues": 2, "max_pair_descriptions": 4}  # about 150 LM calls
 
 
-def _add_step_flags(parser: argparse.ArgumentParser, step: str) -> None:
-    parser.add_argument("--pairs", type=Path,
-                        help="labelled pairs, PersonalRewardBench schema (simulate writes them; default: "
-                        "runs/sensejudge/pairs.jsonl)")
-    if step in ("simulate", "demo"):
-        parser.add_argument("--dialogues", type=Path, required=True,
-                            help="SenseBench's new_sense_bmk.json or its folder (not shipped: no licence upstream)")
-        parser.add_argument("--dev-dialogues", type=POSITIVE, default=4, help="dialogues whose pairs are dev pairs")
-        parser.add_argument("--test-dialogues", type=POSITIVE, default=2, help="dialogues whose pairs are test pairs")
-        parser.add_argument("--variants", nargs="+", default=["plain", "concise", "detailed"],
-                            help="response models: the task model under these system prompts")
-        parser.add_argument("--persona", help="the simulated annotator's persona (default: wants short answers)")
-        parser.add_argument("--max-context-chars", type=int, default=1200, help="dialogue turns kept per request")
-        parser.add_argument("--max-response-chars", type=int, default=600, help="longest response")
-        parser.add_argument("--response-temperature", type=float, default=0.7, help="sampling of the responses")
-    if step in ("select", "evaluate", "demo"):
-        parser.add_argument("--judge", type=Path,
-                            help="the compiled SelectedJudge: select writes it, evaluate reads it (default: "
-                            "runs/sensejudge/sensejudge.json)")
-        parser.add_argument("--annotator", help="whose pairs, when the file holds several annotators")
-    if step in ("select", "demo"):
-        parser.add_argument("--max-pair-descriptions", type=COUNT, default=10,
-                            help="dev pairs that get a description of their own (the reference: 10)")
-        parser.add_argument("--exhaustive-limit", type=COUNT, default=12, help="beyond this many descriptions, beam")
-        parser.add_argument("--beam-width", type=POSITIVE, default=64, help="subsets kept at each step of the beam")
-        parser.add_argument("--penalize-order-imbalance", action="store_true",
-                            help="score a subset minus the gap between its right answers in the two orders")
-        parser.add_argument("--unparseable-vote", choices=["against", "abstain"], default="against",
-                            help="what a failed or unparseable vote counts as: against the chosen response (the "
-                            "reference's rule) or nothing")
-        parser.add_argument("--stop-when-perfect", action="store_true",
-                            help="stop judging once a subset is right on every dev judgment (fewer calls; the "
-                            "reference judges every description on every pair)")
-    if step in ("evaluate", "demo"):
-        parser.add_argument("--reference-ranking", nargs="+", metavar="MODEL",
-                            help="reference ranking of the response models, best first (default: the annotator's)")
-        parser.add_argument("--output-dir", type=Path,
-                            help="where judgments go (default: runs/sensejudge)")
-    if step == "demo":
-        parser.set_defaults(**DEMO_DEFAULTS)
+class _Pairs(Options):
+    pairs: FilePath | None = option(None, "labelled pairs, PersonalRewardBench schema (simulate writes them; default: "
+                                    "runs/sensejudge/pairs.jsonl)")
 
 
-def job_from_flags(args: argparse.Namespace, settings: Any) -> Any:
+class _Simulation(Options):
+    dialogues: FilePath = option(..., "SenseBench's new_sense_bmk.json or its folder (not shipped: no licence "
+                                 "upstream)")
+    dev_dialogues: Positive = option(4, "dialogues whose pairs are dev pairs")
+    test_dialogues: Positive = option(2, "dialogues whose pairs are test pairs")
+    variants: OneOrMore[str] = option(["plain", "concise", "detailed"],
+                                      "response models: the task model under these system prompts")
+    persona: str | None = option(None, "the simulated annotator's persona (default: wants short answers)")
+    max_context_chars: int = option(1200, "dialogue turns kept per request")
+    max_response_chars: int = option(600, "longest response")
+    response_temperature: float = option(0.7, "sampling of the responses")
 
-    flags = vars(args)
-    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking")
-    job = SenseJudgeJob(**{name: flags[name] for name in given if flags.get(name) is not None})
-    if "dialogues" in flags:
-        job.simulation = SimulationConfig(
-            dev_dialogues=args.dev_dialogues, test_dialogues=args.test_dialogues, variants=tuple(args.variants),
-            persona=args.persona or DEFAULT_PERSONA, max_context_chars=args.max_context_chars,
-            max_response_chars=args.max_response_chars, response_temperature=args.response_temperature,
+    def simulation(self, settings: Any) -> SimulationConfig:
+        return SimulationConfig(
+            dev_dialogues=self.dev_dialogues, test_dialogues=self.test_dialogues, variants=tuple(self.variants),
+            persona=self.persona or DEFAULT_PERSONA, max_context_chars=self.max_context_chars,
+            max_response_chars=self.max_response_chars, response_temperature=self.response_temperature,
             seed=settings.seed,
-        )
-    if "max_pair_descriptions" in flags:
-        job.max_pair_descriptions = args.max_pair_descriptions
-        job.selection = SubsetSelectionConfig(
-            exhaustive_limit=args.exhaustive_limit, beam_width=args.beam_width,
-            penalize_order_imbalance=args.penalize_order_imbalance, unparseable_vote=args.unparseable_vote,
-            stop_when_perfect=args.stop_when_perfect, num_threads=settings.num_threads,
-        )
+        )  # fmt: skip
+
+
+class _Judge(Options):
+    judge: FilePath | None = option(None, "the compiled SelectedJudge: select writes it, evaluate reads it (default: "
+                                    "runs/sensejudge/sensejudge.json)")
+    annotator: str | None = option(None, "whose pairs, when the file holds several annotators")
+
+
+class _Selection(Options):
+    max_pair_descriptions: Count = option(10, "dev pairs that get a description of their own (the reference: 10)")
+    exhaustive_limit: Count = option(12, "beyond this many descriptions, beam")
+    beam_width: Positive = option(64, "subsets kept at each step of the beam")
+    penalize_order_imbalance: bool = option(
+        False, "score a subset minus the gap between its right answers in the two orders")
+    unparseable_vote: Literal["against", "abstain"] = option(
+        "against", "what a failed or unparseable vote counts as: against the chosen response (the reference's rule) "
+        "or nothing")
+    stop_when_perfect: bool = option(
+        False, "stop judging once a subset is right on every dev judgment (fewer calls; the reference judges every "
+        "description on every pair)")
+
+    def selection(self, settings: Any) -> SubsetSelectionConfig:
+        return SubsetSelectionConfig(
+            exhaustive_limit=self.exhaustive_limit, beam_width=self.beam_width,
+            penalize_order_imbalance=self.penalize_order_imbalance, unparseable_vote=self.unparseable_vote,
+            stop_when_perfect=self.stop_when_perfect, num_threads=settings.num_threads,
+        )  # fmt: skip
+
+
+class _Evaluation(Options):
+    reference_ranking: OneOrMore[str] | None = option(
+        None, "reference ranking of the response models, best first (default: the annotator's)", metavar="MODEL")
+    output_dir: FilePath | None = option(None, "where judgments go (default: runs/sensejudge)")
+
+
+class SimulateOptions(_Simulation, _Pairs):
+    pass
+
+
+class SelectOptions(_Selection, _Judge, _Pairs):
+    pass
+
+
+class EvaluateOptions(_Evaluation, _Judge, _Pairs):
+    pass
+
+
+class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
+    """About 150 LM calls."""
+
+    dev_dialogues: Positive = option(2, "dialogues whose pairs are dev pairs")
+    test_dialogues: Positive = option(2, "dialogues whose pairs are test pairs")
+    max_pair_descriptions: Count = option(4, "dev pairs that get a description of their own (the reference: 10)")
+
+
+def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
+    """The job the options describe: the paths given, the simulation and the selection where the step has them."""
+    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking")
+    job = SenseJudgeJob(**{name: getattr(options, name) for name in given if getattr(options, name, None) is not None})
+    if isinstance(options, _Simulation):
+        job.simulation = options.simulation(settings)
+    if isinstance(options, _Selection):
+        job.max_pair_descriptions = options.max_pair_descriptions
+        job.selection = options.selection(settings)
     return job
 
 
-def run(args: argparse.Namespace, settings: Any, emit: Emit) -> Any:
-    steps = ["simulate", "select", "evaluate"] if args.step == "demo" else [args.step]
-    return run_sensejudge(settings, job_from_flags(args, settings), steps, emit)
+def run_steps(*steps: str) -> Callable[[Options, Any, Emit], Any]:
+    """Runs the SenseJudge steps `steps` in order on one job."""
+    return lambda options, settings, emit: run_sensejudge(settings, sensejudge_job(options, settings), list(steps),
+                                                          emit)
 
 
 def compare(outcomes: dict[str, Any]) -> Comparison:
@@ -109,7 +129,16 @@ def _demo_argv(sensebench: Path | None) -> list[str] | None:
 
 COMPONENT = Component(
     name="sensejudge", title="SenseJudge", help=HELP,
-    steps={step: Step(step_help, partial(_add_step_flags, step=step), run) for step, step_help in STEPS.items()},
+    steps={
+        "simulate": Step("responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
+                         SimulateOptions, run_steps("simulate")),
+        "select": Step("write preference descriptions from the dev pairs and select the subset whose vote is best",
+                       SelectOptions, run_steps("select")),
+        "evaluate": Step("accuracy, consistency, position bias and model ranking of a selected judge on the test "
+                         "pairs", EvaluateOptions, run_steps("evaluate")),
+        "demo": Step("simulate, select and evaluate on the embedded model", DemoOptions,
+                     run_steps("simulate", "select", "evaluate")),
+    },
     run_names=("sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"), demo=Demo(_demo_argv, compare),
     charts=CHARTS,
     programs={SENSEJUDGE: lambda _: SelectedJudge()},

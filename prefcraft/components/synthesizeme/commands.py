@@ -3,9 +3,8 @@ optimize the persona prompt once, and judge a split's pairs in both orders again
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.synthesizeme.charts import CHARTS
@@ -15,8 +14,9 @@ from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, default_p
 from prefcraft.components.synthesizeme.profiles import load_profiles
 from prefcraft.components.synthesizeme.report import format_comparison, format_fit_summary, format_report
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
-from prefcraft.flags import COUNT, POSITIVE, add_executor_flags, add_optimizer_flags, optimizer_config
+from prefcraft.flags import ExecutorOptions, optimizer_config, optimizer_options
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 
@@ -27,108 +27,100 @@ DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main
 TOUR_USERS = ["sample_user_07", "sample_user_08"]
 
 
-def _add_fit_step_flags(parser: argparse.ArgumentParser) -> None:
-    _add_data_flags(parser)
-    _add_fit_flags(parser)
-    add_executor_flags(parser, "fit users one after another here, or each as a Ray task")
+class _Data(Options):
+    data: str | None = option(None, "PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
+                              "(default: the bundled synthetic sample users)")
+    users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
+    split: Literal["train", "val", "test"] = option("test", "which pairs to judge")
+    output_dir: FilePath = option(Path("runs/latest"), "where result files go")
 
 
-def _add_compile_persona_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", help="PersonalRewardBench file or dataset name (default: sample users)")
-    parser.add_argument("--train-users", nargs="+", required=True, metavar="USER",
-                        help="users whose traces the persona prompt is optimized on")
-    parser.add_argument("--val-users", nargs="+", required=True, metavar="USER",
-                        help="users the candidate prompts are scored on (none of the training users)")
-    parser.add_argument("--output", type=Path, required=True, help="compiled JSON to write")
-    add_optimizer_flags(parser, candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6)
-    _add_search_flags(parser)
+class _Search(Options):
+    subsets: Positive = option(10, "n: candidate trace subsets for the persona")
+    demo_candidates: Positive = option(10, "m: candidate demo sets")
+    max_demos: Count = option(4, "most demos in a fitted user's judge")
+    search: Literal["halving", "exhaustive"] = option(
+        "halving", "how candidates are scored: successive halving (fewer calls) or all on every pair")
+
+    def search_config(self, settings: Any) -> SynthesizeMeConfig:
+        return SynthesizeMeConfig(num_persona_subsets=self.subsets, num_demo_candidates=self.demo_candidates,
+                                  max_demos=self.max_demos, search=self.search, num_threads=settings.num_threads,
+                                  seed=settings.seed)
 
 
-def _add_evaluate_flags(parser: argparse.ArgumentParser) -> None:
-    _add_data_flags(parser)
-    parser.add_argument("--methods", nargs="+", default=["default"],
-                        help="default, demographics, memory, demos, persona, synthesizeme")
-    parser.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="fitted users' JSON files")
-    parser.add_argument("--demographics", metavar="FILE_OR_DATASET",
-                        help="user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
-                        "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy")
-    parser.add_argument("--allow-fitted-pairs", action="store_true",
-                        help="score demos, persona, synthesizeme and memory on --split train or val, the pairs "
-                        "they learned from (optimistic: for debugging, not for reporting)")
-    add_executor_flags(parser, "judge users one after another here, or each user and method as a Ray task")
+class _Fit(_Search):
+    persona_prompt: FilePath | None = option(
+        None, "compiled persona prompt JSON (default: the one shipped for the task model)")
+    fitted_dir: FilePath = option(Path("runs/fitted"), "where fitted users go")
 
 
-def _add_demo_flags(parser: argparse.ArgumentParser) -> None:
-    _add_data_flags(parser)
-    _add_fit_flags(parser)
-    parser.set_defaults(subsets=DEMO_SEARCH_SIZE, demo_candidates=DEMO_SEARCH_SIZE)
+class FitOptions(ExecutorOptions, _Fit, _Data):
+    pass
 
 
-def _add_fit_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--persona-prompt", type=Path,
-                        help="compiled persona prompt JSON (default: the one shipped for the task model)")
-    parser.add_argument("--fitted-dir", type=Path, default=Path("runs/fitted"), help="where fitted users go")
-    _add_search_flags(parser)
+class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10,
+                                                       labeled_demos=6), _Search):
+    data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
+    train_users: OneOrMore[str] = option(..., "users whose traces the persona prompt is optimized on",
+                                         metavar="USER")
+    val_users: OneOrMore[str] = option(..., "users the candidate prompts are scored on (none of the training users)",
+                                       metavar="USER")
+    output: FilePath = option(..., "compiled JSON to write")
 
 
-def _add_search_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--subsets", type=POSITIVE, default=10, help="n: candidate trace subsets for the persona")
-    parser.add_argument("--demo-candidates", type=POSITIVE, default=10, help="m: candidate demo sets")
-    parser.add_argument("--max-demos", type=COUNT, default=4, help="most demos in a fitted user's judge")
-    parser.add_argument("--search", choices=["halving", "exhaustive"], default="halving",
-                        help="how candidates are scored: successive halving (fewer calls) or all on every pair")
+class EvaluateOptions(ExecutorOptions, _Data):
+    methods: OneOrMore[str] = option(["default"], "default, demographics, memory, demos, persona, synthesizeme")
+    fitted_dir: FilePath = option(Path("runs/fitted"), "fitted users' JSON files")
+    demographics: str | None = option(
+        None, "user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
+        "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy",
+        metavar="FILE_OR_DATASET")
+    allow_fitted_pairs: bool = option(
+        False, "score demos, persona, synthesizeme and memory on --split train or val, the pairs they learned from "
+        "(optimistic: for debugging, not for reporting)")
 
 
-def _add_data_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", help="PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
-                        "(default: the bundled synthetic sample users)")
-    parser.add_argument("--users", nargs="+", help="user ids to include (default: all)")
-    parser.add_argument("--split", default="test", choices=["train", "val", "test"], help="which pairs to judge")
-    parser.add_argument("--output-dir", type=Path, default=Path("runs/latest"), help="where result files go")
+class DemoOptions(_Fit, _Data):
+    subsets: Positive = option(DEMO_SEARCH_SIZE, "n: candidate trace subsets for the persona")
+    demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: candidate demo sets")
 
 
-def search_config(args: argparse.Namespace, settings: Any) -> Any:
-    return SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.demo_candidates,
-                              max_demos=args.max_demos, search=args.search, num_threads=settings.num_threads,
-                              seed=settings.seed)
-
-
-def run_compile_persona(args: argparse.Namespace, settings: Any, emit: Emit) -> Path:
-    path = compile_persona(settings, args.data or SAMPLE_USERS, args.output, train_users=args.train_users,
-                           val_users=args.val_users, fit_config=search_config(args, settings),
-                           prompt_config=optimizer_config(args, settings))
+def run_compile_persona(options: CompilePersonaOptions, settings: Any, emit: Emit) -> Path:
+    path = compile_persona(settings, options.data or SAMPLE_USERS, options.output, train_users=options.train_users,
+                           val_users=options.val_users, fit_config=options.search_config(settings),
+                           prompt_config=optimizer_config(options, settings))
     emit(f"compiled persona prompt written to {path}")
     return path
 
 
-def run_fit(args: argparse.Namespace, settings: Any, emit: Emit) -> Any:
-    summary = fit_users(settings, args.data or SAMPLE_USERS, args.fitted_dir, users=args.users,
-                        config=search_config(args, settings),
-                        persona_prompt=args.persona_prompt or default_persona_prompt(settings.task.model),
-                        executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
+def run_fit(options: FitOptions | DemoOptions, settings: Any, emit: Emit, users: list[str] | None = None) -> Any:
+    summary = fit_users(settings, options.data or SAMPLE_USERS, options.fitted_dir, users=users or options.users,
+                        config=options.search_config(settings),
+                        persona_prompt=options.persona_prompt or default_persona_prompt(settings.task.model),
+                        executor=getattr(options, "executor", "local"), address=getattr(options, "address", None))
     emit(format_fit_summary(summary))
     return summary
 
 
-def run_evaluate(args: argparse.Namespace, settings: Any, emit: Emit) -> dict[str, Any]:
-    fitted = {path.stem: path for path in sorted(args.fitted_dir.glob("*.json"))}
-    profiles = load_profiles(args.demographics) if args.demographics else None
-    return _evaluate(args, settings, emit, args.methods, args.users, fitted, profiles)
+def run_evaluate(options: EvaluateOptions, settings: Any, emit: Emit) -> dict[str, Any]:
+    fitted = {path.stem: path for path in sorted(options.fitted_dir.glob("*.json"))}
+    profiles = load_profiles(options.demographics) if options.demographics else None
+    return _evaluate(options, settings, emit, options.methods, options.users, fitted, profiles)
 
 
-def run_demo(args: argparse.Namespace, settings: Any, emit: Emit) -> dict[str, Any]:
-    if not args.data and not args.users:
-        args.users = DEMO_USERS
-    summary = run_fit(args, settings, emit)
-    return _evaluate(args, settings, emit, DEMO_METHODS, args.users, summary.judges, None)
+def run_demo(options: DemoOptions, settings: Any, emit: Emit) -> dict[str, Any]:
+    users = options.users or (None if options.data else DEMO_USERS)
+    summary = run_fit(options, settings, emit, users)
+    return _evaluate(options, settings, emit, DEMO_METHODS, users, summary.judges, None)
 
 
-def _evaluate(args: argparse.Namespace, settings: Any, emit: Emit, methods: list[str], users: list[str] | None,
-              fitted: dict[str, Path], profiles: dict[str, str] | None) -> dict[str, Any]:
-    outcomes = evaluate_methods(settings, args.data or SAMPLE_USERS, methods=methods, users=users, split=args.split,
-                                fitted=fitted, profiles=profiles, output_dir=args.output_dir,
-                                allow_fitted_pairs=getattr(args, "allow_fitted_pairs", False),
-                                executor=getattr(args, "executor", "local"), address=getattr(args, "address", None))
+def _evaluate(options: EvaluateOptions | DemoOptions, settings: Any, emit: Emit, methods: list[str],
+              users: list[str] | None, fitted: dict[str, Path], profiles: dict[str, str] | None) -> dict[str, Any]:
+    outcomes = evaluate_methods(settings, options.data or SAMPLE_USERS, methods=methods, users=users,
+                                split=options.split, fitted=fitted, profiles=profiles, output_dir=options.output_dir,
+                                allow_fitted_pairs=getattr(options, "allow_fitted_pairs", False),
+                                executor=getattr(options, "executor", "local"),
+                                address=getattr(options, "address", None))
     for method, outcome in outcomes.items():
         emit(format_report(method, outcome.report, outcome.usage))
     if len(outcomes) > 1:
@@ -144,12 +136,11 @@ def compare(outcomes: dict[str, Any]) -> Comparison:
 COMPONENT = Component(
     name="synthesizeme", title="SynthesizeMe", help=HELP,
     steps={
-        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", _add_fit_step_flags, run_fit),
-        "evaluate": Step("judge a split's pairs in both orders and report accuracy", _add_evaluate_flags,
-                         run_evaluate),
-        "compile-persona": Step("optimize the persona prompt (MIPROv2 by default), once", _add_compile_persona_flags,
+        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", FitOptions, run_fit),
+        "evaluate": Step("judge a split's pairs in both orders and report accuracy", EvaluateOptions, run_evaluate),
+        "compile-persona": Step("optimize the persona prompt (MIPROv2 by default), once", CompilePersonaOptions,
                                 run_compile_persona),
-        "demo": Step("fit sample users, compare with the default judge", _add_demo_flags, run_demo),
+        "demo": Step("fit sample users, compare with the default judge", DemoOptions, run_demo),
     },
     run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
     demo=Demo(lambda _: ["demo", "--users", *TOUR_USERS], compare),

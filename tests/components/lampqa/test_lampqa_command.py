@@ -11,7 +11,6 @@ from prefcraft import compile_gate, evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.components.lampqa import compilation as lampqa_compile
 from prefcraft.components.lampqa import evaluation as lampqa
-from prefcraft.components.lampqa.commands import DEMO
 from prefcraft.components.lampqa.compilation import CompileJob, compile_and_select
 from prefcraft.components.lampqa.evaluation import (
     EvaluationJob,
@@ -103,7 +102,7 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
 
 def test_the_demo_and_compile_flags():
     demo = make_parser().parse_args(["lampqa", "demo"])
-    assert (demo.max_questions, demo.k, demo.methods) == (DEMO["max_questions"], DEMO["k"], ["none", "rag", "planpers"])
+    assert (demo.max_questions, demo.k, demo.methods) == (1, 5, ["none", "rag", "planpers"])
     compile_args = make_parser().parse_args(["lampqa", "compile"])
     assert (compile_args.candidates, compile_args.trials, compile_args.optimizer) == (20, 30, "miprov2")
     assert compile_args.max_labeled_demos == 0

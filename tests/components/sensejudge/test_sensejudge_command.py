@@ -9,10 +9,10 @@ import mlflow
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft.cli import main, make_parser
+from prefcraft.cli import main
 from prefcraft.components.sensejudge import simulation as sensejudge_simulate
 from prefcraft.components.sensejudge import steps as sensejudge
-from prefcraft.components.sensejudge.commands import job_from_flags
+from prefcraft.components.sensejudge.commands import COMPONENT, sensejudge_job
 from prefcraft.components.sensejudge.report import (
     SIMULATED_NOTE,
     format_evaluation,
@@ -22,6 +22,7 @@ from prefcraft.components.sensejudge.report import (
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues, simulate_pairs
 from prefcraft.components.sensejudge.steps import SenseJudgeJob, description_names, evaluate_judge, select_descriptions
 from prefcraft.errors import ConfigError
+from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import load_pairs, pair_id
 from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
@@ -131,8 +132,8 @@ def test_description_names_follow_the_extractor_order():
 
 
 def test_the_demo_flags_build_a_small_job():
-    args = make_parser().parse_args(["sensejudge", "demo", "--dialogues", "d.json", "--variants", "concise", "plain"])
-    job = job_from_flags(args, Settings(num_threads=2))
+    options = parse_step(COMPONENT, "demo", ["--dialogues", "d.json", "--variants", "concise", "plain"])
+    job = sensejudge_job(options, Settings(num_threads=2))
     assert job.simulation.variants == ("concise", "plain") and job.simulation.dev_dialogues == 2
     assert job.max_pair_descriptions == 4 and job.selection.num_threads == 2
 
