@@ -14,14 +14,20 @@ from prefcraft.components.component import Comparison, Component, Demo, Emit, St
 from prefcraft.components.lampqa.charts import CHARTS
 from prefcraft.components.lampqa.compilation import CompileJob, run_lampqa_compile
 from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS
-from prefcraft.components.lampqa.evaluation import EvaluationJob, LampQAData, RetrievalConfig, run_lampqa_evaluation
+from prefcraft.components.lampqa.evaluation import (
+    DEFAULT_METHODS,
+    EvaluationJob,
+    LampQAData,
+    RetrievalConfig,
+    run_lampqa_evaluation,
+)
 from prefcraft.flags import optimizer_config, optimizer_options
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.lampqa import DEFAULT_K, BM25Retriever, PlanPers
 
 HELP = "LaMP-QA: aspect planner for personalized long-form answers (compile, evaluate, demo)"
-Method = Literal["none", "rag", "planpers"]
+Method = Literal["none", "rag", "rag_random", "planpers"]
 RUNS = Path("runs/lampqa")
 RETRIEVAL = "profile retrieval"
 
@@ -63,8 +69,9 @@ class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_de
 
 class _Methods(_Data):
     methods: OneOrMore[Method] = option(
-        ["none", "rag", "planpers"],
-        "no personalization, RAG over the profile, PlanPers (plan the aspects, then answer)")
+        list(DEFAULT_METHODS),
+        "no personalization, RAG over the profile, RAG over a random other user's profile (seeded: the paper's "
+        "control), PlanPers (plan the aspects, then answer)")
     compiled: FilePath | None = option(None, "compiled PlanPers to compare (default: the one shipped for the task "
                                        "model)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled PlanPers", flag="--no-shipped")
@@ -104,7 +111,8 @@ COMPONENT = Component(
     steps={
         "compile": Step("MIPROv2 over PlanPers (planner + answerer) against the aspect score", CompileOptions,
                         run_compile),
-        "evaluate": Step("no personalization, RAG and PlanPers (and a compiled PlanPers) on held-out questions",
+        "evaluate": Step("no personalization, RAG (over the user's or a random user's profile) and PlanPers (and a "
+                         "compiled PlanPers) on held-out questions",
                          EvaluateOptions, run_evaluate),
         "demo": Step("evaluate on the bundled SYNTHETIC questions with the embedded model, small budget",
                      DemoOptions, run_evaluate),

@@ -3,14 +3,17 @@
 Per method, two steps, each a `dspy.Evaluate` pass with questions in parallel: `answer` (the method's program on the
 task model: retrieval, the planner for PlanPers, the answerer) and `judge` (one judge call per gold aspect of each
 question, on the judge model). PlanPers' plan is judged on its own too (`coverage`: the share of the gold aspects its
-plan covers, scored like an answer). One MLflow parent run, one child run per method; per-question results go to
-`<output-dir>/lampqa-<method>.jsonl` and the summary to `<output-dir>/lampqa-summary.json`, both written atomically.
+plan covers, scored like an answer). `rag_random` is the paper's control (Table 2): RAG over another user's profile,
+drawn at random (seeded) for each question from the profiles of the other questions evaluated. One MLflow parent run,
+one child run per method; per-question results go to `<output-dir>/lampqa-<method>.jsonl` and the summary to
+`<output-dir>/lampqa-summary.json`, both written atomically.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -51,7 +54,9 @@ from prefcraft.tracking import data_digest, log_json, log_metrics, model_params,
 logger = logging.getLogger(__name__)
 
 RUNS = Path("runs/lampqa")
-METHODS = ("none", "rag", "planpers")
+METHODS = ("none", "rag", "rag_random", "planpers")
+DEFAULT_METHODS = ("none", "rag", "planpers")
+RANDOM_PROFILE_METHOD = "rag_random"
 COMPILED_METHOD = "planpers_compiled"
 JUDGE_INPUTS = ("question", "details", "response", "aspects")
 
@@ -103,7 +108,7 @@ class RetrievalConfig:
 class EvaluationJob:
     data: LampQAData = field(default_factory=LampQAData)
     split: str = "test"
-    methods: Sequence[str] = METHODS
+    methods: Sequence[str] = DEFAULT_METHODS
     compiled: Path | None = None
     use_shipped: bool = True
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
@@ -129,7 +134,11 @@ def method_programs(
     unknown = sorted(set(job.methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown method(s) {', '.join(unknown)}", f"use {', '.join(METHODS)}")
-    builders = {"none": NoPersonalization, "rag": lambda: RAGPersonalization(job.retrieval.build(), post_chars),
+
+    def rag() -> RAGPersonalization:
+        return RAGPersonalization(job.retrieval.build(), post_chars)
+
+    builders = {"none": NoPersonalization, "rag": rag, RANDOM_PROFILE_METHOD: rag,
                 "planpers": lambda: PlanPers(job.retrieval.build(), post_chars)}
     programs = {name: builders[name]() for name in job.methods}
     compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if job.use_shipped else None)
@@ -147,11 +156,13 @@ def evaluate_methods(
               "split": job.split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
               "methods": list(programs), "compiled": str(compiled or ""), **asdict(job.retrieval),
               **model_params(session)}
+    inputs = {name: with_random_profiles(examples, session.seed) if name == RANDOM_PROFILE_METHOD else examples
+              for name in programs}
     outcomes: dict[str, MethodOutcome] = {}
     with tracked_run("lampqa-evaluate", params):
         for name, program in programs.items():
             with tracked_run(f"lampqa-{name}", {"method": name}, nested=True):
-                outcomes[name] = evaluate_method(session, name, program, examples)
+                outcomes[name] = evaluate_method(session, name, program, inputs[name])
                 _log_method(outcomes[name], loaded.questions, job.output_dir)
         if BASELINE in outcomes:
             for outcome in outcomes.values():
@@ -162,6 +173,22 @@ def evaluate_methods(
         log_json(summary, "lampqa-summary.json")
         log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items() if method.gain == method.gain})
     return result
+
+
+def with_random_profiles(examples: Sequence[dspy.Example], seed: int) -> list[dspy.Example]:
+    """Each question with another user's profile in place of its own, drawn at random (`seed`) from the distinct
+    profiles of the other questions."""
+    profiles = list(dict.fromkeys(example.profile for example in examples))
+    if len(profiles) < 2:
+        raise ConfigError(f"{RANDOM_PROFILE_METHOD} needs questions of at least two users, to answer each from "
+                          "another user's profile", "evaluate more questions (--max-questions, --configs)")
+    position = {profile: index for index, profile in enumerate(profiles)}
+    rng = random.Random(seed)
+    drawn = []
+    for example in examples:
+        other = rng.randrange(len(profiles) - 1)  # any profile but the question's own
+        drawn.append(example.copy(profile=profiles[other + (other >= position[example.profile])]))
+    return drawn
 
 
 def evaluate_method(

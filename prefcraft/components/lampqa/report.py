@@ -9,7 +9,8 @@ from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.report import format_verdict
 
-METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "planpers": "PlanPers",
+METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "rag_random": "RAG (random user's profile)",
+                "planpers": "PlanPers",
                 "planpers_compiled": "PlanPers, compiled"}
 SHORT_CATEGORIES = {"Art_and_Entertainment": "Arts", "Lifestyle_and_Personal_Development": "Lifestyle",
                     "Society_and_Culture": "Society"}

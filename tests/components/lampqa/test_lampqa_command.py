@@ -18,8 +18,10 @@ from prefcraft.components.lampqa.evaluation import (
     RetrievalConfig,
     evaluate_methods,
     method_programs,
+    with_random_profiles,
 )
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
+from prefcraft.errors import ConfigError
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker, FieldFillingEngine
@@ -127,3 +129,29 @@ def test_the_small_model_profile_cuts_retrieved_posts_and_the_paper_profile_does
     whole, _ = method_programs(job, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
     assert cut["rag"].post_chars == cut["planpers"].post_chars == 300
     assert whole["rag"].post_chars is None and whole["planpers"].post_chars is None
+
+
+def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tmp_path):
+    job = EvaluationJob(data=LampQAData(max_questions=2), methods=["rag_random"], use_shipped=False,
+                        output_dir=tmp_path, retrieval=RetrievalConfig(k=3))
+    loaded = job.data.load("test")
+    examples = [question.example() for question in loaded.questions]
+    drawn = with_random_profiles(examples, seed=0)
+    assert [example.question for example in drawn] == [example.question for example in examples]
+    assert all(new.profile != own.profile and new.profile in {e.profile for e in examples}
+               for new, own in zip(drawn, examples, strict=True))
+    assert [e.profile for e in with_random_profiles(examples, seed=0)] == [e.profile for e in drawn]  # seeded
+    assert any([e.profile for e in with_random_profiles(examples, seed=seed)] != [e.profile for e in drawn]
+               for seed in range(1, 5))
+    with pytest.raises(ConfigError, match="at least two users"):
+        with_random_profiles(examples[:1], seed=0)
+
+    programs, compiled = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct")
+    outcome = evaluate_methods(Settings(num_threads=1), job, loaded, programs, compiled)
+    assert list(outcome.methods) == ["rag_random"] and outcome.methods["rag_random"].report.overall.mean == 0.5
+    rows = [json.loads(line) for line in (tmp_path / "lampqa-rag_random.jsonl").read_text().splitlines()]
+    for row, question, example in zip(rows, loaded.questions, drawn, strict=True):
+        assert set(row["retrieved"]) <= {post.id for post in example.profile}  # the drawn user's posts
+        assert row["id"] == question.id
+    assert "RAG (random user's profile)" in format_evaluation(outcome)
+    assert make_parser().parse_args(["lampqa", "evaluate", "--methods", "rag_random"]).methods == ["rag_random"]
