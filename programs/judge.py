@@ -8,14 +8,15 @@ import dspy
 
 from prefcraft.signatures.judge import JudgePreference
 
-USER_CONTEXT_TEMPLATE = """{instructions}
-
-You are a personalized reward model for one user. {heading}:
-===
-{context}
-===
-Given the conversation and the two completions, decide which completion this user is more likely to prefer, keeping
-what you know about them in mind."""
+# The judge given user context (the paper's Figures 13 and 14) has instructions of its own: it is not asked for the
+# default judge's one to three speculations (Figure 11), as it is told what is known of the user.
+USER_CONTEXT_TEMPLATE = (
+    "Given a conversation and two completions from different models, determine which completion the human judge is\n"
+    "more likely to prefer. Use any provided context to speculate about the personal preferences of the judge.\n\n"
+    "You are a personalized reward model for one user. {heading}:\n===\n{context}\n===\n"
+    "Given the conversation and the two completions, decide which completion this user is more likely to prefer, "
+    "keeping\nwhat you know about them in mind."
+)
 
 
 class PreferenceJudge(dspy.Module):
@@ -25,9 +26,7 @@ class PreferenceJudge(dspy.Module):
         super().__init__()
         self.judge = dspy.ChainOfThought(JudgePreference)
         if user_context:
-            instructions = USER_CONTEXT_TEMPLATE.format(
-                instructions=JudgePreference.instructions, heading=heading, context=user_context.strip()
-            )
+            instructions = USER_CONTEXT_TEMPLATE.format(heading=heading, context=user_context.strip())
             self.judge.predict.signature = self.judge.predict.signature.with_instructions(instructions)
 
     @property

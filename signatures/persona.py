@@ -1,4 +1,6 @@
-"""Persona synthesis (SynthesizeMe step 2): verified judgments in, a natural-language persona out.
+"""Persona synthesis (SynthesizeMe step 2, the paper's Figure 12): verified judgments in, a natural-language persona
+out. The paper names the fields `past_judgements` and `synthesized_persona`; its released programs are imported with
+those names mapped (prefcraft/components/synthesizeme/released_prompt.py).
 
 Field order is part of every compiled JSON: never reorder these fields.
 """
@@ -7,12 +9,10 @@ import dspy
 
 
 class SynthesizePersona(dspy.Signature):
-    """Read a user's past preference judgments, each with the reasoning that explains it, and write a persona of this
-    user: who they are likely to be, and what they value and dislike in an assistant's responses (length, tone, format,
-    level of detail, use of examples, topics). Speak about the user in the third person and be specific enough that
-    another judge could predict their next preference from the persona alone."""
+    """From a user's judgments on earlier conversations, together with the reasoning behind each judgment, build a
+    concise persona of this user that describes their preferences and anything else we might know about them."""
 
     past_judgments: str = dspy.InputField(
-        desc="the user's past judgments: each conversation, the two completions, the reasoning and the preferred one"
+        desc="the user's judgments on earlier conversations, each with the reasoning behind it"
     )
-    persona: str = dspy.OutputField(desc="a paragraph describing the user and their preferences")
+    persona: str = dspy.OutputField(desc="a persona of the user that can inform predictions of their future judgments")
