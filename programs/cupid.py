@@ -3,9 +3,11 @@
 `PreferenceInferrer` reads only dialogues and the current request. Its variants, chosen by name:
 - "relevant": first pick the prior sessions relevant to the request, then infer from those alone (the paper's oracle
   with relevant sessions gains 20-30 F1 points over all sessions);
-- "summaries": first summarise each session into the user's context and the preferences they showed in it, then infer
-  from the summaries (the paper's interaction-summary setting; one call per session, where the paper summarises the
-  whole log in one call);
+- "summaries": first summarise the log, in one call, into each session's user context and the preferences the user
+  showed in it, then infer from the summaries (the paper's interaction-summary setting, Figure 23);
+- "summaries-per-session": the same summaries written one call per session, so that each call holds a single dialogue
+  and a single summary: for a model whose context window or token budget cannot hold the whole log and all of its
+  summaries (the embedded model's 4,096-token slot), and summaries that can be kept per session;
 - "all": infer from every session at once (the paper's zero-shot baseline).
 `PreferenceMatch` is the metric's program: it decomposes the inferred preference into a checklist and runs the matcher
 twice (inferred checklist against the gold preference: precision; gold checklist against the inferred preference:
@@ -15,7 +17,7 @@ a response 1-10 against the gold preference and checklist.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Literal, get_args
 
 import dspy
@@ -29,16 +31,29 @@ from prefcraft.signatures.cupid import (
     MatchChecklist,
     SelectRelevantSessions,
     SummarizeSession,
+    SummarizeSessions,
 )
 
-InferrerVariant = Literal["relevant", "summaries", "all"]
+InferrerVariant = Literal["relevant", "summaries", "summaries-per-session", "all"]
 INFERRER_VARIANTS: tuple[str, ...] = get_args(InferrerVariant)
 
 
 def number_sessions(sessions: Sequence[str], numbers: Sequence[int] | None = None) -> str:
     """Sessions as one text, each under its 1-based number (`numbers` keeps only those sessions, in order)."""
     chosen = range(1, len(sessions) + 1) if numbers is None else sorted(set(numbers))
-    return "\n\n".join(f"Session {number}:\n{sessions[number - 1]}" for number in chosen)
+    return _numbered((number, sessions[number - 1]) for number in chosen)
+
+
+def _numbered(texts: Iterable[tuple[int, str]]) -> str:
+    return "\n\n".join(f"Session {number}:\n{text}" for number, text in texts)
+
+
+def _summary_text(context: str, preferences: str) -> str:
+    return f"Context:\n{context}\nPreferences:\n{preferences}"
+
+
+def _bullets(items: Sequence[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
 
 
 def number_items(items: Sequence[str]) -> str:
@@ -56,6 +71,8 @@ class PreferenceInferrer(dspy.Module):
         if variant == "relevant":
             self.select = dspy.Predict(SelectRelevantSessions)
         if variant == "summaries":
+            self.summarize = dspy.Predict(SummarizeSessions)
+        if variant == "summaries-per-session":
             self.summarize = dspy.Predict(SummarizeSession)
         self.infer = dspy.Predict(InferPreference)
 
@@ -73,9 +90,12 @@ class PreferenceInferrer(dspy.Module):
             valid = sorted({number for number in picked if number <= len(sessions)}) or every
             return number_sessions(sessions, valid), valid
         if self.variant == "summaries":
+            summaries = self.summarize(sessions=number_sessions(sessions)).summaries
+            return _numbered((summary.session, _summary_text(_bullets(summary.context), _bullets(summary.preferences)))
+                             for summary in summaries), every
+        if self.variant == "summaries-per-session":
             summaries = [self.summarize(dialogue=session) for session in sessions]
-            return number_sessions([f"Context:\n{summary.context}\nPreference:\n{summary.preference}"
-                                    for summary in summaries]), every
+            return number_sessions([_summary_text(summary.context, summary.preference) for summary in summaries]), every
         return number_sessions(sessions), every
 
 

@@ -12,6 +12,7 @@ Field order is part of every compiled JSON: never reorder these fields.
 from typing import Literal
 
 import dspy
+from pydantic import BaseModel, Field
 
 MAX_SESSION_NUMBER = 16
 MAX_CHECKLIST_ITEMS = 4
@@ -27,6 +28,29 @@ class SelectRelevantSessions(dspy.Signature):
     sessions: str = dspy.InputField(desc="the numbered past sessions, oldest first")
     current_request: str = dspy.InputField(desc="the user's current request")
     relevant_sessions: list[SessionNumber] = dspy.OutputField(desc="numbers of the most relevant sessions")
+
+
+class SessionSummary(BaseModel):
+    """One past session of the log, summarised."""
+
+    session: SessionNumber = Field(description="the session's number in the log")
+    analysis: str = Field(description="your step-by-step thinking as you analyse the session")
+    context: list[str] = Field(description="the situation the user was in when they started the session, one bullet "
+                               "point each")
+    preferences: list[str] = Field(description="the expectations, preferences and intentions the user expressed in "
+                                   "the session, one bullet point each")
+
+
+class SummarizeSessions(dspy.Signature):
+    """You see a log of past sessions between a user and a conversational AI assistant, in chronological order with
+    the most recent last. Inspect and analyse each session on its own, then summarise each session in two parts.
+    Context: the situation the user was in when they started the interaction, in detailed bullet points. Preferences:
+    the expectations, preferences and intentions the user expressed to the assistant in that session, read from all
+    of the user's messages, in detailed bullet points. Give one summary per session, in the log's order, each with
+    your step-by-step analysis of the session before its context and preferences."""
+
+    sessions: str = dspy.InputField(desc="the numbered past sessions, oldest first")
+    summaries: list[SessionSummary] = dspy.OutputField(desc="one summary per session, in the log's order")
 
 
 class SummarizeSession(dspy.Signature):

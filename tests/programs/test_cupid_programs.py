@@ -20,6 +20,7 @@ from prefcraft.signatures.cupid import (
     InferPreference,
     JudgeResponse,
     MatchChecklist,
+    SessionSummary,
     SummarizeSession,
 )
 
@@ -27,7 +28,9 @@ from prefcraft.signatures.cupid import (
 REPLY = {"relevant_sessions": [2, 9], "analysis": "The user wants it short.", "context": "- A note to a manager.",
          "preference": "Keep it short.", "checklist": ["Is it short?", "Is it warm?"],
          "reasoning": "Both are about the note.", "coverage": ["Fully", "Partially"], "response": "A short answer.",
-         "evaluation": "Short, not warm.", "score": 7}
+         "evaluation": "Short, not warm.", "score": 7,
+         "summaries": [{"session": number, "analysis": "A note again.", "context": [f"Manager note {number}."],
+                        "preferences": ["Short notes.", "Decision first."]} for number in (1, 2)]}
 GOLD_MARKERS = ("GOLD-FACTOR", "GOLD-SESSION-PREFERENCE", "GOLD-CURRENT-PREFERENCE", "GOLD-CHECK")
 
 
@@ -57,7 +60,8 @@ def prompts(lm) -> str:
     return json.dumps([entry["messages"] for entry in lm.history])
 
 
-@pytest.mark.parametrize(("variant", "calls"), [("all", 1), ("relevant", 2), ("summaries", 4)])
+@pytest.mark.parametrize(("variant", "calls"),
+                         [("all", 1), ("relevant", 2), ("summaries", 2), ("summaries-per-session", 4)])
 def test_each_variant_makes_its_calls_and_returns_one_preference(variant, calls):
     lm = scripted()
     example = marked_instance(sessions=3).example()
@@ -96,7 +100,7 @@ def test_gold_fields_never_reach_the_inferrer_or_the_generator():
         generator(request=instance.current_request, sessions=example.sessions)
         generator(request=instance.current_request, preference=inferred)
     sent = prompts(lm)
-    assert len(lm.history) == 1 + 2 + 4 + 3
+    assert len(lm.history) == 1 + 2 + 2 + 4 + 3
     assert "dialogue-0" in sent and instance.current_request in sent  # the recording does hold the inputs
     assert [marker for marker in GOLD_MARKERS if marker in sent] == []
 
@@ -144,12 +148,25 @@ def test_number_sessions_keeps_chosen_sessions_in_order():
     assert number_sessions(["a", "b", "c"], [3, 1, 3]) == "Session 1:\na\n\nSession 3:\nc"
 
 
-def test_summaries_give_the_inferrer_each_sessions_context_and_preference():
+def test_summaries_are_written_in_one_call_over_the_log_and_give_the_inferrer_each_sessions_context_and_preferences():
     lm = scripted()
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         PreferenceInferrer("summaries")(**marked_instance(sessions=2).example().inputs())
-    infer_prompt = json.dumps(lm.history[-1]["messages"])
-    assert infer_prompt.count("- A note to a manager.") == 2 and infer_prompt.count("Keep it short.") == 2
+    summarize_prompt, infer_prompt = (json.dumps(entry["messages"]) for entry in lm.history)
+    assert "dialogue-0" in summarize_prompt and "dialogue-1" in summarize_prompt
+    summaries = [f"Session {number}:\\nContext:\\n- Manager note {number}.\\nPreferences:\\n- Short notes.\\n"
+                 "- Decision first." for number in (1, 2)]
+    assert all(summary in infer_prompt for summary in summaries)
+    assert "A note again." not in infer_prompt and "dialogue-0" not in infer_prompt  # no analysis, no dialogue
+
+
+def test_summaries_per_session_summarise_one_dialogue_a_call():
+    lm = scripted()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        PreferenceInferrer("summaries-per-session")(**marked_instance(sessions=2).example().inputs())
+    first, second, infer_prompt = (json.dumps(entry["messages"]) for entry in lm.history)
+    assert "dialogue-0" in first and "dialogue-1" not in first and "dialogue-1" in second
+    assert infer_prompt.count("Context:\\n- A note to a manager.\\nPreferences:\\nKeep it short.") == 2
     assert "dialogue-0" not in infer_prompt
 
 
@@ -161,6 +178,10 @@ def test_summaries_give_the_inferrer_each_sessions_context_and_preference():
 def test_each_analysis_step_comes_before_its_answer(signature, analysis, answer):
     fields = list(signature.output_fields)
     assert fields.index(analysis) < fields.index(answer)
+
+
+def test_each_session_summary_analyses_before_it_summarises():
+    assert list(SessionSummary.model_fields) == ["session", "analysis", "context", "preferences"]
 
 
 def test_the_calibration_examples_are_the_papers_count():

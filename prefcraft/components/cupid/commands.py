@@ -22,12 +22,12 @@ from prefcraft.components.cupid.evaluation import (
 from prefcraft.flags import optimizer_config, optimizer_options
 from prefcraft.optimizers.cupid import PROGRAM_NAME
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
-from prefcraft.programs.cupid import PreferenceInferrer
+from prefcraft.programs.cupid import InferrerVariant, PreferenceInferrer
 
 HELP = "CUPID: infer a user's contextual preference from prior sessions (compile, evaluate, demo)"
-Variant = Literal["all", "relevant", "summaries"]
-VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), or each "
-                "session summarised first (one more call per session)")
+VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), the log "
+                "summarised first, session by session (one more call: the paper's summaries), or the same summaries "
+                "one call per session (for a small context window)")
 
 
 class _Source(Options):
@@ -50,13 +50,13 @@ class _Data(Options):
 
 class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4), _Data,
                      _Source):
-    variant: Variant = option("all", VARIANT_HELP)
+    variant: InferrerVariant = option("all", VARIANT_HELP)
     output: FilePath = option(Path("runs/cupid/cupid_inferrer.json"),
                               "compiled JSON to write; under compiled/ it is registered as the shipped inferrer")
 
 
 class _Judging(_Data):
-    variants: OneOrMore[Variant] = option(["all"], VARIANT_HELP)
+    variants: OneOrMore[InferrerVariant] = option(["all"], VARIANT_HELP)
     compiled: FilePath | None = option(None, "compiled inferrer to compare (default: the one shipped for the task "
                                        "model)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")

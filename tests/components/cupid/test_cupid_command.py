@@ -148,6 +148,8 @@ def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
     assert (compile_args.candidates, compile_args.trials, compile_args.variant) == (20, 30, "all")
     evaluate_args = parser.parse_args(["cupid", "evaluate", "--variants", "all", "relevant", "--responses"])
     assert evaluate_args.variants == ["all", "relevant"] and evaluate_args.responses == []
+    summaries_args = parser.parse_args(["cupid", "evaluate", "--variants", "summaries", "summaries-per-session"])
+    assert summaries_args.variants == ["summaries", "summaries-per-session"]
     demo_args = parser.parse_args(["cupid", "demo"])
     assert not hasattr(demo_args, "data")  # the demo reads the bundled sample only
     assert demo_args.max_instances == 3 and demo_args.task_timeout_s == 600.0
