@@ -2,10 +2,11 @@
 
 `QuestionAsker` runs the elicitation loop: each turn one `NextTurn` call either asks a clarifying question (one or two,
 as the paper allows) or stops; the user (any callable from the conversation so far, ending with the question, to a
-reply) answers; after the loop one `AnswerProblem` call, with the reference code's final-answer instructions, writes the
-personalized answer from the dialogue. It never receives the hidden profile: a `SimulatedUser` holds that, and shows
-only its scenario id when printed. `forced_questions=k` asks exactly k questions whatever the asker decides (the paper's
-Figure 5).
+reply) answers; after the loop one `AnswerInDialogue` call, with the reference code's final-answer instructions, writes
+the personalized answer. That call sees the conversation as the reference's chat does: the user's task as the first user
+turn, each question as an assistant turn and each reply as a user turn (a `dspy.History`). It never receives the hidden
+profile: a `SimulatedUser` holds that, and shows only its scenario id when printed. `forced_questions=k` asks exactly k
+questions whatever the asker decides (the paper's Figure 5).
 
 Temperatures that the paper and its reference code fix are set on the predictors, over the role's setting: the user
 simulator samples at 0.4, the rubric grader at 0.1 (appendix A) and the correctness check at 0.
@@ -22,7 +23,7 @@ from dspy.utils.exceptions import AdapterParseError
 
 from prefcraft.signatures.prefdisco import (
     COLLABORATIVE_USER,
-    DISCOVERY_ANSWER,
+    AnswerInDialogue,
     AnswerProblem,
     GradeCriterion,
     JudgeCorrectness,
@@ -33,6 +34,7 @@ from prefcraft.signatures.prefdisco import (
 
 DEFAULT_MAX_TURNS = 5
 FALLBACK_QUESTION = "How would you like me to write the answer for you?"
+TASK_MESSAGE = "I need help with the following task: {problem}"  # the user's first turn in the reference's chat
 SIMULATOR_TEMPERATURE = 0.4
 GRADER_TEMPERATURE = 0.1
 CORRECTNESS_TEMPERATURE = 0.0
@@ -40,6 +42,14 @@ CORRECTNESS_TEMPERATURE = 0.0
 
 def format_dialogue(turns: Sequence[dict[str, str]]) -> str:
     return "\n".join(f"Assistant: {turn['question']}\nUser: {turn['reply']}" for turn in turns)
+
+
+def answer_chat(problem: str, turns: Sequence[dict[str, str]]) -> dict[str, Any]:
+    """The final answer's inputs: the user's latest message and the chat before it, where each of the asker's questions
+    answers the user turn before it."""
+    messages = [TASK_MESSAGE.format(problem=problem), *(turn["reply"] for turn in turns)]
+    history = [{"message": said, "response": turn["question"]} for said, turn in zip(messages, turns, strict=False)]
+    return {"message": messages[-1], "history": dspy.History(messages=history)}
 
 
 def format_chat(turns: Sequence[dict[str, str]], question: str) -> str:
@@ -55,7 +65,7 @@ class QuestionAsker(dspy.Module):
         if max_turns < 0 or (forced_questions is not None and forced_questions < 0):
             raise ValueError("the turn budget and the forced question count must be >= 0")
         self.next_turn = dspy.Predict(NextTurn)
-        self.answer = dspy.Predict(AnswerProblem.with_instructions(DISCOVERY_ANSWER))
+        self.answer = dspy.Predict(AnswerInDialogue)
         self.max_turns = max_turns
         self.forced_questions = forced_questions
 
@@ -69,7 +79,7 @@ class QuestionAsker(dspy.Module):
                 break
             question = question or FALLBACK_QUESTION
             turns.append({"question": question, "reply": user(format_chat(turns, question))})
-        answer = self.answer(problem=problem, user_preferences=format_dialogue(turns))
+        answer = self.answer(**answer_chat(problem, turns))
         return dspy.Prediction(response=answer.response, final_answer=answer.final_answer, turns=turns,
                                questions_asked=len(turns))
 

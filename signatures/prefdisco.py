@@ -1,10 +1,11 @@
 """PrefDisco (seeds/000): a question-asking assistant, a passive user simulator and a per-criterion rubric grader.
 
 The prompts paraphrase the paper's appendices D (user simulators), E (the assistant in each mode) and F.1 (the judge),
-with the reference code's final-answer turn. The asker's signatures (NextTurn, AnswerProblem for Discovery) and the
-Baseline's (SolveProblem) read the problem and the dialogue only, never the hidden profile; the Oracle, the simulator
-and the graders read it. Grades are the paper's 1-5 scale. Field order is part of every compiled JSON: never reorder
-these fields.
+with the reference code's final-answer turn. As in the paper, no answer has a reasoning field: the assistant's prompts
+ask for the answer alone. The asker's signatures (NextTurn, and AnswerInDialogue, which reads the conversation as chat
+turns) and the Baseline's (SolveProblem) read the problem and the dialogue only, never the hidden profile; the Oracle,
+the simulator and the graders read it. Grades are the paper's 1-5 scale. Field order is part of every compiled JSON:
+never reorder these fields.
 """
 
 from typing import Literal
@@ -40,10 +41,18 @@ class AnswerProblem(dspy.Signature):
     final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter")
 
 
-DISCOVERY_ANSWER = """You are a helpful assistant. From your conversation with the user you should have learned their
-preferences. Now give a complete final answer to their original task, in a way that aligns with these preferences. You
-will be evaluated on how well your explanation aligns with these preferences, so that is your primary goal. End with
-the final answer on its own."""
+class AnswerInDialogue(dspy.Signature):
+    """You are a helpful assistant. From your conversation with the user you should have learned their preferences.
+    Now give a complete final answer to their original task, in a way that aligns with these preferences. You will be
+    evaluated on how well your explanation aligns with these preferences, so that is your primary goal. End with the
+    final answer on its own."""
+
+    message: str = dspy.InputField(desc="the user's latest message")
+    history: dspy.History = dspy.InputField(
+        desc="the conversation so far: the user's task, then your questions and the user's replies"
+    )
+    response: str = dspy.OutputField(desc="your complete, personalized answer to the user")
+    final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter")
 
 
 class SolveProblem(dspy.Signature):

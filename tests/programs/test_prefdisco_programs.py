@@ -55,6 +55,14 @@ def test_the_asker_may_ask_one_or_two_questions_and_answers_for_alignment():
     assert "evaluated on how well your explanation aligns" in prompt(lm.history[-1])
 
 
+def test_the_final_answer_reads_the_conversation_as_chat_turns():
+    _, lm = run_asker(QuestionAsker(max_turns=1), [ASK, ANSWER])
+    messages = lm.history[-1]["messages"]
+    assert [message["role"] for message in messages] == ["system", "user", "assistant", "user"]
+    assert f"I need help with the following task: {PROBLEM}" in messages[1]["content"]
+    assert ASK["question"] in messages[2]["content"] and "Brief, please." in messages[3]["content"]
+
+
 def test_the_user_reads_the_whole_conversation_ending_with_the_new_question():
     chats = []
     run_asker(QuestionAsker(max_turns=2), [ASK, {**ASK, "question": "Words or symbols?"}, ANSWER],

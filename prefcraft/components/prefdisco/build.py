@@ -1,11 +1,13 @@
 """`prefcraft prefdisco build-scenarios`: any question set with answers -> PrefDisco scenarios in the reference's JSONL.
 
 The builder is seeded and rule-based, so the same seed always writes the same file: personas are sampled from
-demographic, Big Five and expertise pools, and a persona that agrees with an earlier one on most traits is rejected
-as a near-duplicate (the paper samples personas from an LLM at temperature 0.7 and rejects duplicates). Per problem,
-each persona gets a sparse profile: a few attributes from a catalogue, those relevant to the problem's task (the paper
-classifies relevance with an LLM), each with the value this persona holds, an importance 1-5 and a three-level
-rubric; weights are importance / their sum, as in the reference.
+demographic, Big Five and expertise pools and written in the published benchmark's persona schema (name, summary,
+demographics, educational profile, Big Five scores with descriptions, backstory, domain expertise), and a persona that
+agrees with an earlier one on most traits is rejected as a near-duplicate (the paper samples personas from an LLM at
+temperature 0.7 and rejects duplicates). Per problem, each persona gets a sparse profile: a few attributes from a
+catalogue, those relevant to the problem's task (the paper classifies relevance with an LLM), each with its description,
+its possible values, the value this persona holds, an importance 1-5, a justification naming the trait it follows from,
+and a three-level rubric; weights are importance / their sum, as in the reference.
 """
 
 from __future__ import annotations
@@ -31,11 +33,42 @@ SAMPLE_PROBLEMS = Path(__file__).resolve().parent / "sample" / "problems.jsonl"
 BIG_FIVE = ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
 LEVELS = ("low", "medium", "high")
 EXPERTISE = ("novice", "intermediate", "expert")
-AGES = ("18-24", "25-34", "35-44", "45-54", "55-64", "65+")
+AGE_RANGE = (18, 75)
+NAMES = ("Amara Okafor", "Bruno Costa", "Chen Wei", "Dana Levi", "Emil Novak", "Farah Haddad", "Gustavo Ruiz",
+         "Hana Sato", "Ivan Petrov", "Jonas Berg", "Kavya Iyer", "Lena Fischer", "Mateo Silva", "Nadia Rahman")
+LOCATIONS = ("Lagos, Nigeria", "Porto, Portugal", "Chengdu, China", "Haifa, Israel", "Brno, Czechia",
+             "Amman, Jordan", "Seville, Spain", "Sapporo, Japan", "Kazan, Russia", "Bergen, Norway",
+             "Chennai, India", "Leipzig, Germany")
+HOBBIES = ("gardening", "chess", "cycling", "baking", "birdwatching", "choir singing", "woodworking", "hiking",
+           "knitting", "photography")
+MOTIVATIONS = ("wants to help family members with their schoolwork", "is curious and enjoys understanding things",
+               "needs the skill for work", "is preparing for an exam", "wants to feel confident in everyday decisions")
 OCCUPATIONS = ("nurse", "student", "carpenter", "teacher", "accountant", "chef", "software developer", "retiree",
                "shop owner", "researcher")
 EDUCATION = ("high school", "vocational training", "bachelor's degree", "master's degree", "doctorate")
 TASKS = ("math", "science", "social")
+TASK_NAMES = {"math": "math", "science": "science", "social": "social situations"}
+LEVEL_SCORES = {"low": 2, "medium": 3, "high": 4}
+# How each Big Five level reads in a persona, and the learning traits that follow from openness, conscientiousness
+# and neuroticism.
+TRAIT_DESCRIPTIONS = {
+    "openness": {"low": "prefers familiar, proven ways of doing things", "medium": "open to new ideas when they are "
+                 "clearly useful", "high": "curious, enjoys unusual ideas and comparisons"},
+    "conscientiousness": {"low": "relaxed about order and detail", "medium": "reasonably organized",
+                          "high": "careful, organized and thorough"},
+    "extraversion": {"low": "reserved, prefers to think things through alone", "medium": "sociable in small groups",
+                     "high": "outgoing, thinks aloud with others"},
+    "agreeableness": {"low": "blunt and sceptical", "medium": "cooperative", "high": "warm and eager to help"},
+    "neuroticism": {"low": "calm under pressure", "medium": "sometimes anxious about mistakes",
+                    "high": "often worried about getting things wrong"},
+}
+LEARNING_STYLES = {"low": "learns from one worked method at a time", "medium": "learns from a method and an example",
+                   "high": "learns by exploring ideas, examples and analogies"}
+PROBLEM_SOLVING = {"low": "jumps to an answer and checks it loosely", "medium": "works in a few clear steps",
+                   "high": "breaks problems down systematically and checks each step"}
+CONFIDENCE = {"low": "confident", "medium": "confident with familiar topics, unsure with new ones",
+              "high": "doubts their own answers"}
+ANXIETY_TRIGGERS = {"low": "few; rarely anxious", "medium": "time pressure", "high": "being wrong in front of others"}
 MAX_SHARED_TRAITS = 0.75  # a persona sharing more of its traits with an earlier one is a near-duplicate
 
 
@@ -71,6 +104,21 @@ CATALOGUE = (
               {"low": "a single recommendation", "medium": "the main person's view and the recommendation",
                "high": "every person's feelings before recommending"}),
 )
+
+
+@dataclass(frozen=True)
+class SampledPersona:
+    """A persona in the reference's schema (`record`), with the levels the preference values follow from."""
+
+    record: dict[str, Any]
+    expertise: dict[str, str]
+    big_five: dict[str, str]
+
+    def traits(self) -> list[Any]:
+        """What two personas are compared on to find near-duplicates."""
+        demographics = self.record["demographics"]
+        return [demographics["age"] // 10, demographics["occupation"], self.record["educational_profile"]["education"],
+                *self.expertise.values(), *self.big_five.values()]
 
 
 @dataclass
@@ -139,9 +187,9 @@ def read_problems(source: Path) -> list[dict[str, Any]]:
     return problems
 
 
-def sample_personas(count: int, rng: random.Random, max_tries: int = 1000) -> tuple[list[dict[str, Any]], int]:
+def sample_personas(count: int, rng: random.Random, max_tries: int = 1000) -> tuple[list[SampledPersona], int]:
     """`count` personas, none a near-duplicate of an earlier one; also how many candidates were rejected."""
-    personas: list[dict[str, Any]] = []
+    personas: list[SampledPersona] = []
     rejected = 0
     for _ in range(max_tries):
         if len(personas) == count:
@@ -154,7 +202,7 @@ def sample_personas(count: int, rng: random.Random, max_tries: int = 1000) -> tu
     raise ValueError(f"only {len(personas)} distinct personas in {max_tries} tries; ask for fewer")
 
 
-def scenario_row(problem: dict[str, Any], persona: dict[str, Any], attributes: int,
+def scenario_row(problem: dict[str, Any], persona: SampledPersona, attributes: int,
                  rng: random.Random) -> dict[str, Any]:
     relevant = [attribute for attribute in CATALOGUE if problem["task"] in attribute.tasks]
     chosen = rng.sample(relevant, min(attributes, len(relevant)))
@@ -164,7 +212,7 @@ def scenario_row(problem: dict[str, Any], persona: dict[str, Any], attributes: i
         attribute.name: {"description": attribute.description, "value_range": list(attribute.values.values()),
                          "value": _value(attribute, persona, problem["task"]),
                          "local_importance": importance[attribute.name],
-                         "justification": f"follows from the persona's {attribute.trait}",
+                         "justification": _justification(attribute, persona, problem["task"]),
                          "type": "expertise" if attribute.trait == "expertise" else "personal"}
         for attribute in chosen
     }
@@ -172,35 +220,57 @@ def scenario_row(problem: dict[str, Any], persona: dict[str, Any], attributes: i
                  "weight": round(importance[name] / total, 4), "levels": _levels(preference["value"])}
                 for name, preference in preferences.items()]
     return {"type": "personalized_problem", "task": problem["task"], "problem_id": problem["problem_id"],
-            "original_problem": problem["original_problem"], "persona": persona, "persona_preferences": preferences,
+            "original_problem": problem["original_problem"], "persona": persona.record,
+            "persona_preferences": preferences,
             "evaluation_rubric": {"evaluation_criteria": criteria}}
 
 
-def _random_persona(rng: random.Random, number: int) -> dict[str, Any]:
-    occupation = rng.choice(OCCUPATIONS)
+def _random_persona(rng: random.Random, number: int) -> SampledPersona:
+    name, occupation, location = rng.choice(NAMES), rng.choice(OCCUPATIONS), rng.choice(LOCATIONS)
+    age, education = rng.randint(*AGE_RANGE), rng.choice(EDUCATION)
     expertise = {task: rng.choice(EXPERTISE) for task in TASKS}
     big_five = {trait: rng.choice(LEVELS) for trait in BIG_FIVE}
-    return {"persona_id": f"p{number:03d}",
-            "demographics": {"age": rng.choice(AGES), "occupation": occupation},
-            "educational_profile": rng.choice(EDUCATION), "domain_expertise": expertise,
-            "personality_big5": big_five,
-            "backstory": f"A {occupation}, {big_five['openness']} in openness, with {expertise['math']} math skills."}
+    hobbies, motivation = rng.sample(HOBBIES, 2), rng.choice(MOTIVATIONS)
+    knowledge = ", ".join(f"{level} in {TASK_NAMES[task]}" for task, level in expertise.items())
+    record = {
+        "id": f"p{number:03d}", "name": name,
+        "minimal_necessary_description": f"A {age}-year-old {occupation} from {location}, {knowledge}.",
+        "demographics": {"age": age, "occupation": occupation, "location": location, "hobbies": hobbies},
+        "educational_profile": {
+            "education": education, "knowledge_level": knowledge,
+            "cognitive_features": {"learning_style": LEARNING_STYLES[big_five["openness"]],
+                                   "problem_solving": PROBLEM_SOLVING[big_five["conscientiousness"]]},
+            "affective_features": {"confidence": CONFIDENCE[big_five["neuroticism"]],
+                                   "anxiety_triggers": ANXIETY_TRIGGERS[big_five["neuroticism"]],
+                                   "motivation": motivation}},
+        "personality_big5": {trait: {"score": LEVEL_SCORES[level], "description": TRAIT_DESCRIPTIONS[trait][level]}
+                             for trait, level in big_five.items()},
+        "backstory": f"{name} is a {occupation} in {location} (education: {education}), spends free time on "
+                     f"{hobbies[0]} and {hobbies[1]}, and {motivation}.",
+        "domain_expertise": [TASK_NAMES[task] for task, level in expertise.items() if level == "expert"],
+    }
+    return SampledPersona(record, expertise, big_five)
 
 
-def _traits(persona: dict[str, Any]) -> list[Any]:
-    return [*persona["demographics"].values(), persona["educational_profile"], *persona["domain_expertise"].values(),
-            *persona["personality_big5"].values()]
-
-
-def _shared_traits(first: dict[str, Any], second: dict[str, Any]) -> float:
-    pairs = list(zip(_traits(first), _traits(second), strict=True))
+def _shared_traits(first: SampledPersona, second: SampledPersona) -> float:
+    pairs = list(zip(first.traits(), second.traits(), strict=True))
     return sum(a == b for a, b in pairs) / len(pairs)
 
 
-def _value(attribute: Attribute, persona: dict[str, Any], task: str) -> str:
-    level = (persona["domain_expertise"][task] if attribute.trait == "expertise"
-             else persona["personality_big5"][attribute.trait])
-    return attribute.values[level]
+def _level(attribute: Attribute, persona: SampledPersona, task: str) -> str:
+    return persona.expertise[task] if attribute.trait == "expertise" else persona.big_five[attribute.trait]
+
+
+def _value(attribute: Attribute, persona: SampledPersona, task: str) -> str:
+    return attribute.values[_level(attribute, persona, task)]
+
+
+def _justification(attribute: Attribute, persona: SampledPersona, task: str) -> str:
+    """Why this persona holds the value: the trait level it follows from, in the persona's words."""
+    level = _level(attribute, persona, task)
+    if attribute.trait == "expertise":
+        return f"{persona.record['name']} is {level} in {TASK_NAMES[task]}."
+    return f"{persona.record['name']} is {TRAIT_DESCRIPTIONS[attribute.trait][level]} ({level} {attribute.trait})."
 
 
 def _levels(value: str) -> list[dict[str, Any]]:

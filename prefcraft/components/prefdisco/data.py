@@ -125,19 +125,62 @@ class Scenario:
         return [criterion.weight for criterion in self.criteria]
 
     def hidden_profile(self) -> str:
-        """The persona and its preferences as the simulator and the oracle read them, as the paper gives them: who the
-        user is (demographics, education, expertise, personality, backstory), then each preference in full."""
-        persona = [f"- {key.replace('_', ' ')}: {_flat(value)}" for key, value in self.persona.items()
-                   if key not in ("persona_id", "id")]
-        return "\n".join(["Persona:", *persona, "", "Preferences:", *(c.profile_text() for c in self.criteria)])
+        """The persona and its preferences as the simulator and the oracle read them: the reference code's persona
+        profile (name, summary, demographics, domain expertise, learning profile, personality, backstory), then each
+        preference in full. A field the persona lacks is left out."""
+        return "\n".join([*persona_profile(self.persona), "", "Preferences:",
+                          *(criterion.profile_text() for criterion in self.criteria)])
 
 
-def _flat(value: Any) -> str:
-    """A persona field on one line: a table's entries as `key value`, comma separated."""
-    if isinstance(value, dict):
-        return ", ".join(f"{key.replace('_', ' ')} {_flat(item)}" for key, item in value.items())
+# The sections of the reference's persona profile: its title (None: none), whether its lines are bullets, and each
+# line's label and its field's path in a `stellalisy/prefq-bench` persona.
+PERSONA_PROFILE = (
+    ("Persona profile", False, (
+        ("Name", ("name",)), ("Summary", ("minimal_necessary_description",)), ("Age", ("demographics", "age")),
+        ("Occupation", ("demographics", "occupation")), ("Location", ("demographics", "location")),
+        ("Hobbies", ("demographics", "hobbies")), ("Domain expertise", ("domain_expertise",)))),
+    ("Learning profile", True, (
+        ("Knowledge level", ("educational_profile", "knowledge_level")),
+        ("Learning style", ("educational_profile", "cognitive_features", "learning_style")),
+        ("Problem solving", ("educational_profile", "cognitive_features", "problem_solving")),
+        ("Confidence", ("educational_profile", "affective_features", "confidence")),
+        ("Anxiety triggers", ("educational_profile", "affective_features", "anxiety_triggers")),
+        ("Motivation", ("educational_profile", "affective_features", "motivation")))),
+    ("Personality", True, (
+        ("Openness", ("personality_big5", "openness")),
+        ("Conscientiousness", ("personality_big5", "conscientiousness")),
+        ("Social style", ("personality_big5", "extraversion")))),
+    (None, False, (("Backstory", ("backstory",)),)),
+)
+
+
+def persona_profile(persona: dict[str, Any]) -> list[str]:
+    """The lines of the reference's persona profile, in its order and with its labels; a section the persona has no
+    field of is left out."""
+    lines: list[str] = []
+    for title, bullets, fields in PERSONA_PROFILE:
+        bullet = "- " if bullets else ""
+        entries = [f"{bullet}{label}: {text}" for label, path in fields if (text := _text(_at(persona, *path)))]
+        if entries:
+            lines += [*([""] if lines else []), *([f"{title}:"] if title else []), *entries]
+    return lines
+
+
+def _at(record: Any, *path: str) -> Any:
+    for key in path:
+        record = record.get(key) if isinstance(record, dict) else None
+    return record
+
+
+def _text(value: Any) -> str:
+    """A persona value on one line: a list comma separated, a Big Five trait by its description."""
+    if value is None:
+        return ""
     if isinstance(value, list):
-        return ", ".join(_flat(item) for item in value)
+        return ", ".join(_text(item) for item in value)
+    if isinstance(value, dict):
+        return _text(value["description"]) if "description" in value else ", ".join(
+            f"{key.replace('_', ' ')} {_text(item)}" for key, item in value.items())
     return str(value)
 
 

@@ -105,7 +105,7 @@ def test_the_builder_is_seeded_and_writes_loadable_scenarios(tmp_path):
     other = build_scenario_file(problems, BuildJob(output=tmp_path / "c.jsonl", seed=4)).path.read_bytes()
     assert first == again != other
     scenarios = load_scenarios(tmp_path / "a.jsonl")
-    assert len(scenarios) == 24 and len({s.persona["persona_id"] for s in scenarios}) > 2
+    assert len(scenarios) == 24 and len({s.persona["id"] for s in scenarios}) > 2
     assert SAMPLE_SCENARIOS.read_bytes() == build_scenario_file(
         problems, BuildJob(output=tmp_path / "d.jsonl")).path.read_bytes()  # the bundled file is regenerable
 

@@ -40,12 +40,47 @@ def test_a_reference_file_loads_with_its_metadata_line_skipped(tmp_path):
     assert scenario.scenario_id == "p1:a" and scenario.task == "math" and scenario.answer == "4"
     assert scenario.weights == [0.75, 0.25]
     assert scenario.hidden_profile() == (
-        "Persona:\n- demographics: \n\nPreferences:\n"
+        "\nPreferences:\n"
         "- detail: how much\n  possible values: brief; long\n  this user's value: brief\n  importance: 3 of 5\n"
         "  why: busy\n"
         "- tone: voice\n  this user's value: warm\n  importance: 1 of 5")
     assert scenario.criteria[0].grading_text() == (
         "detail. Description: how much. Levels: 1 = long; 5 = brief. Preference value: brief. Context: busy")
+
+
+# A persona as `stellalisy/prefq-bench` publishes it (the reference's persona generator's fields).
+REFERENCE_PERSONA = {
+    "id": "persona_1", "name": "Maria Santos", "minimal_necessary_description": "A teacher turned developer",
+    "demographics": {"age": 28, "occupation": "Math teacher", "location": "Phoenix, Arizona",
+                     "family_context": "Single parent", "hobbies": ["rock climbing", "pottery"]},
+    "educational_profile": {
+        "knowledge_level": "Strong in math", "common_errors": "Overthinks",
+        "cognitive_features": {"learning_style": "Visual", "attention_span": "45 minutes",
+                               "problem_solving": "Methodical"},
+        "affective_features": {"confidence": "Confident in math", "anxiety_triggers": "Time pressure",
+                               "motivation": "Her daughter"},
+        "metacognitive_features": {"reflection": "Often"}},
+    "personality_big5": {"openness": {"score": 4, "description": "Curious"},
+                         "conscientiousness": {"score": 5, "description": "Organized"},
+                         "extraversion": {"score": 3, "description": "Moderately social"},
+                         "agreeableness": {"score": 4, "description": "Supportive"}},
+    "backstory": "Taught algebra for 6 years.", "domain_expertise": ["mathematics education", "pottery"],
+    "preferences": {"Explanation Depth": {"value": 4, "local_importance": 5, "justification": "A teacher"}},
+}
+
+
+def test_a_reference_persona_reads_as_the_reference_code_profiles_it(tmp_path):
+    [scenario] = load_scenarios(write(tmp_path, [METADATA, scenario_row(persona=REFERENCE_PERSONA)]))
+    assert scenario.scenario_id == "p1:persona_1"
+    assert scenario.hidden_profile().split("\nPreferences:\n")[0] == (
+        "Persona profile:\nName: Maria Santos\nSummary: A teacher turned developer\nAge: 28\n"
+        "Occupation: Math teacher\nLocation: Phoenix, Arizona\nHobbies: rock climbing, pottery\n"
+        "Domain expertise: mathematics education, pottery\n"
+        "\nLearning profile:\n- Knowledge level: Strong in math\n- Learning style: Visual\n"
+        "- Problem solving: Methodical\n- Confidence: Confident in math\n- Anxiety triggers: Time pressure\n"
+        "- Motivation: Her daughter\n"
+        "\nPersonality:\n- Openness: Curious\n- Conscientiousness: Organized\n- Social style: Moderately social\n"
+        "\nBackstory: Taught algebra for 6 years.\n")
 
 
 @pytest.mark.parametrize(("problem", "question_part", "answer"), [
