@@ -2,7 +2,10 @@
 interval rules follow the reference code, personalrm/synthesizeme.py `evaluate`): every test pair is judged in both
 orders.
 
-A judgment is correct when the judge names the position of the chosen response. Unparseable output is wrong.
+A judgment is correct when the judge names the position of the chosen response. Unparseable output is wrong, as in
+the paper's Table 3: the reference's `evaluate` scores a judgment +1 right, -1 wrong and 0 unparseable, then clips at 0
+(`max(0, result)`), and its `exact_match` scores an unparseable answer 0. Its first `evaluate` averaged the unclipped
+scores, which puts an unparseable judgment half-way: that reading is reported beside (`accuracy_unparseable_half`).
 Per pair, a tie (the same position named in both orders) or any wrong order scores 0. A pair is consistent when the
 judge names the same response in both orders (the position it names flips with the order); a pair with an
 unparseable order is left out of consistency and counted apart.
@@ -54,6 +57,9 @@ class PairwiseReport:
     consistency_left_out: int
     """Pairs left out of consistency because an order's output was unparseable."""
     parse_failures: int
+    accuracy_unparseable_half: float
+    """Over every judgment, an unparseable one scoring 1/2 instead of 0: the reading of the reference's first
+    `evaluate`, beside the paper's rule (`accuracy`)."""
     per_user: dict[str, Estimate]
     """Accuracy over each user's judgments, its interval resampling the user's pairs."""
 
@@ -70,6 +76,7 @@ class PairwiseReport:
             f"{prefix}consistency": self.consistency,
             f"{prefix}consistency_left_out": float(self.consistency_left_out),
             f"{prefix}parse_failures": float(self.parse_failures),
+            f"{prefix}accuracy_unparseable_half": self.accuracy_unparseable_half,
         }
         return {name: value for name, value in metrics.items() if value == value}  # drop NaN (no items)
 
@@ -92,8 +99,13 @@ def pairwise_report(judgments: Iterable[Judgment], *, seed: int = 0) -> Pairwise
         consistency=consistency,
         consistency_left_out=consistency_left_out,
         parse_failures=sum(j.predicted is None for j in judgments),
+        accuracy_unparseable_half=_mean([0.5 if _winner(j) is None else float(j.correct) for j in judgments]),
         per_user={user: _accuracy_by_pair(user_pairs, seed) for user, user_pairs in _by_user(pairs).items()},
     )
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else float("nan")
 
 
 def _by_pair(judgments: list[Judgment]) -> dict[tuple[str, str], list[Judgment]]:

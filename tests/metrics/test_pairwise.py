@@ -87,3 +87,26 @@ def test_per_user_intervals_resample_the_users_pairs():
     ]
     report = pairwise_report(judgments)
     assert report.per_user["u1"] == report.accuracy != report.accuracy_per_judgment_ci
+
+
+def test_unparseable_judgments_count_wrong_as_in_the_paper_and_half_beside_it():
+    judgments = (
+        judgments_for("u1", "both_right", "First", "Second")
+        + judgments_for("u1", "unparseable_then_wrong", None, "First")
+        + judgments_for("u1", "wrong_then_unparseable", "Second", None)
+    )
+    # The reference's evaluate by hand: chosen shown first +1, 0, -1; shown second (negated) +1, -1, 0.
+    # Clipped at 0 (the paper's table): 1, 0, 0, 1, 0, 0 -> 2/6. Unclipped mean 0, read as (0 + 1) / 2 -> 1/2.
+    report = pairwise_report(judgments)
+    assert report.accuracy.mean == pytest.approx(2 / 6)
+    assert report.accuracy_unparseable_half == pytest.approx(3 / 6)
+    assert report.parse_failures == 2
+    metrics = report.as_metrics("x_")
+    assert metrics["x_accuracy"] == pytest.approx(1 / 3)
+    assert metrics["x_accuracy_unparseable_half"] == pytest.approx(1 / 2)
+
+
+def test_without_unparseable_judgments_both_rules_agree():
+    judgments = judgments_for("u1", "p1", "First", "First") + judgments_for("u1", "p2", "Second", "Second")
+    report = pairwise_report(judgments)
+    assert report.accuracy.mean == report.accuracy_unparseable_half == 0.5

@@ -17,6 +17,8 @@ def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
         f"  both orders right    {report.pair_accuracy}",
         f"  consistency {100 * report.consistency:.1f}% (pairs left out, unparseable: {report.consistency_left_out}),"
         f" failed judgments (no answer or unparseable) {report.parse_failures}",
+        f"  accuracy with unparseable judgments scored 1/2, not 0 (the reference's first evaluate): "
+        f"{100 * report.accuracy_unparseable_half:.1f}%",
         f"  LM calls {usage.calls}, prompt tokens {usage.prompt_tokens}, completion tokens {usage.completion_tokens}",
         "  per user:",
     ]
