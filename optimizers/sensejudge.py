@@ -50,6 +50,7 @@ from prefcraft.metrics.majority_vote import (
 )
 from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
 from prefcraft.scheduling import run_phases, warm_then_interleave
+from prefcraft.usage import LMUsage, metered
 
 SearchStrategy = Literal["exhaustive", "beam"]
 Subset = tuple[int, ...]
@@ -155,11 +156,13 @@ class SubsetSelection(Teleprompter):
 
 @dataclass
 class TopicSelection:
-    """One topic's selection: the descriptions written from its dev pairs, and the judge selected among them (its
-    `selection` attribute is the `SubsetSelectionRecord`)."""
+    """One topic's selection: the descriptions written from its dev pairs, the judge selected among them (its
+    `selection` attribute is the `SubsetSelectionRecord`), and the LM usage of writing ("extraction") and of judging
+    under each description ("selection")."""
 
     descriptions: list[str]
     judge: SelectedJudge
+    usage: dict[str, LMUsage] = field(default_factory=dict)
 
 
 def select_per_topic(
@@ -168,13 +171,17 @@ def select_per_topic(
 ) -> dict[str, TopicSelection]:
     """The paper's setting (§4.1.2): each topic's descriptions are written from that topic's dev pairs alone (10 per
     topic in the paper) and selected on them, in both orders. Each topic's test pairs are then judged by its own judge,
-    and Overall is the unweighted mean of the topics' accuracies (Table 1). Calls the model of the current context."""
+    and Overall is the unweighted mean of the topics' accuracies (Table 1). One group of every dev pair gives the
+    selection over all pairs. Calls the model of the current context."""
     selections = {}
     for topic, pairs in dev_by_topic.items():
-        extracted = PreferenceExtractor(max_pair_descriptions)(pairs=[extraction_input(pair) for pair in pairs])
+        with metered() as extraction:
+            extracted = PreferenceExtractor(max_pair_descriptions)(pairs=[extraction_input(pair) for pair in pairs])
         descriptions = list(extracted.descriptions)
-        judge = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(pairs))
-        selections[topic] = TopicSelection(descriptions, judge)
+        with metered() as selection:
+            judge = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(pairs))
+        selections[topic] = TopicSelection(descriptions, judge, {"extraction": extraction.usage,
+                                                                 "selection": selection.usage})
     return selections
 
 

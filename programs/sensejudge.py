@@ -5,7 +5,8 @@ votes with the descriptions an optimizer selected (optimizers/sensejudge.py).
 description per dev pair, and one aggregate over all of them. `DescriptionJudge` is the paper's judge (Appendix A.2):
 the description is the user's preferences it scores both responses on before it decides. `SelectedJudge` asks one
 such judge per selected description and returns their majority vote; a tie goes to the first response, and a failed
-call counts against the response the user chose, as in the reference (or abstains: `unparseable_vote`).
+call counts against the response the user chose, as in the reference (or abstains: `unparseable_vote`). Selected per
+topic (the paper's way), it holds each topic's subset and judges a pair with its topic's.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ The user's preferences:
 POSITIONS = {"Response A": "First", "Response B": "Second"}
 SAVED_JUDGE = re.compile(r"^judges\[(\d+)\]\.")
 VOTE_RULE_KEY = "unparseable_vote"
+TOPICS_KEY = "topics"
 
 
 class DescriptionJudge(dspy.Module):
@@ -92,14 +94,43 @@ class SelectedJudge(dspy.Module):
     judge decides only when no such vote could change the decision, and predicts None (a wrong judgment) otherwise.
     With "abstain" the failed call is left out of the vote. When every call fails, the last error is raised, so that
     an evaluation counts the judgment as failed instead of guessing. The rule is saved with the program.
+
+    Selected per topic (`of_topics`), `topics` maps each topic to the positions of its judges in `judges`, and a call
+    names its `topic`; selected once over all pairs, `topics` is empty and every judge votes.
     """
 
     def __init__(self, descriptions: Sequence[str] = (), unparseable_vote: UnparseableVote = "against"):
         super().__init__()
         self.judges = [description_judge(description) for description in descriptions]
         self.unparseable_vote = unparseable_vote
+        self.topics: dict[str, list[int]] = {}
 
-    def forward(self, conversation: str, first_completion: str, second_completion: str) -> dspy.Prediction:
+    @classmethod
+    def of_topics(cls, judges: Mapping[str, SelectedJudge]) -> SelectedJudge:
+        """One judge holding each topic's selected judge (all compiled with the same vote rule)."""
+        combined = cls(unparseable_vote=next(iter(judges.values())).unparseable_vote)
+        for topic, judge in judges.items():
+            start = len(combined.judges)
+            combined.judges += judge.judges
+            combined.topics[topic] = list(range(start, len(combined.judges)))
+        return combined
+
+    def for_topic(self, topic: str | None) -> SelectedJudge:
+        """The judge of `topic`'s selected subset; a judge selected over all pairs is its own for every topic."""
+        if not self.topics:
+            return self
+        if topic not in self.topics:
+            raise ValueError(f"SelectedJudge has descriptions for the topics {', '.join(self.topics)}, not for "
+                             f"{topic!r}: name one with `topic=`")
+        judge = SelectedJudge(unparseable_vote=self.unparseable_vote)
+        judge.judges = [self.judges[index] for index in self.topics[topic]]
+        return judge
+
+    def forward(
+        self, conversation: str, first_completion: str, second_completion: str, topic: str | None = None
+    ) -> dspy.Prediction:
+        if self.topics:
+            return self.for_topic(topic).forward(conversation, first_completion, second_completion)
         if not self.judges:
             raise ValueError("SelectedJudge has no descriptions: compile it with SubsetSelection or load one")
         votes: list[str | None] = []
@@ -116,7 +147,8 @@ class SelectedJudge(dspy.Module):
         return dspy.Prediction(preference=majority_preference(votes, self.unparseable_vote), votes=votes)
 
     def dump_state(self, json_mode: bool = True) -> dict[str, Any]:
-        return {**super().dump_state(json_mode=json_mode), VOTE_RULE_KEY: self.unparseable_vote}
+        return {**super().dump_state(json_mode=json_mode), VOTE_RULE_KEY: self.unparseable_vote,
+                TOPICS_KEY: self.topics}
 
     def load_state(self, state: dict[str, Any], *, allow_unsafe_lm_state: bool = False) -> SelectedJudge:
         # DSPy loads state into the parameters a program already has; the number of judges is only known from the
@@ -128,4 +160,5 @@ class SelectedJudge(dspy.Module):
         super(SelectedJudge, holder).load_state(state, allow_unsafe_lm_state=allow_unsafe_lm_state)
         self.judges = restored
         self.unparseable_vote = state.get(VOTE_RULE_KEY, self.unparseable_vote)
+        self.topics = {topic: list(positions) for topic, positions in state.get(TOPICS_KEY, {}).items()}
         return self

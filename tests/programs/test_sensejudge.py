@@ -2,6 +2,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
+import prefcraft
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.programs.sensejudge import DescriptionJudge, PreferenceExtractor, SelectedJudge, description_judge
@@ -94,3 +95,30 @@ def test_compiled_json_round_trip_loads_with_one_call_and_sends_the_same_prompts
     with dspy.context(lm=lm):
         assert loaded(**INPUTS).preference == "Second"
     assert len(lm.history) == 3
+
+
+def test_a_judge_selected_per_topic_judges_with_its_topics_subset_and_round_trips(tmp_path):
+    judge = SelectedJudge.of_topics({"Math": SelectedJudge(["", "Shows every step."]),
+                                     "QA": SelectedJudge(["Likes short answers."])})
+    assert judge.topics == {"Math": [0, 1], "QA": [2]}
+    lm = DummyLM([{"analysis": "short", "decision": "Response B"}] * 3)
+    with dspy.context(lm=lm):
+        assert judge(**INPUTS, topic="QA").preference == "Second"
+    assert len(lm.history) == 1 and "Likes short answers." in lm.history[0]["messages"][0]["content"]
+    with pytest.raises(ValueError, match="Math, QA, not for None"):
+        judge(**INPUTS)
+
+    path = save_compiled(judge, tmp_path / "sensejudge.json", program_name="sensejudge")
+    loaded = prefcraft.load(path).program
+    assert loaded.topics == judge.topics and loaded.unparseable_vote == judge.unparseable_vote
+    adapter = SchemaAdapter()
+    inputs = {"query": "[user]: hi", "response_a": "Hello!", "response_b": "Greetings, friend."}
+    for topic in judge.topics:
+        for original, restored in zip(judge.for_topic(topic).judges, loaded.for_topic(topic).judges, strict=True):
+            assert adapter.format(restored.judge.signature, [], inputs) == adapter.format(original.judge.signature, [],
+                                                                                         inputs)
+
+
+def test_a_judge_selected_over_all_pairs_is_its_own_for_every_topic():
+    judge = SelectedJudge(["", "Likes short answers."])
+    assert judge.for_topic("Math") is judge and judge.for_topic(None) is judge

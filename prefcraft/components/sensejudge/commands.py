@@ -10,12 +10,13 @@ from typing import Any, Literal
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.sensejudge.charts import CHARTS
 from prefcraft.components.sensejudge.simulation import DEFAULT_PERSONA, SimulationConfig
-from prefcraft.components.sensejudge.steps import SENSEJUDGE, SenseJudgeJob, run_sensejudge
+from prefcraft.components.sensejudge.steps import SENSEJUDGE, Scope, SenseJudgeJob, run_sensejudge
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import SelectedJudge
 
 HELP = "SenseJudge: preference subsets and model ranking (simulate, select, evaluate, demo)"
+DEMO_TOPICS = ["QA", "Math"]  # two of SenseBench's eight, with short requests: a small model's context fits them
 
 
 class _Pairs(Options):
@@ -26,8 +27,10 @@ class _Pairs(Options):
 class _Simulation(Options):
     dialogues: FilePath = option(..., "SenseBench's new_sense_bmk.json or its folder (not shipped: no licence "
                                  "upstream)")
-    dev_dialogues: Positive = option(4, "dialogues whose pairs are dev pairs")
-    test_dialogues: Positive = option(2, "dialogues whose pairs are test pairs")
+    topics: OneOrMore[str] | None = option(None, "SenseBench topics to draw dialogues from (default: every topic of "
+                                           "the file, as in the paper)", metavar="TOPIC")
+    dev_dialogues: Positive = option(4, "dialogues per topic whose pairs are dev pairs")
+    test_dialogues: Positive = option(2, "dialogues per topic whose pairs are test pairs")
     variants: OneOrMore[str] = option(["plain", "concise", "detailed"],
                                       "response models: the task model under these system prompts")
     persona: str | None = option(None, "the simulated annotator's persona (default: wants short answers)")
@@ -38,7 +41,8 @@ class _Simulation(Options):
     def simulation(self, settings: Any) -> SimulationConfig:
         return SimulationConfig(
             dev_dialogues=self.dev_dialogues, test_dialogues=self.test_dialogues, variants=tuple(self.variants),
-            persona=self.persona or DEFAULT_PERSONA, max_context_chars=self.max_context_chars,
+            persona=self.persona or DEFAULT_PERSONA, topics=tuple(self.topics) if self.topics else None,
+            max_context_chars=self.max_context_chars,
             max_response_chars=self.max_response_chars, response_temperature=self.response_temperature,
             seed=settings.seed,
         )  # fmt: skip
@@ -51,7 +55,10 @@ class _Judge(Options):
 
 
 class _Selection(Options):
-    max_pair_descriptions: Count = option(10, "dev pairs that get a description of their own (the reference: 10)")
+    scope: Scope = option("topic", "write and select descriptions per topic, on that topic's dev pairs, and judge each "
+                          "test pair with its topic's (the paper's way); or once over all dev pairs")
+    max_pair_descriptions: Count = option(10, "dev pairs (of each topic) that get a description of their own (the "
+                                          "reference: 10)")
     exhaustive_limit: Count = option(12, "beyond this many descriptions, beam")
     beam_width: Positive = option(64, "subsets kept at each step of the beam")
     penalize_order_imbalance: bool = option(
@@ -92,9 +99,11 @@ class EvaluateOptions(_Evaluation, _Judge, _Pairs):
 class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
     """About 150 LM calls."""
 
-    dev_dialogues: Positive = option(2, "dialogues whose pairs are dev pairs")
-    test_dialogues: Positive = option(2, "dialogues whose pairs are test pairs")
-    max_pair_descriptions: Count = option(4, "dev pairs that get a description of their own (the reference: 10)")
+    topics: OneOrMore[str] | None = option(DEMO_TOPICS, "SenseBench topics to draw dialogues from", metavar="TOPIC")
+    dev_dialogues: Positive = option(1, "dialogues per topic whose pairs are dev pairs")
+    test_dialogues: Positive = option(1, "dialogues per topic whose pairs are test pairs")
+    max_pair_descriptions: Count = option(4, "dev pairs (of each topic) that get a description of their own (the "
+                                          "reference: 10)")
 
 
 def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
@@ -105,6 +114,7 @@ def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
         job.simulation = options.simulation(settings)
     if isinstance(options, _Selection):
         job.max_pair_descriptions = options.max_pair_descriptions
+        job.scope = options.scope
         job.selection = options.selection(settings)
     return job
 
@@ -118,9 +128,8 @@ def run_steps(*steps: str) -> Callable[[Options, Any, Emit], Any]:
 def compare(outcomes: dict[str, Any]) -> Comparison:
     evaluation = outcomes["evaluate"]
     no_description = evaluation.rows[0]
-    return Comparison("accuracy, both orders (simulated labels)", no_description.name,
-                      no_description.report.accuracy.mean, evaluation.selected.name,
-                      evaluation.selected.report.accuracy.mean, "%")
+    return Comparison("accuracy, both orders, mean of topics (simulated labels)", no_description.name,
+                      no_description.overall, evaluation.selected.name, evaluation.selected.overall, "%")
 
 
 def _demo_argv(sensebench: Path | None) -> list[str] | None:
@@ -132,7 +141,8 @@ COMPONENT = Component(
     steps={
         "simulate": Step("responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
                          SimulateOptions, run_steps("simulate")),
-        "select": Step("write preference descriptions from the dev pairs and select the subset whose vote is best",
+        "select": Step("write preference descriptions from each topic's dev pairs and select the subset whose vote is "
+                       "best",
                        SelectOptions, run_steps("select")),
         "evaluate": Step("accuracy, consistency, position bias and model ranking of a selected judge on the test "
                          "pairs", EvaluateOptions, run_steps("evaluate")),

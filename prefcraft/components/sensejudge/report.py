@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-from prefcraft.components.sensejudge.results import EvaluationOutcome, JudgeRow, SelectionOutcome, SimulationSummary
+from prefcraft.components.sensejudge.results import (
+    EvaluationOutcome,
+    JudgeRow,
+    SelectionOutcome,
+    SimulationSummary,
+    mean_of,
+)
 from prefcraft.usage import LMUsage
 
+NAME_WIDTH = 30
 SIMULATED_NOTE = "The labels are SIMULATED: an LLM annotator given a persona chose them, not a person."
 
 
@@ -12,7 +19,10 @@ def format_simulation(summary: SimulationSummary) -> str:
     return "\n".join([
         f"wrote {summary.dev_pairs} dev and {summary.test_pairs} test pairs to {summary.path}",
         f"  {SIMULATED_NOTE}",
-        f"  dialogues used (file positions, dev first) {summary.dialogues}, replaced {summary.replaced_dialogues}",
+        f"  dev and test pairs per topic: "
+        f"{', '.join(f'{topic} {dev} + {test}' for topic, (dev, test) in summary.topics.items())}",
+        f"  dialogues used (file positions, each topic's dev first) {summary.dialogues}, replaced "
+        f"{summary.replaced_dialogues}",
         f"  failed responses {summary.failed_responses}, failed labels {summary.failed_labels}, pairs dropped as "
         f"identical (both responses the same, or the same two as another pair) {summary.identical_pairs}",
         *_usage_lines(summary.usage),
@@ -20,33 +30,52 @@ def format_simulation(summary: SimulationSummary) -> str:
 
 
 def format_selection(outcome: SelectionOutcome) -> str:
-    record = outcome.record
-    lines = [
-        f"selected {len(record.selected)} of {record.descriptions} descriptions ({record.strategy} search, "
-        f"{record.subsets_scored} subsets scored, {len(record.tied_best)} tied for best): dev accuracy "
-        f"{100 * record.accuracy:.1f}% over {record.examples} judgments; compiled judge written to {outcome.path}",
-        f"  judged descriptions {record.judged_descriptions}{' (stopped early)' if record.stopped_early else ''}, "
-        f"failed calls {record.failed_calls}",
-    ]
-    for index, description in enumerate(outcome.descriptions):
-        mark = "*" if index in record.selected else " "
-        judged = index < record.judged_descriptions
-        score = f"{100 * record.description_accuracy[index]:5.1f}%" if judged else "not judged"
-        text = " ".join(description.split()) or "(no description)"
-        lines.append(f"  {mark} {index:>2} dev {score}  {text[:100]}")
+    records = outcome.records
+    scope = "per topic, each on its own dev pairs" if outcome.scope == "topic" else "once over all dev pairs"
+    lines = [f"selected descriptions {scope}: dev accuracy {100 * outcome.dev_accuracy:.1f}%"
+             f"{' (mean of the topics)' if len(records) > 1 else ''}; compiled judge written to {outcome.path}"]
+    for topic, selection in outcome.topics.items():
+        record = records[topic]
+        lines += [
+            f"{topic}: selected {len(record.selected)} of {record.descriptions} descriptions ({record.strategy} "
+            f"search, {record.subsets_scored} subsets scored, {len(record.tied_best)} tied for best): dev accuracy "
+            f"{100 * record.accuracy:.1f}% over {record.examples} judgments",
+            f"  judged descriptions {record.judged_descriptions}{' (stopped early)' if record.stopped_early else ''}, "
+            f"failed calls {record.failed_calls}",
+        ]
+        for index, description in enumerate(selection.descriptions):
+            mark = "*" if index in record.selected else " "
+            judged = index < record.judged_descriptions
+            score = f"{100 * record.description_accuracy[index]:5.1f}%" if judged else "not judged"
+            text = " ".join(description.split()) or "(no description)"
+            lines.append(f"  {mark} {index:>2} dev {score}  {text[:100]}")
     return "\n".join([*lines, *_usage_lines(outcome.usage)])
 
 
 def format_evaluation(outcome: EvaluationOutcome) -> str:
     test_pairs = outcome.selected.report.accuracy.n // 2
-    lines = [f"SenseJudge on {test_pairs} test pairs, each judged in both orders. Labels: {outcome.labels}."]
+    topics = list(outcome.selected.topics)
+    per_topic = outcome.scope == "topic"
+    lines = [f"SenseJudge on {test_pairs} test pairs in {len(topics)} topics, each judged in both orders, with "
+             f"descriptions selected {'per topic' if per_topic else 'once over all dev pairs'}. Labels: "
+             f"{outcome.labels}."]
     if "simulated" in outcome.labels:
         lines.append(f"  {SIMULATED_NOTE}")
-    lines.append(f"{'judge':<24} {'accuracy, both orders [95% CI]':<33} {'consistency':>11}  "
+    lines.append(f"{'judge':<{NAME_WIDTH}} {'Overall':>7}  {'accuracy, both orders [95% CI]':<33} {'consistency':>11}  "
                  f"{'first position [95% CI]':<33} unparseable")
     lines += [_row_line(row) for row in [*outcome.rows, outcome.selected]]
-    lines.append(f"{f'tied-best average ({outcome.tied_best_subsets})':<24} "
-                 f"{100 * outcome.tied_best_accuracy:5.1f}%  (the reference's score: the mean over dev-tied subsets)")
+    averaged = "the mean over dev-tied subsets" + (", per topic, then over topics" if per_topic else "")
+    lines.append(f"{f'tied-best average ({outcome.tied_best_subsets})':<{NAME_WIDTH}} "
+                 f"{100 * outcome.tied_best_accuracy:6.1f}%  (the reference's score: {averaged})")
+    lines.append("Overall is the mean of the topics' accuracies (the paper's Table 1); the interval is over every "
+                 "judgment, pooled. Accuracy per topic:")
+    lines.append(f"  {'judge':<{NAME_WIDTH}} " + " ".join(f"{topic[:11]:>11}" for topic in topics) + f" {'Overall':>8}")
+    table = [(row.name, row.topics) for row in (outcome.rows[0], outcome.selected)]
+    if per_topic:
+        table.append(("tied-best average", outcome.tied_best))
+    for name, accuracies in table:
+        cells = " ".join(f"{_percent(accuracies.get(topic)):>11}" for topic in topics)
+        lines.append(f"  {name:<{NAME_WIDTH}} {cells} {_percent(mean_of(accuracies.values())):>8}")
     ranking = outcome.ranking
     lines.append(f"model ranking (reference: {ranking.reference_source})")
     lines.append(f"  {'model':<12} {'judge wins':>10} {'Bradley-Terry':>14} {'reference rank':>15}")
@@ -63,8 +92,12 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
 
 def _row_line(row: JudgeRow) -> str:
     report = row.report
-    return (f"{row.name:<24} {report.accuracy!s:<33} {100 * report.consistency:10.1f}%  {row.first_position!s:<33} "
-            f"{report.parse_failures}")
+    return (f"{row.name:<{NAME_WIDTH}} {100 * row.overall:6.1f}%  {report.accuracy!s:<33} "
+            f"{100 * report.consistency:10.1f}%  {row.first_position!s:<33} {report.parse_failures}")
+
+
+def _percent(value: float | None) -> str:
+    return "-" if value is None or value != value else f"{100 * value:.1f}%"
 
 
 def _usage_lines(usage: dict[str, LMUsage]) -> list[str]:

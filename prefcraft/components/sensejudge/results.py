@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prefcraft.metrics.pairwise import PairwiseReport
 from prefcraft.metrics.ranking import RankCorrelation
 from prefcraft.metrics.stats import Estimate
-from prefcraft.optimizers.sensejudge import SubsetSelectionRecord
+from prefcraft.optimizers.sensejudge import SubsetSelectionRecord, TopicSelection
 from prefcraft.usage import LMUsage
 
 
@@ -18,7 +19,9 @@ class SimulationSummary:
     dev_pairs: int
     test_pairs: int
     dialogues: list[int]
-    """File positions of the dialogues used, dev ones first."""
+    """File positions of the dialogues used, in the order they were simulated (each topic's dev ones first)."""
+    topics: dict[str, list[int]] = field(default_factory=dict)
+    """Each topic's dev and test pairs."""
     replaced_dialogues: int = 0
     failed_responses: int = 0
     failed_labels: int = 0
@@ -29,18 +32,38 @@ class SimulationSummary:
 @dataclass
 class SelectionOutcome:
     path: Path
-    descriptions: list[str]
-    record: SubsetSelectionRecord
+    scope: str
+    """"topic": each topic's descriptions written and selected on its own dev pairs; "all": once over every one."""
+    topics: dict[str, TopicSelection]
+    """Each topic's selection; one, named `ALL_TOPICS`, when selected over all pairs."""
     usage: dict[str, LMUsage]
+
+    @property
+    def dev_accuracy(self) -> float:
+        """The mean of the topics' dev accuracies (each over both orders of the topic's dev pairs)."""
+        return mean_of(record.accuracy for record in self.records.values())
+
+    @property
+    def records(self) -> dict[str, SubsetSelectionRecord]:
+        return {topic: selection.judge.selection for topic, selection in self.topics.items()}
 
 
 @dataclass
 class JudgeRow:
-    """One judge's test results: a single description, or the selected subset's majority vote."""
+    """One judge's test results: a single description (in each topic, that topic's description at its position), or
+    the selected subsets' majority vote."""
 
     name: str
     report: PairwiseReport
+    """Over every test judgment, all topics pooled."""
     first_position: Estimate
+    topics: dict[str, float]
+    """Accuracy (both orders) on each topic's test pairs."""
+
+    @property
+    def overall(self) -> float:
+        """The paper's Overall (Table 1): the unweighted mean of the topics' accuracies."""
+        return mean_of(self.topics.values())
 
 
 @dataclass
@@ -55,10 +78,23 @@ class RankingOutcome:
 
 @dataclass
 class EvaluationOutcome:
+    scope: str
     rows: list[JudgeRow]
     selected: JudgeRow
-    tied_best_accuracy: float
+    tied_best: dict[str, float]
+    """Each selection's (topic's) test accuracy averaged over its dev-tied-best subsets: the reference's score."""
     tied_best_subsets: int
     ranking: RankingOutcome
     labels: str
     usage: dict[str, LMUsage]
+
+    @property
+    def tied_best_accuracy(self) -> float:
+        """The tied-best averages' mean over the topics (over the one selection, when selected over all pairs)."""
+        return mean_of(self.tied_best.values())
+
+
+def mean_of(values: Iterable[float]) -> float:
+    """The unweighted mean; NaN for none."""
+    values = list(values)
+    return sum(values) / len(values) if values else float("nan")

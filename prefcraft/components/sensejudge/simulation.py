@@ -3,10 +3,11 @@
 Responses: for each dialogue, one response per model variant, each variant the task model under a system prompt of
 its own (`VARIANTS`), so that responses differ in a known way (length, structure). Labels: a simulated annotator, the
 judge model given `persona` as its user context, picks one response of every pair of variants, shown in a seeded
-random order. Dialogues are taken in a seeded order; the first `dev_dialogues` that yield a pair give the dev pairs
-(split `train`), the next `test_dialogues` the test pairs. Rows follow the PersonalRewardBench schema (`prefcraft
-evaluate --data` reads them too) plus `chosen_model`, `rejected_model`, `topic`, `labels` ("simulated") and
-`annotator_persona`.
+random order. Each topic's dialogues are taken in a seeded order; as in the paper, where every topic has dev and test
+examples, the first `dev_dialogues` of a topic that yield a pair give its dev pairs (split `train`), the next
+`test_dialogues` its test pairs. Rows follow the PersonalRewardBench schema (`prefcraft evaluate --data` reads them
+too) plus `chosen_model`, `rejected_model`, `topic` (the dialogue's SenseBench topic, which `select` groups the dev
+pairs by), `labels` ("simulated") and `annotator_persona`.
 
 A response or a label whose call failed drops the pairs it belongs to, and a pair whose two responses are the same
 (a small model often ignores the system prompt) is dropped before labelling: no one could prefer either. All three are
@@ -53,77 +54,108 @@ MODEL_COLUMNS = ("chosen_model", "rejected_model")
 
 @dataclass
 class SimulationConfig:
-    """What to simulate. Dialogues: `dev_dialogues` + `test_dialogues` drawn from the file with `seed`; each keeps
-    the latest turns that fit in `max_context_chars`. Responses: one per variant in `variants` (names of `VARIANTS`),
-    at most `max_response_chars` long, sampled at `response_temperature` (at 0 a small model often gives two variants
-    the same reply). Labels: the judge model given `persona`, at the judge's own temperature."""
+    """What to simulate. Dialogues: `dev_dialogues` + `test_dialogues` of each topic in `topics` (None: every topic
+    of the file) drawn with `seed`; each keeps the latest turns that fit in `max_context_chars`. Responses: one per
+    variant in `variants` (names of `VARIANTS`), at most `max_response_chars` long, sampled at `response_temperature`
+    (at 0 a small model often gives two variants the same reply). Labels: the judge model given `persona`, at the
+    judge's own temperature."""
 
     dev_dialogues: int = 4
     test_dialogues: int = 2
     variants: tuple[str, ...] = ("plain", "concise", "detailed")
     persona: str = DEFAULT_PERSONA
+    topics: tuple[str, ...] | None = None
     max_context_chars: int = 1200
     max_response_chars: int = 600
     response_temperature: float = 0.7
     seed: int = 0
 
 
-def sample_dialogues(source: Path, config: SimulationConfig) -> list[Dialogue]:
-    """Every dialogue of `source` in an order drawn with `config.seed` (the first ones are used, the next ones replace
-    dialogues that yield no pair); raises before any model call for a bad file or config."""
+def sample_dialogues(source: Path, config: SimulationConfig) -> dict[str, list[Dialogue]]:
+    """Each wanted topic's dialogues of `source`, in an order drawn with `config.seed` (the first ones are used, the
+    next ones replace dialogues that yield no pair); raises before any model call for a bad file or config."""
     unknown = sorted(set(config.variants) - set(VARIANTS))
     if unknown or len(set(config.variants)) < 2:
         raise ConfigError(f"variants must be two or more of {', '.join(VARIANTS)} (got {', '.join(config.variants)})")
     dialogues = load_dialogues(source)
+    by_topic: dict[str, list[Dialogue]] = {}
+    for dialogue in random.Random(config.seed).sample(dialogues, len(dialogues)):
+        by_topic.setdefault(dialogue.topic, []).append(dialogue)
+    topics = config.topics or sorted(by_topic)
+    if not topics:
+        raise ConfigError(f"{source} holds no dialogues")
+    missing = [topic for topic in topics if topic not in by_topic]
+    if missing:
+        raise ConfigError(f"{source} has no dialogues of the topics {', '.join(missing)}",
+                          f"its topics: {', '.join(sorted(by_topic))}")
     wanted = config.dev_dialogues + config.test_dialogues
-    if config.dev_dialogues < 1 or config.test_dialogues < 1 or wanted > len(dialogues):
-        raise ConfigError(f"cannot draw {config.dev_dialogues} dev and {config.test_dialogues} test dialogues from "
-                          f"{len(dialogues)}", "ask for at least one of each, and no more than the file holds")
-    return random.Random(config.seed).sample(dialogues, len(dialogues))
+    short = [topic for topic in topics if wanted > len(by_topic[topic])]
+    if config.dev_dialogues < 1 or config.test_dialogues < 1 or short:
+        fewest = min(len(by_topic[topic]) for topic in topics)
+        raise ConfigError(f"cannot draw {config.dev_dialogues} dev and {config.test_dialogues} test dialogues per "
+                          f"topic from {fewest} (topics {', '.join(topics)})",
+                          "ask for at least one of each, and no more than every topic holds")
+    return {topic: by_topic[topic] for topic in topics}
 
 
 def simulate_pairs(
-    session: Settings, pool: list[Dialogue], source: Path, output: Path, config: SimulationConfig
+    session: Settings, pools: dict[str, list[Dialogue]], source: Path, output: Path, config: SimulationConfig
 ) -> SimulationSummary:
-    """Write labelled pairs to `output` (JSON lines) from the first dialogues of `pool` (`sample_dialogues`) that
-    yield at least one pair; `session` has reachable models and tracking started.
+    """Write labelled pairs to `output` (JSON lines) from the first dialogues of each topic's pool
+    (`sample_dialogues`) that yield at least one pair; `session` has reachable models and tracking started.
 
-    A dialogue whose pairs all fail or come out identical is replaced by the next one in `pool`, up to as many
-    replacements as dialogues wanted; identical responses are found before labelling, so they cost no annotator call.
+    A dialogue whose pairs all fail or come out identical is replaced by the next one of its topic, up to as many
+    replacements as dialogues wanted per topic; identical responses are found before labelling, so they cost no
+    annotator call. Every topic's dialogues are simulated together, in rounds.
     """
-    wanted = {"train": config.dev_dialogues, "test": config.test_dialogues}
+    wanted = {topic: {"train": config.dev_dialogues, "test": config.test_dialogues} for topic in pools}
     rows: list[dict[str, object]] = []
     summary = SimulationSummary(path=output, dev_pairs=0, test_pairs=0, dialogues=[])
     rng = random.Random(config.seed)
-    position, limit = 0, 2 * sum(wanted.values())
+    positions = dict.fromkeys(pools, 0)
+    limit = 2 * (config.dev_dialogues + config.test_dialogues)
     params = {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS, **asdict(config),
               **model_params(session)}
     with tracked_run("sensejudge-simulate", params):
-        while sum(wanted.values()) and position < min(limit, len(pool)):
-            batch = pool[position: min(position + sum(wanted.values()), limit, len(pool))]
-            position += len(batch)
+        while batch := _next_round(pools, wanted, positions, limit):
             for dialogue, dialogue_rows in zip(batch, _simulate(session, batch, config, rng, summary), strict=True):
                 if not dialogue_rows:
                     summary.replaced_dialogues += 1
                     continue
-                split = "train" if wanted["train"] else "test"
-                wanted[split] -= 1
+                split = "train" if wanted[dialogue.topic]["train"] else "test"
+                wanted[dialogue.topic][split] -= 1
                 summary.dialogues.append(dialogue.index)
                 rows += [{**row, "split": split} for row in dialogue_rows]
         summary.dev_pairs = sum(row["split"] == "train" for row in rows)
         summary.test_pairs = len(rows) - summary.dev_pairs
+        summary.topics = {topic: [sum(row["topic"] == topic and row["split"] == split for row in rows)
+                                  for split in ("train", "test")] for topic in pools}
         write_jsonl_atomic(output, rows)
         log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
                      "replaced_dialogues": summary.replaced_dialogues, "failed_responses": summary.failed_responses,
                      "failed_labels": summary.failed_labels, "identical_pairs": summary.identical_pairs,
                      **summary.usage["responses"].as_metrics("responses_"),
                      **summary.usage["labels"].as_metrics("labels_")})
-        log_json({"dialogue_indices": summary.dialogues}, "dialogues.json")
+        log_json({"dialogue_indices": summary.dialogues, "topics": summary.topics}, "dialogues.json")
         log_file(output)
-    if summary.dev_pairs == 0 or summary.test_pairs == 0:
-        raise DataError(output, None, None, f"{summary.dev_pairs} dev and {summary.test_pairs} test pairs survived",
+    empty = {topic: counts for topic, counts in summary.topics.items() if 0 in counts}
+    if empty:
+        raise DataError(output, None, None, "topics left without dev or test pairs (dev, test): " +
+                        ", ".join(f"{topic} {dev}, {test}" for topic, (dev, test) in empty.items()),
                         "check the server log for failed calls, or simulate with other variants")
     return summary
+
+
+def _next_round(
+    pools: dict[str, list[Dialogue]], wanted: dict[str, dict[str, int]], positions: dict[str, int], limit: int
+) -> list[Dialogue]:
+    """The next dialogues of every topic that still wants some, within its first `limit`; moves `positions` on."""
+    batch = []
+    for topic, pool in pools.items():
+        stop = min(positions[topic] + sum(wanted[topic].values()), limit, len(pool))
+        batch += pool[positions[topic]: stop]
+        positions[topic] = stop
+    return batch
 
 
 def load_pair_annotations(path: Path) -> list[tuple[str, str, str]]:
@@ -137,6 +169,18 @@ def load_pair_annotations(path: Path) -> list[tuple[str, str, str]]:
                             "model ranking needs pairs written by `prefcraft sensejudge simulate`")
         annotations.append((row["chosen_model"], row["rejected_model"], str(row.get("labels", "not stated"))))
     return annotations
+
+
+def load_pair_topics(path: Path) -> list[str]:
+    """The `topic` of each row of `path`, in the order `load_pairs(path)` reads its pairs."""
+    topics = []
+    for index, row in enumerate(read_rows(path)):
+        if not isinstance(row.get("topic"), str):
+            raise DataError(path, index, "topic", "missing the pair's topic, which per-topic selection groups by",
+                            "simulate the pairs with `prefcraft sensejudge simulate`, or select over all pairs with "
+                            "--scope all")
+        topics.append(row["topic"])
+    return topics
 
 
 def _conversation(dialogue: Dialogue, config: SimulationConfig) -> str:

@@ -1,23 +1,29 @@
 """`prefcraft sensejudge`: SenseJudge on one annotator's labelled pairs, and model ranking. Each step is one MLflow run.
 
-select: the preference extractor writes candidate descriptions from the annotator's dev pairs (their train and val
-pairs); `SubsetSelection` judges every dev pair under every description in both orders and keeps the best subset; the
-`SelectedJudge` is saved as compiled JSON, with every candidate, the votes and the tied-best subsets in its metadata.
-evaluate: judges the test pairs in both orders under every candidate description, so that each single description,
-the selected subset and the reference's average over tied-best subsets come from one set of calls; then runs the loaded
-`SelectedJudge` itself (the same prompts: DSPy's cache answers them) and ranks the response models by its wins and by
-a Bradley-Terry fit, against the annotator's own ranking (by the labels' wins) or a given one.
+select: as the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's
+candidate descriptions from that topic's dev pairs (the annotator's train and val pairs), and `SubsetSelection` judges
+every one of them under every description in both orders and keeps the best subset; with scope "all", once over every
+dev pair. The `SelectedJudge`, holding each topic's subset, is saved as compiled JSON, with each topic's candidates,
+votes and tied-best subsets in its metadata.
+evaluate: judges each topic's test pairs in both orders under every candidate description of the topic, so that each
+single description, the selected subset and the reference's average over tied-best subsets come from one set of
+calls; then runs the loaded `SelectedJudge` itself, each pair with its topic's subset (the same prompts: DSPy's cache
+answers them). Every judge's accuracy is reported per topic, as their mean (the paper's Overall) and pooled. The
+models are ranked by the selected judge's wins and by a Bradley-Terry fit, against the annotator's own ranking (by the
+labels' wins) or a given one.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
 import dspy
+import numpy as np
 
 from prefcraft.components.sensejudge.report import format_evaluation, format_selection, format_simulation
 from prefcraft.components.sensejudge.results import (
@@ -30,6 +36,7 @@ from prefcraft.components.sensejudge.results import (
 from prefcraft.components.sensejudge.simulation import (
     SimulationConfig,
     load_pair_annotations,
+    load_pair_topics,
     sample_dialogues,
     simulate_pairs,
 )
@@ -58,24 +65,27 @@ from prefcraft.metrics.ranking import (
 )
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled
 from prefcraft.optimizers.sensejudge import (
-    SubsetSelection,
     SubsetSelectionConfig,
     SubsetSelectionRecord,
+    TopicSelection,
     collect_votes,
-    extraction_input,
+    select_per_topic,
     subset_accuracy,
 )
-from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge, description_judge
+from prefcraft.programs.sensejudge import SelectedJudge, description_judge
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
-from prefcraft.usage import metered
+from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
 
 SENSEJUDGE = "sensejudge"
 RUNS = Path("runs/sensejudge")
 Step = Literal["simulate", "select", "evaluate"]
+Scope = Literal["topic", "all"]
+ALL_TOPICS = "all"
+"""The name of the one selection made over every dev pair (scope "all")."""
 
 
 @dataclass
@@ -89,6 +99,7 @@ class SenseJudgeJob:
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     selection: SubsetSelectionConfig = field(default_factory=SubsetSelectionConfig)
     max_pair_descriptions: int | None = 10
+    scope: Scope = "topic"
     annotator: str | None = None
     reference_ranking: list[str] | None = None
 
@@ -117,43 +128,51 @@ def run_sensejudge(
 
 
 def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutcome:
-    """Extract candidate descriptions from the dev pairs, select a subset, save the SelectedJudge to `job.judge`."""
+    """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
+    `job.scope` says); save the SelectedJudge to `job.judge`."""
     annotator = _annotator(job.pairs, job.annotator)
     dev = annotator.context_pairs
     if not dev:
         raise ConfigError(f"annotator {annotator.user_id} has no dev pairs (split train or val) in {job.pairs}")
+    groups = _by_topic(dev, _pair_topics(job.pairs)) if job.scope == "topic" else {ALL_TOPICS: dev}
     config = job.selection
     digest = data_digest(job.pairs)
     params = {"program": SENSEJUDGE, "data": str(job.pairs), "data_digest": digest, "annotator": annotator.user_id,
-              "dev_pairs": len(dev), "max_pair_descriptions": job.max_pair_descriptions, **_settings_of(config),
-              **model_params(session)}
+              "dev_pairs": len(dev), "scope": job.scope, "topics": len(groups),
+              "max_pair_descriptions": job.max_pair_descriptions, **_settings_of(config), **model_params(session)}
     with tracked_run("sensejudge-select", params), lm_context(session, "task"):
-        with metered() as extraction:
-            extracted = PreferenceExtractor(job.max_pair_descriptions)(pairs=[extraction_input(p) for p in dev])
-        descriptions = list(extracted.descriptions)
-        with metered() as selection:
-            compiled = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(dev))
-        record: SubsetSelectionRecord = compiled.selection
-        if record.failed_calls:
+        selections = select_per_topic(groups, config=config, max_pair_descriptions=job.max_pair_descriptions)
+        outcome = SelectionOutcome(job.judge, job.scope, selections, usage={
+            step: sum((selection.usage[step] for selection in selections.values()), LMUsage())
+            for step in ("extraction", "selection")})
+        records = outcome.records
+        failed_calls = sum(record.failed_calls for record in records.values())
+        if failed_calls:
             check_reachable(session.task, "task")
-            logger.warning("%d dev judgments failed and cast no vote", record.failed_calls)
-        save_compiled(compiled, job.judge, program_name=SENSEJUDGE, model=session.task.model, data=str(job.pairs),
-                      data_digest=digest, annotator=annotator.user_id,
-                      descriptions=[descriptions[index] for index in record.selected],
-                      candidate_descriptions=descriptions, description_names=description_names(len(descriptions)),
-                      score={"dev_accuracy": record.accuracy}, optimizer=_settings_of(config), record=asdict(record))
-        usage = {"extraction": extraction.usage, "selection": selection.usage}
-        log_metrics({"dev_accuracy": record.accuracy, "descriptions": len(descriptions),
-                     "judged_descriptions": record.judged_descriptions, "selected": len(record.selected),
-                     "tied_best_subsets": len(record.tied_best), "failed_calls": record.failed_calls,
-                     **{f"{step}_{name}": value for step, step_usage in usage.items()
+            logger.warning("%d dev judgments failed and cast no vote", failed_calls)
+        judges = {topic: selection.judge for topic, selection in selections.items()}
+        judge = judges[ALL_TOPICS] if job.scope == "all" else SelectedJudge.of_topics(judges)
+        save_compiled(judge, job.judge, program_name=SENSEJUDGE, model=session.task.model, data=str(job.pairs),
+                      data_digest=digest, annotator=annotator.user_id, scope=job.scope,
+                      topics={topic: _selection_metadata(selection) for topic, selection in selections.items()},
+                      score={"dev_accuracy": outcome.dev_accuracy}, optimizer=_settings_of(config))
+        log_metrics({"dev_accuracy": outcome.dev_accuracy, "topics": len(groups),
+                     **{f"topic_{_metric_name(topic)}_dev_accuracy": record.accuracy
+                        for topic, record in records.items() if job.scope == "topic"},
+                     "descriptions": sum(record.descriptions for record in records.values()),
+                     "judged_descriptions": sum(record.judged_descriptions for record in records.values()),
+                     "selected": sum(len(record.selected) for record in records.values()),
+                     "tied_best_subsets": sum(len(record.tied_best) for record in records.values()),
+                     "failed_calls": failed_calls,
+                     **{f"{step}_{name}": value for step, step_usage in outcome.usage.items()
                         for name, value in step_usage.as_metrics().items()}})
         log_file(job.judge)
-    return SelectionOutcome(job.judge, descriptions, record, usage)
+    return outcome
 
 
 def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
-    """Test accuracy, consistency and position bias per description and for the selection; model ranking."""
+    """Test accuracy, consistency and position bias per description and for the selection, per topic, as the mean
+    of topics and pooled; model ranking."""
     metadata = read_metadata(job.judge)
     digest = data_digest(job.pairs)
     if metadata.get("data_digest") != digest:
@@ -163,32 +182,50 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
     annotator = _annotator(job.pairs, job.annotator or metadata.get("annotator"))
     if not annotator.test:
         raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {job.pairs}")
-    annotations = dict(zip(map(pair_id, load_pairs(job.pairs)), load_pair_annotations(job.pairs), strict=True))
-    candidates: list[str] = metadata["candidate_descriptions"]
-    names: list[str] = metadata["description_names"]
-    examples = judge_set(annotator.test)
+    pairs = load_pairs(job.pairs)
+    annotations = dict(zip(map(pair_id, pairs), load_pair_annotations(job.pairs), strict=True))
+    topic_of = dict(zip(map(pair_id, pairs), load_pair_topics(job.pairs), strict=True))
+    scope = metadata.get("scope", "all")
+    selections: dict[str, dict] = metadata.get("topics") or {ALL_TOPICS: metadata}  # files saved before topics
+    test = _by_topic(annotator.test, topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
+    unselected = sorted(set(test) - set(selections))
+    if unselected:
+        raise ConfigError(f"{job.judge} has no descriptions for the topics {', '.join(unselected)} of the test pairs",
+                          "run `prefcraft sensejudge select` on this file first")
+    examples = {topic: judge_set(pairs) for topic, pairs in test.items()}
     params = {"program": SENSEJUDGE, "judge": str(job.judge), "data": str(job.pairs), "data_digest": digest,
-              "annotator": annotator.user_id, "test_pairs": len(annotator.test),
+              "annotator": annotator.user_id, "test_pairs": len(annotator.test), "scope": scope, "topics": len(test),
               **model_params(session)}
     with tracked_run("sensejudge-evaluate", params), lm_context(session, "task"):
         with metered() as every_description:
-            votes = collect_votes([description_judge(d) for d in candidates], examples, num_threads=session.num_threads)
-        if (votes == NO_VOTE).any():
+            votes = {topic: collect_votes([description_judge(d) for d in selections[topic]["candidate_descriptions"]],
+                                          examples[topic], num_threads=session.num_threads) for topic in test}
+        if any((topic_votes == NO_VOTE).any() for topic_votes in votes.values()):
             check_reachable(session.task, "task")
         judge = SelectedJudge()
         load_compiled(judge, job.judge, program_name=SENSEJUDGE)
         with metered() as selected_judge:
-            judgments, _ = judge_pairs(judge, annotator.test, model=session.task, num_threads=session.num_threads)
-        rows = [_row(name, _judgments(examples, [decode_vote(vote) for vote in row]), session.seed)
-                for name, row in zip(names, votes, strict=True)]
-        selected = _row(f"selected ({len(judge.judges)} of {len(candidates)})", judgments, session.seed)
-        tied_best = [tuple(subset) for subset in metadata["record"]["tied_best"]]
-        gold = encode_votes([[example.preference for example in examples]])[0]
+            judgments = [judgment for topic, pairs in test.items()
+                         for judgment in judge_pairs(judge.for_topic(topic), pairs, model=session.task,
+                                                     num_threads=session.num_threads)[0]]
+        by_description: dict[str, list[Judgment]] = {}
+        for topic, topic_votes in votes.items():
+            for name, row in zip(selections[topic]["description_names"], topic_votes, strict=True):
+                by_description.setdefault(name, []).extend(
+                    _judgments(examples[topic], [decode_vote(vote) for vote in row]))
+        names = description_names(max(len(selection["description_names"]) for selection in selections.values()))
+        rows = [_row(name, by_description[name], topic_of, session.seed) for name in names if name in by_description]
+        chosen = sum(len(selections[topic]["descriptions"]) for topic in test)
+        candidates = sum(len(selections[topic]["candidate_descriptions"]) for topic in test)
+        per_topic = ", per topic" if scope == "topic" else ""
+        selected = _row(f"selected ({chosen} of {candidates}{per_topic})", judgments, topic_of, session.seed)
+        rule = metadata["optimizer"].get("unparseable_vote", "against")
+        tied_best = {topic: float(subset_accuracy(votes[topic], _gold(examples[topic]), [
+            tuple(subset) for subset in selections[topic]["record"]["tied_best"]], rule).mean()) for topic in test}
         ranking = _rank(annotator.test, judgments, annotations, job.reference_ranking)
         outcome = EvaluationOutcome(
-            rows=rows, selected=selected, tied_best_accuracy=float(subset_accuracy(
-                votes, gold, tied_best, metadata["optimizer"].get("unparseable_vote", "against")).mean()),
-            tied_best_subsets=len(tied_best), ranking=ranking,
+            scope=scope, rows=rows, selected=selected, tied_best=tied_best,
+            tied_best_subsets=sum(len(selections[topic]["record"]["tied_best"]) for topic in test), ranking=ranking,
             labels=", ".join(sorted({annotations[pair_id(pair)][2] for pair in annotator.test})),
             usage={"every_description": every_description.usage, "selected_judge": selected_judge.usage},
         )  # fmt: skip
@@ -210,9 +247,38 @@ def _annotator(path: Path, wanted: str | None) -> UserPairs:
     return next(iter(users.values()))
 
 
+def _pair_topics(path: Path) -> dict[str, str]:
+    return dict(zip(map(pair_id, load_pairs(path)), load_pair_topics(path), strict=True))
+
+
+def _by_topic(pairs: Sequence[PreferencePair], topic_of: dict[str, str]) -> dict[str, list[PreferencePair]]:
+    """`pairs` grouped by topic, topics in sorted order, pairs in file order."""
+    groups: dict[str, list[PreferencePair]] = {}
+    for pair in pairs:
+        groups.setdefault(topic_of[pair_id(pair)], []).append(pair)
+    return dict(sorted(groups.items()))
+
+
+def _selection_metadata(selection: TopicSelection) -> dict[str, object]:
+    """One topic's selection as the compiled file's metadata keeps it: what `evaluate` reads, and the record."""
+    record: SubsetSelectionRecord = selection.judge.selection
+    return {"descriptions": [selection.descriptions[index] for index in record.selected],
+            "candidate_descriptions": selection.descriptions,
+            "description_names": description_names(len(selection.descriptions)), "record": asdict(record)}
+
+
+def _metric_name(topic: str) -> str:
+    """A topic as a part of an MLflow metric name."""
+    return re.sub(r"[^0-9A-Za-z_.-]", "_", topic)
+
+
 def _settings_of(config: SubsetSelectionConfig) -> dict[str, object]:
     """The settings that change a selection's result (threads and progress bars only change how it runs)."""
     return {name: value for name, value in asdict(config).items() if name not in ("num_threads", "display_progress")}
+
+
+def _gold(examples: Sequence[dspy.Example]) -> np.ndarray:
+    return encode_votes([[example.preference for example in examples]])[0]
 
 
 def _judgments(examples: Sequence[dspy.Example], predictions: Sequence[str | None]) -> list[Judgment]:
@@ -221,8 +287,12 @@ def _judgments(examples: Sequence[dspy.Example], predictions: Sequence[str | Non
             for example, predicted in zip(examples, predictions, strict=True)]
 
 
-def _row(name: str, judgments: list[Judgment], seed: int) -> JudgeRow:
-    return JudgeRow(name, pairwise_report(judgments, seed=seed), first_position_share(judgments, seed=seed))
+def _row(name: str, judgments: list[Judgment], topic_of: dict[str, str], seed: int) -> JudgeRow:
+    by_topic: dict[str, list[bool]] = {}
+    for judgment in judgments:
+        by_topic.setdefault(topic_of[judgment.pair_id], []).append(judgment.correct)
+    return JudgeRow(name, pairwise_report(judgments, seed=seed), first_position_share(judgments, seed=seed),
+                    {topic: sum(right) / len(right) for topic, right in sorted(by_topic.items())})
 
 
 def _rank(
@@ -252,6 +322,9 @@ def _log_evaluation(outcome: EvaluationOutcome, judgments: list[Judgment], outpu
         prefix = "selected_" if row is outcome.selected else f"description_{number}_"
         metrics.update(row.report.as_metrics(prefix))
         metrics[f"{prefix}first_position_share"] = row.first_position.mean
+        metrics[f"{prefix}overall_accuracy"] = row.overall
+        metrics.update({f"{prefix}topic_{_metric_name(topic)}_accuracy": accuracy
+                        for topic, accuracy in row.topics.items()})
     ranking = outcome.ranking
     metrics.update({"tied_best_accuracy": outcome.tied_best_accuracy,
                     "kendall_tau_wins": ranking.by_wins.kendall_tau, "spearman_rho_wins": ranking.by_wins.spearman_rho,
@@ -260,8 +333,8 @@ def _log_evaluation(outcome: EvaluationOutcome, judgments: list[Judgment], outpu
     for step, usage in outcome.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
     log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
-    log_json({"labels": outcome.labels, "ranking": asdict(ranking),
-              "judgments": [asdict(judgment) for judgment in judgments]}, "sensejudge-evaluation.json")
+    log_json({"labels": outcome.labels, "scope": outcome.scope, "tied_best": outcome.tied_best,
+              "ranking": asdict(ranking), "judgments": [asdict(judgment) for judgment in judgments]},
+             "sensejudge-evaluation.json")
     path = write_jsonl_atomic(output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
     logger.info("wrote %d judgments of the selected judge to %s", len(judgments), path)
-

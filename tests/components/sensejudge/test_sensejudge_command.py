@@ -9,10 +9,11 @@ import mlflow
 import pytest
 from dspy.utils import DummyLM
 
+import prefcraft
 from prefcraft.cli import main
 from prefcraft.components.sensejudge import simulation as sensejudge_simulate
 from prefcraft.components.sensejudge import steps as sensejudge
-from prefcraft.components.sensejudge.commands import COMPONENT, sensejudge_job
+from prefcraft.components.sensejudge.commands import COMPONENT, DEMO_TOPICS, sensejudge_job
 from prefcraft.components.sensejudge.report import (
     SIMULATED_NOTE,
     format_evaluation,
@@ -20,8 +21,14 @@ from prefcraft.components.sensejudge.report import (
     format_simulation,
 )
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues, simulate_pairs
-from prefcraft.components.sensejudge.steps import SenseJudgeJob, description_names, evaluate_judge, select_descriptions
-from prefcraft.errors import ConfigError
+from prefcraft.components.sensejudge.steps import (
+    ALL_TOPICS,
+    SenseJudgeJob,
+    description_names,
+    evaluate_judge,
+    select_descriptions,
+)
+from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import load_pairs, pair_id
 from prefcraft.optimizers.artifacts import load_compiled
@@ -30,9 +37,9 @@ from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
 
 
-def write_dialogues(tmp_path, count=4):
-    dialogues = [[{"from": "Human", "content": [{"type": "text", "value": f"Question {i}?"}], "topic": "sense_bmk:QA"}]
-                 for i in range(count)]
+def write_dialogues(tmp_path, count=4, topics=("QA",)):
+    dialogues = [[{"from": "Human", "content": [{"type": "text", "value": f"{topic} question {i}?"}],
+                   "topic": f"sense_bmk:{topic}"}] for topic in topics for i in range(count)]
     path = tmp_path / "new_sense_bmk.json"
     path.write_text(json.dumps(dialogues))
     return path
@@ -57,38 +64,89 @@ def offline(monkeypatch, lm):
             monkeypatch.setattr(module, name, lambda *args: None)
 
 
-def test_simulate_select_and_evaluate_run_end_to_end_on_a_scripted_lm(scripted, tmp_path):
-    source = write_dialogues(tmp_path)
-    config = SimulationConfig(dev_dialogues=2, test_dialogues=1, variants=("plain", "concise", "detailed"))
-    session = Settings(num_threads=1)
-    summary = simulate_pairs(session, sample_dialogues(source, config), source, tmp_path / "pairs.jsonl", config)
-    assert (summary.dev_pairs, summary.test_pairs) == (6, 3) and len(summary.dialogues) == 3
-    rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
-    assert {row["labels"] for row in rows} == {"simulated"}
-    assert len(load_pairs(summary.path)) == 9  # the PersonalRewardBench loader reads them
-    assert SIMULATED_NOTE in format_simulation(summary)
+def simulate_two_topics(tmp_path):
+    """One dev and one test dialogue in each of two topics, three variants: three dev and three test pairs a topic."""
+    source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
+    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise", "detailed"))
+    return simulate_pairs(Settings(num_threads=1), sample_dialogues(source, config), source, tmp_path / "pairs.jsonl",
+                          config)
 
-    job = SenseJudgeJob(pairs=summary.path, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
-                        max_pair_descriptions=2, selection=SubsetSelectionConfig(num_threads=1,
-                                                                                 display_progress=False))
+
+def job_in(tmp_path, pairs, **fields):
+    selection = SubsetSelectionConfig(num_threads=1, display_progress=False)
+    return SenseJudgeJob(pairs=pairs, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
+                         max_pair_descriptions=2, selection=selection, **fields)
+
+
+def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(scripted, tmp_path):
+    summary = simulate_two_topics(tmp_path)
+    assert (summary.dev_pairs, summary.test_pairs) == (6, 6) and len(summary.dialogues) == 4
+    assert summary.topics == {"Math": [3, 3], "QA": [3, 3]}  # every topic has dev and test pairs
+    rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
+    assert {row["labels"] for row in rows} == {"simulated"} and {row["topic"] for row in rows} == {"QA", "Math"}
+    assert len(load_pairs(summary.path)) == 12  # the PersonalRewardBench loader reads them
+    text = format_simulation(summary)
+    assert SIMULATED_NOTE in text and "Math 3 + 3, QA 3 + 3" in text
+
+    session = Settings(num_threads=1)
+    job = job_in(tmp_path, summary.path)
     selection = select_descriptions(session, job)
-    assert len(selection.descriptions) == 4  # none, two dev pairs, the aggregate
-    assert selection.record.examples == 12 and selection.usage["extraction"].calls == 3
-    assert "selected" in format_selection(selection)
+    assert selection.scope == "topic" and list(selection.topics) == ["Math", "QA"]
+    for topic in ("Math", "QA"):  # none, two of the topic's dev pairs, the aggregate; its 3 pairs in both orders
+        assert len(selection.topics[topic].descriptions) == 4 and selection.records[topic].examples == 6
+    assert selection.usage["extraction"].calls == 6 and selection.usage["selection"].calls == 2 * 4 * 6
+    assert selection.dev_accuracy == (selection.records["Math"].accuracy + selection.records["QA"].accuracy) / 2
+    assert "Math: selected" in format_selection(selection)
+
+    loaded = prefcraft.load(job.judge)  # the registry's builder and the saved state give each topic's subset back
+    assert set(loaded.program.topics) == {"Math", "QA"}
+    assert [len(loaded.program.for_topic(topic).judges) for topic in ("Math", "QA")] == [
+        len(loaded.metadata["topics"][topic]["descriptions"]) for topic in ("Math", "QA")]
 
     outcome = evaluate_judge(session, job)
     assert [row.name for row in outcome.rows] == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
-    assert outcome.selected.report.accuracy.n == 6
+    assert outcome.selected.report.accuracy.n == 12 and set(outcome.selected.topics) == {"Math", "QA"}
+    assert outcome.selected.overall == sum(outcome.selected.topics.values()) / 2
+    assert set(outcome.tied_best) == {"Math", "QA"}
+    assert outcome.usage["every_description"].calls == 2 * 4 * 6
     assert set(outcome.ranking.judge_wins) <= {"plain", "concise", "detailed"}
     assert outcome.labels == "simulated"
-    assert len((tmp_path / "out" / "sensejudge-judgments.jsonl").read_text().splitlines()) == 6
+    assert len((tmp_path / "out" / "sensejudge-judgments.jsonl").read_text().splitlines()) == 12
     text = format_evaluation(outcome)
     assert SIMULATED_NOTE in text and "Kendall tau" in text and "tied-best average" in text
+    assert "Accuracy per topic" in text and "selected per topic" in text
 
     with summary.path.open("a") as pairs:
         pairs.write(summary.path.read_text().splitlines()[0].replace('"train"', '"test"') + "\n")
     with pytest.raises(ConfigError, match="could be among the test pairs"):
         evaluate_judge(session, job)
+
+
+def test_scope_all_selects_once_over_every_dev_pair_and_still_reports_each_topic(scripted, tmp_path):
+    summary = simulate_two_topics(tmp_path)
+    session = Settings(num_threads=1)
+    job = job_in(tmp_path, summary.path, scope="all")
+    selection = select_descriptions(session, job)
+    assert list(selection.topics) == [ALL_TOPICS] and selection.records[ALL_TOPICS].examples == 12
+    assert selection.usage["extraction"].calls == 3
+    judge = SelectedJudge()
+    metadata = load_compiled(judge, job.judge, program_name="sensejudge")
+    assert judge.topics == {} and metadata["scope"] == "all"
+
+    outcome = evaluate_judge(session, job)
+    assert outcome.scope == "all" and set(outcome.selected.topics) == {"Math", "QA"}
+    assert list(outcome.tied_best) == [ALL_TOPICS] and outcome.selected.report.accuracy.n == 12
+    assert "once over all dev pairs" in format_evaluation(outcome)
+
+
+def test_per_topic_selection_needs_the_pairs_topics(scripted, tmp_path):
+    summary = simulate_two_topics(tmp_path)
+    rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
+    untopical = tmp_path / "untopical.jsonl"
+    untopical.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "topic"}) + "\n" for row in rows))
+    with pytest.raises(DataError, match="topic") as error:
+        select_descriptions(Settings(num_threads=1), job_in(tmp_path, untopical))
+    assert "--scope all" in error.value.hint
 
 
 def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(monkeypatch, tmp_path):
@@ -102,8 +160,9 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
                                  adapter=dspy.JSONAdapter()))
     source = write_dialogues(tmp_path)
     config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise"))
-    pool = sample_dialogues(source, config)
-    summary = simulate_pairs(Settings(num_threads=1), pool, source, tmp_path / "pairs.jsonl", config)
+    pools = sample_dialogues(source, config)
+    pool = pools["QA"]
+    summary = simulate_pairs(Settings(num_threads=1), pools, source, tmp_path / "pairs.jsonl", config)
     assert (summary.dev_pairs, summary.test_pairs) == (1, 1)
     assert summary.identical_pairs == 1 and summary.replaced_dialogues == 1
     assert summary.dialogues == [pool[1].index, pool[2].index]
@@ -134,8 +193,9 @@ def test_description_names_follow_the_extractor_order():
 def test_the_demo_flags_build_a_small_job():
     options = parse_step(COMPONENT, "demo", ["--dialogues", "d.json", "--variants", "concise", "plain"])
     job = sensejudge_job(options, Settings(num_threads=2))
-    assert job.simulation.variants == ("concise", "plain") and job.simulation.dev_dialogues == 2
-    assert job.max_pair_descriptions == 4 and job.selection.num_threads == 2
+    assert job.simulation.variants == ("concise", "plain") and job.simulation.topics == ("QA", "Math")
+    assert (job.simulation.dev_dialogues, job.simulation.test_dialogues) == (1, 1)
+    assert job.max_pair_descriptions == 4 and job.scope == "topic" and job.selection.num_threads == 2
 
 
 def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
@@ -146,6 +206,8 @@ def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path,
     assert "variants must be two or more" in capsys.readouterr().err
     assert main(["sensejudge", "simulate", "--dialogues", str(source), "--dev-dialogues", "9"]) == 2
     assert "cannot draw 9 dev" in capsys.readouterr().err
+    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--topics", "QA", "Poetry"]) == 2
+    assert "no dialogues of the topics Poetry" in capsys.readouterr().err
 
 
 SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "sensebench"
@@ -155,12 +217,13 @@ SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "s
 @pytest.mark.skipif(not (SENSEBENCH / "new_sense_bmk.json").is_file(),
                     reason="SenseBench dialogues not present at ../shared/data/sensebench/")
 def test_sensejudge_demo_on_real_sensebench_dialogues(embedded_server, tmp_path, capsys):
-    """Tiny but real: 4 real requests, two response variants, up to 2 dev and 2 test pairs, 3 candidate descriptions."""
+    """Tiny but real: 4 real requests (one dev and one test in each of the demo's two topics), two response variants,
+    a dev and a test pair per topic, 3 candidate descriptions per topic."""
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "256",
              "--task-timeout-s", "300", "--threads", "4", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
              "--cache-dir", str(tmp_path / "cache"), "--dialogues", str(SENSEBENCH),
              "--pairs", str(tmp_path / "pairs.jsonl"), "--judge", str(tmp_path / "sensejudge.json"),
-             "--output-dir", str(tmp_path / "out"), "--dev-dialogues", "2", "--test-dialogues", "2",
+             "--output-dir", str(tmp_path / "out"), "--dev-dialogues", "1", "--test-dialogues", "1",
              "--variants", "concise", "detailed", "--max-pair-descriptions", "1", "--max-context-chars", "200",
              "--max-response-chars", "160"]
     assert main(["sensejudge", "demo", *flags]) == 0
@@ -168,12 +231,15 @@ def test_sensejudge_demo_on_real_sensebench_dialogues(embedded_server, tmp_path,
     assert SIMULATED_NOTE in out and "Kendall tau" in out
     rows = [json.loads(line) for line in (tmp_path / "pairs.jsonl").read_text().splitlines()]
     assert {row["labels"] for row in rows} == {"simulated"}
-    assert {row["split"] for row in rows} == {"train", "test"}
+    assert {(row["topic"], row["split"]) for row in rows} == {(topic, split) for topic in DEMO_TOPICS
+                                                               for split in ("train", "test")}
 
     judge = SelectedJudge()
     metadata = load_compiled(judge, tmp_path / "sensejudge.json", program_name="sensejudge")
-    assert len(judge.judges) == len(metadata["descriptions"]) >= 1
-    assert len(metadata["candidate_descriptions"]) == 3
+    assert set(judge.topics) == set(metadata["topics"]) == set(DEMO_TOPICS)
+    for topic, selection in metadata["topics"].items():
+        assert len(judge.for_topic(topic).judges) == len(selection["descriptions"]) >= 1
+        assert len(selection["candidate_descriptions"]) == 3
 
     assert main(["sensejudge", "demo", *flags]) == 0  # a re-run: every answer from DSPy's cache
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
