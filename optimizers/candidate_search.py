@@ -1,15 +1,15 @@
-"""Pick the best of several candidate programs on a small validation set, spending as few LM calls as possible.
+"""Pick the best of several candidate programs on a small validation set.
 
-`halving` (successive halving, as in Hyperband): every candidate is scored on the first rung of examples, the best
-third go on to a rung twice as long (ties broken by a seeded random order: with two-way outputs ties are the rule,
-and keeping the earlier candidates would favour the start of the list whatever they are), and so on until the
-survivors have seen every example; the winner is the most accurate fully scored survivor. A candidate whose score so
-far already guarantees `stop_at` ends the search: it alone is scored to the end. Candidates that a short rung
+`exhaustive` (the default; SynthesizeMe's paper and reference code): every candidate on every example; the first
+candidate in order reaching `stop_at` wins, else the most accurate (the earliest of the tied).
+
+`halving` (successive halving, as in Hyperband), to spend fewer LM calls: every candidate is scored on the first rung
+of examples, the best third go on to a rung twice as long (ties broken by a seeded random order: with two-way outputs
+ties are the rule, and keeping the earlier candidates would favour the start of the list whatever they are), and so on
+until the survivors have seen every example; the winner is the most accurate fully scored survivor. A candidate whose
+score so far already guarantees `stop_at` ends the search: it alone is scored to the end. Candidates that a short rung
 eliminates are never scored in full, so the winner can differ from the exhaustive one; the fit-cost benchmark
 measures by how much.
-
-`exhaustive` (SynthesizeMe's reference code): every candidate on every example; the first candidate in order reaching
-`stop_at` wins, else the most accurate.
 
 Each rung runs all its (candidate, example) calls in one thread pool, so a small validation set still keeps
 `num_threads` calls in flight, in the order `prefcraft.scheduling` gives: a candidate is its own prompt prefix
@@ -30,7 +30,7 @@ import dspy
 from prefcraft.scheduling import interleave, run_phases, warm_then_interleave
 
 Metric = Callable[[dspy.Example, dspy.Prediction], float]
-SearchStrategy = Literal["halving", "exhaustive"]
+SearchStrategy = Literal["exhaustive", "halving"]
 KEEP_FRACTION = 1 / 3
 
 
@@ -81,7 +81,7 @@ def search_candidates(
     *,
     stop_at: float | None,
     num_threads: int,
-    strategy: SearchStrategy = "halving",
+    strategy: SearchStrategy = "exhaustive",
     first_rung: int = 1,
     seed: int = 0,
 ) -> SearchResult:

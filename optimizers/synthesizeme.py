@@ -1,21 +1,35 @@
-"""SynthesizeMe's per-user fit: verified bootstrapped reasoning -> persona -> searched demos -> personal judge.
+"""SynthesizeMe's per-user fit (Algorithm 1 of the paper): bootstrapped reasoning -> persona -> searched demos.
 
-Step 1: the default judge (no user context) explains each train pair in both orders; a pair is verified when both
-predictions match the label, and only verified pairs give demos. Candidate subsets of those traces are scored as
-demos on the user's validation pairs; the best one is the evidence for the persona.
+Step 1: the default judge (no user context) explains each train pair; a pair is verified when the prediction
+matches the label, and only verified pairs give reasoned demos. Candidate demo sets are scored on the user's
+validation pairs; the best one is the evidence for the persona.
 Step 2: the persona synthesizer (its prompt compiled once with MIPROv2) turns that evidence into a persona.
-Step 3: with the persona in the judge's instructions, candidate demo sets drawn from the step-1 traces (no second
-bootstrap) are scored on the validation pairs; the best one completes the personal judge.
-Both searches race the candidates by successive halving (see `candidate_search`) and stop at
-`stop_at_accuracy`; identical calls are answered by DSPy's cache.
+Step 3: with the persona in the judge's instructions, the train pairs are bootstrapped again, and candidate demo sets
+of those traces (and no demos at all) are scored on the validation pairs; the best one completes the personal judge.
 
-Balanced demos: the paper verifies a trace judged in one order, so a judge biased towards one position verifies
-mostly pairs shown in the order it favours, and the demos then teach the bias back (the personal judges of the
-README's demo answered "Second" 92% of the time). Here a verified pair was judged right wherever the chosen response
-stood, and every demo set, the labeled-only one included, shows each of its pairs in one order, drawn so that as
-many demos have the chosen response first as second (one more of either when the set is odd). This costs one extra
-bootstrap call per train pair. A judge that always answers the same position verifies no pair: the persona is then
-written from the labeled-only set (no reasoning) and the demo search chooses between no demos and that set.
+By default the fit follows the paper and its reference code (DSPy's BootstrapFewShotWithRandomSearch):
+- each train pair is judged once, in one order (half of the pairs with the chosen response first, drawn by the seed),
+  and kept when that one prediction is right;
+- a demo set holds up to every verified pair as a reasoned demo, topped up with labeled pairs (no reasoning) to
+  `labeled_demos` in all, as BootstrapFewShot does: the unshuffled set takes the verified pairs in train order, the
+  labeled-only set the first `labeled_demos` train pairs, each random set a random number of verified pairs from a
+  shuffled train order;
+- every candidate is scored on every validation judgment; the first in order to reach `stop_at_accuracy` wins, else
+  the most accurate (`candidate_search`'s `exhaustive`).
+
+Options that depart from it, each named in `SynthesizeMeConfig`:
+- `verification = "both_orders"`: a pair is verified when the judge is right in both orders, and every demo set shows
+  as many pairs with the chosen response first as second. A judge biased towards one position verifies mostly the
+  pairs shown in the order it favours, and the demos then teach the bias back (the personal judges of the README's
+  demo once answered "Second" 92% of the time). It costs one more bootstrap call per train pair.
+- `max_demos`: at most this many demos in a set, reasoned and labeled together; a 4k context holds about 4 (the
+  small-model profile's `max_demos`).
+- `search = "halving"`: successive halving, fewer calls, but the winner can differ (see `candidate_search`).
+- `step3_traces = "from_step1"`: step 3 draws its demo sets from the step-1 traces, written without the persona,
+  instead of bootstrapping again: one bootstrap pass fewer.
+A judge that verifies no pair leaves the persona to be written from labeled pairs only (no reasoning), and the demo
+search chooses between no demos and labeled sets. Identical candidate sets are scored once (a duplicate never wins:
+it scores as its first copy and comes later), and identical calls are answered by DSPy's cache.
 
 `SynthesizeMe` is a DSPy teleprompter: settings in its constructor, one user's data in
 `compile(student, trainset=..., valset=...)`. Both sets are judge examples as `judge_examples` makes them (inputs
@@ -30,6 +44,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import dspy
 from dspy.teleprompt import Teleprompter
@@ -44,28 +59,34 @@ from prefcraft.signatures.judge import JudgePreference
 from prefcraft.usage import LMUsage, metered
 
 ORDERS = ("chosen_first", "chosen_second")  # the two orders of a pair, as judge_examples names them
-DEMO_ORDERS = "balanced"
-"""How demos are oriented; fits record it, so that judges fitted from one-order bootstraps are fitted again."""
 SETS_HINT = "make trainset and valset with judge_set(pairs), which gives every pair in both orders"
+Verification = Literal["one_order", "both_orders"]
+Step3Traces = Literal["bootstrap_with_persona", "from_step1"]
 
 
 @dataclass
 class SynthesizeMeConfig:
     """Per-user fit settings. Defaults follow the paper (n = m = 10) and its reference code.
 
-    Search: `num_persona_subsets` (n) candidate trace subsets in step 1, `num_demo_candidates` (m) demo sets in
-    step 3, each of at most `max_demos` demos; a search stops at the first candidate reaching `stop_at_accuracy`.
-    `search`: `halving` races the candidates one validation pair at a time, then on rungs twice as long, keeping
-    the best third each time; `exhaustive` scores every candidate on every validation judgment, as the reference
-    code does.
-    Runtime: `num_threads` parallel calls; `seed` fixes the sampling of demo sets and of their demos' orders.
+    Search: `num_persona_subsets` (n) candidate demo sets in step 1, `num_demo_candidates` (m) in step 3 besides no
+    demos at all; a search stops at the first candidate reaching `stop_at_accuracy`. `search`: `exhaustive` scores
+    every candidate on every validation judgment (the paper); `halving` races them one validation pair at a time, then
+    on rungs twice as long, keeping the best third each time.
+    Demos: `max_demos` caps a set, reasoned and labeled demos together (None: every verified train pair may be a
+    reasoned demo, as in the paper); `labeled_demos` tops a set up with labeled pairs. `verification` and
+    `step3_traces`: see the module.
+    Runtime: `num_threads` parallel calls; `seed` fixes the orders the train pairs are shown in and the sampling of
+    demo sets.
     """
 
     num_persona_subsets: int = 10
     num_demo_candidates: int = 10
-    max_demos: int = 4
+    max_demos: int | None = None
+    labeled_demos: int = 4
     stop_at_accuracy: float | None = 0.8
-    search: SearchStrategy = "halving"
+    search: SearchStrategy = "exhaustive"
+    verification: Verification = "one_order"
+    step3_traces: Step3Traces = "bootstrap_with_persona"
     num_threads: int = 4
     seed: int = 0
 
@@ -78,7 +99,7 @@ class FitRecord:
     train_pairs: int
     val_pairs: int
     verified_pairs: int
-    """Train pairs judged right in both orders: the pool of reasoned demos."""
+    """Train pairs the step-1 judge got right (in the order shown, or in both with `both_orders`)."""
     persona: str
     subset_accuracies: list[float | None] = field(default_factory=list)
     demo_accuracies: list[float | None] = field(default_factory=list)
@@ -86,6 +107,8 @@ class FitRecord:
     demos: int = 0
     evidence_demos: list[dict[str, object]] = field(default_factory=list)
     """The step-1 subset: the best demos for the judge without a persona (the paper's "Just Demos")."""
+    verified_with_persona: int | None = None
+    """Train pairs the persona judge got right when step 3 bootstrapped again; None when it reused step 1's traces."""
     usage: dict[str, LMUsage] = field(default_factory=dict)
     failed_calls: dict[str, int] = field(default_factory=dict)
     """Calls that raised (server errors, unparseable replies) per step; each scored as a wrong judgment."""
@@ -95,8 +118,9 @@ class FitRecord:
         return sum(self.usage.values(), LMUsage())
 
 
-BothOrders = tuple[dspy.Example, dspy.Example]
-"""One pair's two judge examples (or verified traces): the chosen response shown first, then shown second."""
+Judged = tuple[dspy.Example, ...]
+"""One train pair as the bootstrap judges it: in its one shown order, or (`both_orders`) with the chosen response
+first, then second; a verified pair is the same tuple with each example's reasoning."""
 
 
 @dataclass
@@ -104,9 +128,9 @@ class PersonaEvidence:
     """The result of step 1 for one user: what the persona is written from, and what step 3 reuses."""
 
     user_id: str
-    train: list[BothOrders]
+    train: list[Judged]
     val_examples: list[dspy.Example]
-    verified: list[BothOrders]
+    verified: list[Judged]
     evidence: list[dspy.Example]
     subset_accuracies: list[float | None]
     rng: random.Random
@@ -134,17 +158,26 @@ class SynthesizeMe(Teleprompter):
         _check_student(student)
         evidence = self.collect_evidence(student, trainset=trainset, valset=valset)
         usage = dict(evidence.usage)
+        failed_calls = dict(evidence.failed_calls)
         with metered() as meter:
             persona = self.persona_synthesizer(past_judgments=evidence.past_judgments).persona
         usage["persona"] = meter.usage
+        verified_with_persona = None
+        verified = evidence.verified
+        if self.config.step3_traces == "bootstrap_with_persona":
+            with metered() as meter:
+                verified, failed_calls["persona_bootstrap"] = self._bootstrap(
+                    _with_persona(student, persona), evidence.train)
+            usage["persona_bootstrap"] = meter.usage
+            verified_with_persona = len(verified)
         with metered() as meter:
-            candidates = self._candidate_demo_sets(
-                evidence.verified, evidence.train, evidence.rng, self.config.num_demo_candidates
-            )
+            candidates = self._candidate_demo_sets(evidence.train, verified, evidence.rng,
+                                                   self.config.num_demo_candidates)
             demo_sets = [[], *candidates]
             judges = [_with_persona(student, persona) for _ in demo_sets]
             search = self._search(judges, demo_sets, evidence.val_examples)
         usage["demo_search"] = meter.usage
+        failed_calls["demo_search"] = search.failed
 
         judge = _with_persona(student, persona)
         judge.demos = demo_sets[search.best_index]
@@ -153,8 +186,8 @@ class SynthesizeMe(Teleprompter):
             val_pairs=len({example.pair_id for example in evidence.val_examples}),
             verified_pairs=len(evidence.verified), persona=persona, subset_accuracies=evidence.subset_accuracies,
             demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
-            evidence_demos=[dict(demo) for demo in evidence.evidence], usage=usage,
-            failed_calls={**evidence.failed_calls, "demo_search": search.failed},
+            evidence_demos=[dict(demo) for demo in evidence.evidence], verified_with_persona=verified_with_persona,
+            usage=usage, failed_calls=failed_calls,
         )  # fmt: skip
         return judge
 
@@ -163,59 +196,76 @@ class SynthesizeMe(Teleprompter):
     ) -> PersonaEvidence:
         """Step 1: bootstrap verified pairs with copies of `student`, and choose the demo set the persona is written
         from."""
-        train = _pairs_in_both_orders(trainset)
+        pairs = _pairs_in_both_orders(trainset)
         if not valset:
             raise DataError("valset", None, None, "no judge examples", SETS_HINT)
         rng = random.Random(self.config.seed)
+        train = pairs if self.config.verification == "both_orders" else [
+            (example,) for example in _balanced_orders(pairs, rng)]
         val_examples = list(valset)
         with metered() as bootstrap:
-            verified, bootstrap_failures = self._bootstrap(student, train)
+            verified, bootstrap_failures = self._bootstrap(student.reset_copy(), train)
         with metered() as evidence_meter:
-            subsets = self._candidate_demo_sets(verified, train, rng, self.config.num_persona_subsets)
+            subsets = self._candidate_demo_sets(train, verified, rng, self.config.num_persona_subsets)
             search = self._search([student.reset_copy() for _ in subsets], subsets, val_examples)
         return PersonaEvidence(
-            user_id=train[0][0].user_id, train=train, val_examples=val_examples, verified=verified,
+            user_id=pairs[0][0].user_id, train=train, val_examples=val_examples, verified=verified,
             evidence=subsets[search.best_index], subset_accuracies=_accuracies(search), rng=rng,
             usage={"bootstrap": bootstrap.usage, "persona_evidence": evidence_meter.usage},
             failed_calls={"bootstrap": bootstrap_failures, "persona_evidence": search.failed},
         )  # fmt: skip
 
-    def _bootstrap(self, student: PreferenceJudge, train: list[BothOrders]) -> tuple[list[BothOrders], int]:
-        """Judge each train pair in both orders; the pairs judged right in both, and how many calls failed."""
+    def _bootstrap(self, judge: PreferenceJudge, train: list[Judged]) -> tuple[list[Judged], int]:
+        """`judge` on every example of every train pair; the pairs it got right in each (with its reasoning), and how
+        many calls failed."""
         examples = [example for pair in train for example in pair]
-        judge = student.reset_copy()
         # One judge, one prompt prefix: its first call runs alone, so that the others find the prefix cached.
         predictions = run_phases(warm_then_interleave([[(judge, example) for example in examples]]),
                                  self.config.num_threads)
-        traces = [
+        traces = iter([
             example.copy(reasoning=prediction.reasoning)
             if prediction is not None and preference_correct(example, prediction) else None
             for example, prediction in zip(examples, predictions, strict=True)
-        ]
-        verified = [
-            (first, second)
-            for first, second in zip(traces[0::2], traces[1::2], strict=True)
-            if first is not None and second is not None
-        ]
+        ])
+        verified = [traced for traced in (tuple(next(traces) for _ in pair) for pair in train)
+                    if all(trace is not None for trace in traced)]
         return verified, sum(prediction is None for prediction in predictions)
 
     def _candidate_demo_sets(
-        self, verified: list[BothOrders], train: list[BothOrders], rng: random.Random, count: int
+        self, train: list[Judged], verified: list[Judged], rng: random.Random, count: int
     ) -> list[list[dspy.Example]]:
-        """Unshuffled verified pairs, labeled-only pairs, then random subsets of the verified pairs, each set shown
-        in balanced orders; duplicates dropped, `count` at most."""
-        k = self.config.max_demos
-        labeled = _balanced_orders(train[:k], rng)
-        candidates = [_balanced_orders(verified[:k], rng), labeled]
+        """Candidate demo sets as BootstrapFewShotWithRandomSearch builds them: the verified pairs in train order,
+        the first `labeled_demos` train pairs without reasoning, then verified pairs of random number taken from a
+        shuffled train order; duplicates dropped, `count` at most."""
+        by_pair = {pair[0].pair_id: pair for pair in verified}
+        most = min(self.config.max_demos or len(train), len(train))
+        candidates = [self._demo_set(train, most, by_pair, rng),
+                      self._shown(train[: self.config.labeled_demos], rng)[: self.config.max_demos]]
         for _ in range(8 * count):
             if len(candidates) >= count or not verified:
                 break
-            subset = rng.sample(verified, rng.randint(1, min(k, len(verified))))
-            candidates.append(_balanced_orders(subset, rng))
+            candidates.append(self._demo_set(rng.sample(train, len(train)), rng.randint(1, most), by_pair, rng))
         unique: dict[tuple[str, ...], list[dspy.Example]] = {}
         for demos in candidates:
-            unique.setdefault(tuple(sorted(f"{d.pair_id}:{d.order}" for d in demos)), demos)
+            unique.setdefault(tuple(sorted(f"{d.pair_id}:{d.order}:{'reasoning' in d}" for d in demos)), demos)
         return [demos for demos in unique.values() if demos][:count]
+
+    def _demo_set(
+        self, order: Sequence[Judged], size: int, verified: dict[str, Judged], rng: random.Random
+    ) -> list[dspy.Example]:
+        """The first `size` verified pairs in `order` as reasoned demos, topped up with labeled pairs drawn from the
+        rest to `labeled_demos` in all (BootstrapFewShot's rule); `max_demos` at most."""
+        reasoned = [verified[pair[0].pair_id] for pair in order if pair[0].pair_id in verified][:size]
+        taken = {pair[0].pair_id for pair in reasoned}
+        rest = [pair for pair in order if pair[0].pair_id not in taken]
+        labeled = rng.sample(rest, min(max(0, self.config.labeled_demos - len(reasoned)), len(rest)))
+        return self._shown(reasoned + labeled, rng)[: self.config.max_demos]
+
+    def _shown(self, pairs: Sequence[Judged], rng: random.Random) -> list[dspy.Example]:
+        """Each pair as one demo: in the order it was judged in, or with `both_orders` in balanced orders."""
+        if self.config.verification == "both_orders":
+            return _balanced_orders(pairs, rng)
+        return [pair[0] for pair in pairs]
 
     def _search(
         self, judges: list[PreferenceJudge], demo_sets: list[list[dspy.Example]], val_examples: list[dspy.Example]
@@ -225,12 +275,12 @@ class SynthesizeMe(Teleprompter):
         return search_candidates(
             judges, val_examples, preference_correct,
             stop_at=self.config.stop_at_accuracy, num_threads=self.config.num_threads,
-            strategy=self.config.search, first_rung=2,  # one validation pair, both orders
+            strategy=self.config.search, first_rung=2,  # halving: one validation pair, both orders
             seed=self.config.seed,
         )  # fmt: skip
 
 
-def _balanced_orders(pairs: Sequence[BothOrders], rng: random.Random) -> list[dspy.Example]:
+def _balanced_orders(pairs: Sequence[Judged], rng: random.Random) -> list[dspy.Example]:
     """Each pair in one order: half of them with the chosen response first, which half (and, for an odd count,
     which order gets the extra one) drawn at random."""
     start = rng.randrange(2)
@@ -249,7 +299,7 @@ def _check_student(student: PreferenceJudge) -> None:
         )
 
 
-def _pairs_in_both_orders(trainset: Sequence[dspy.Example]) -> list[BothOrders]:
+def _pairs_in_both_orders(trainset: Sequence[dspy.Example]) -> list[Judged]:
     """The train examples grouped by pair, in the order the pairs first appear."""
     by_pair: dict[str, dict[str, dspy.Example]] = {}
     for example in trainset:

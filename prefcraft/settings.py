@@ -161,8 +161,9 @@ class ServerSettings(BaseModel):
 
 class SmallModelProfile(BaseModel):
     """Length bounds that only a tiny model needs, so that none of its calls runs to the token budget: characters of
-    each free-text output, sizes of lists, and how much of each retrieved post a prompt shows. With the profile off,
-    outputs are bounded only by each role's `max_tokens`, as in the papers.
+    each free-text output, sizes of lists, how much of each retrieved post a prompt shows, and how many demos a
+    SynthesizeMe judge holds. With the profile off, outputs are bounded only by each role's `max_tokens`, as in the
+    papers.
 
     A per-field bound is keyed `Owner.field`: the signature, or the pydantic model of a structured output, that declares
     the field. It bounds every string (`field_chars`) or every list (`field_items`) inside that field; the entries given
@@ -185,6 +186,10 @@ class SmallModelProfile(BaseModel):
         default_factory=lambda: dict(SMALL_MODEL_FIELD_ITEMS), description="items of each list of a field"
     )
     post_chars: PositiveInt = Field(300, description="LaMP-QA: characters shown of each retrieved profile post")
+    max_demos: PositiveInt = Field(
+        4, description="SynthesizeMe: most demos in a fitted judge, reasoned and labeled together, so that the prompt "
+        "fits a 4k context (the paper: every verified train pair may be one)"
+    )
 
     @field_validator("field_chars")
     @classmethod

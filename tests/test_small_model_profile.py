@@ -18,6 +18,7 @@ import pytest
 
 import prefcraft.signatures
 from prefcraft.adapter import LengthBounds, output_schema
+from prefcraft.components.synthesizeme.commands import FitOptions
 from prefcraft.experiments import load_experiment
 from prefcraft.lm import build_adapter
 from prefcraft.settings import SMALL_MODEL_FIELD_CHARS, SMALL_MODEL_FIELD_ITEMS, ModelSettings, SmallModelProfile
@@ -150,3 +151,11 @@ EXPERIMENT_FILES = sorted(path for path in ROOT.glob("experiments/*.toml")
 def test_the_small_experiments_turn_the_profile_on_and_the_papers_turn_it_off(path):
     experiment = load_experiment(path)
     assert experiment.settings.small_model.enabled is path.stem.endswith("-small")
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("experiments/synthesizeme-*.toml")), ids=lambda path: path.name)
+def test_the_profile_caps_synthesizeme_demos_in_the_small_experiments_only(path):
+    experiment = load_experiment(path)
+    fit = FitOptions.model_validate(experiment.steps["fit"])
+    expected = SmallModelProfile().max_demos if path.stem.endswith("-small") else None
+    assert fit.search_config(experiment.settings).max_demos == expected

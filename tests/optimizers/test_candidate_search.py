@@ -87,7 +87,8 @@ def test_halving_breaks_ties_by_a_seeded_random_order_not_by_position():
     # Ten candidates tie on the first rung; keeping the earlier ones would always keep candidates 0-3.
     def survivors(seed):
         candidates = [Scripted(set(range(8))) for _ in range(10)]
-        search_candidates(candidates, EXAMPLES, metric, stop_at=None, num_threads=2, first_rung=2, seed=seed)
+        search_candidates(candidates, EXAMPLES, metric, stop_at=None, num_threads=2, strategy="halving",
+                          first_rung=2, seed=seed)
         return {index for index, candidate in enumerate(candidates) if len(candidate.asked) > 2}
 
     assert len(survivors(0)) == 4
@@ -113,6 +114,13 @@ def test_calls_in_flight_together_belong_to_different_candidates():
     # The first call of each candidate, then one call of each in turn.
     assert order[:3] == [(0, 0), (1, 0), (2, 0)]
     assert order[3:6] == [(0, 1), (1, 1), (2, 1)]
+
+
+def test_the_default_scores_every_candidate_on_every_example_as_the_paper():
+    candidates = [Scripted(set(range(8))) for _ in range(3)]
+    result = search_candidates(candidates, EXAMPLES, metric, stop_at=None, num_threads=2)
+    assert all(len(candidate.asked) == len(EXAMPLES) for candidate in candidates)
+    assert result.best_index == 0
 
 
 def test_needs_a_candidate():

@@ -1,5 +1,5 @@
-"""SynthesizeMe's per-user fit: the split, the teleprompter's shape and balanced demos on scripted judges, then a real
-fit on the embedded model."""
+"""SynthesizeMe's per-user fit: the split, the teleprompter's shape, Algorithm 1's steps and the options that depart
+from it on scripted judges, then a real fit on the embedded model."""
 
 import dspy
 import pytest
@@ -17,6 +17,8 @@ from prefcraft.settings import SmallModelProfile
 
 PERSONA_REPLY = {"reasoning": "They pick the short answers.", "persona": "Likes short, direct answers."}
 SMALL_SEARCH = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1)
+BOTH_ORDERS = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1,
+                                 verification="both_orders", max_demos=4)
 
 
 def always_second_lm() -> DummyLM:
@@ -110,10 +112,64 @@ def test_a_train_pair_in_one_order_only_is_refused_before_any_call(user_with):
         SynthesizeMe(PersonaSynthesizer()).compile(PreferenceJudge(), **{**sets(user), "trainset": trainset})
 
 
-def test_a_judge_that_always_answers_second_verifies_no_pair_and_learns_from_balanced_labels(user_with):
+def test_by_default_each_train_pair_is_judged_once_and_kept_when_that_judgment_is_right(user_with):
     user = user_with(train=4, val=2)
     with dspy.context(lm=always_second_lm()):
         judge = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH).compile(PreferenceJudge(), **sets(user))
+    record = judge.fit_record
+    assert record.usage["bootstrap"].calls == 4  # one order per pair, half of them with the chosen response first
+    assert record.verified_pairs == 2  # the two shown with the chosen response second
+    assert record.usage["persona_bootstrap"].calls == 4 and record.verified_with_persona == 2
+
+
+def test_step_three_bootstraps_the_train_pairs_again_with_the_persona_in_the_instructions(user_with):
+    user = user_with(train=4, val=2)
+    lm = oracle_lm(user)
+    with dspy.context(lm=lm):
+        judge = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH).compile(PreferenceJudge(), **sets(user))
+    train_contents = {pair.chosen.content for pair in user.train}
+    with_persona = [entry for entry in lm.history
+                    if PERSONA_REPLY["persona"] in entry["messages"][0]["content"]
+                    and any(content in entry["messages"][-1]["content"] for content in train_contents)]
+    assert len(with_persona) == judge.fit_record.usage["persona_bootstrap"].calls == 4
+    assert judge.fit_record.verified_with_persona == 4
+
+
+def test_step_three_can_reuse_the_step_one_traces_instead(user_with):
+    user = user_with(train=4, val=2)
+    config = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1,
+                                step3_traces="from_step1")
+    with dspy.context(lm=oracle_lm(user)):
+        judge = SynthesizeMe(PersonaSynthesizer(), config).compile(PreferenceJudge(), **sets(user))
+    record = judge.fit_record
+    assert "persona_bootstrap" not in record.usage and record.verified_with_persona is None
+    assert record.usage["bootstrap"].calls == 4
+
+
+def test_a_demo_set_may_hold_every_verified_pair_and_is_topped_up_with_labeled_ones(user_with):
+    user = user_with(train=8, val=2)
+    optimizer = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH)
+    with dspy.context(lm=oracle_lm(user)):
+        evidence = optimizer.collect_evidence(PreferenceJudge(), **sets(user))
+    assert len(evidence.verified) == 8
+    unshuffled, labeled, *random_sets = optimizer._candidate_demo_sets(
+        evidence.train, evidence.verified, evidence.rng, 10)
+    assert [demo.pair_id for demo in unshuffled] == [pair[0].pair_id for pair in evidence.train]
+    assert all("reasoning" in demo for demo in unshuffled)
+    assert len(labeled) == 4 and not any("reasoning" in demo for demo in labeled)
+    for demos in random_sets:
+        reasoned = sum("reasoning" in demo for demo in demos)
+        assert len(demos) == max(reasoned, 4)  # fewer than 4 reasoned demos: labeled ones make up 4
+    capped = SynthesizeMe(PersonaSynthesizer(), SynthesizeMeConfig(max_demos=4))
+    assert all(len(demos) <= 4 for demos in capped._candidate_demo_sets(
+        evidence.train, evidence.verified, evidence.rng, 10))
+
+
+def test_with_both_orders_a_judge_that_always_answers_second_verifies_no_pair_and_learns_from_balanced_labels(
+        user_with):
+    user = user_with(train=4, val=2)
+    with dspy.context(lm=always_second_lm()):
+        judge = SynthesizeMe(PersonaSynthesizer(), BOTH_ORDERS).compile(PreferenceJudge(), **sets(user))
     record = judge.fit_record
     assert record.usage["bootstrap"].calls == 8  # every train pair in both orders
     assert record.verified_pairs == 0
@@ -122,14 +178,14 @@ def test_a_judge_that_always_answers_second_verifies_no_pair_and_learns_from_bal
     assert is_balanced(judge.demos)
 
 
-def test_every_candidate_demo_set_shows_as_many_chosen_first_as_second(user_with):
+def test_with_both_orders_every_candidate_demo_set_shows_as_many_chosen_first_as_second(user_with):
     user = user_with(train=8, val=2)
-    optimizer = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH)
+    optimizer = SynthesizeMe(PersonaSynthesizer(), BOTH_ORDERS)
     with dspy.context(lm=oracle_lm(user)):
         evidence = optimizer.collect_evidence(PreferenceJudge(), **sets(user))
     assert len(evidence.verified) == 8
     assert is_balanced(evidence.evidence)
-    candidates = optimizer._candidate_demo_sets(evidence.verified, evidence.train, evidence.rng, 10)
+    candidates = optimizer._candidate_demo_sets(evidence.train, evidence.verified, evidence.rng, 10)
     assert len(candidates) == 10
     assert all(is_balanced(demos) for demos in candidates)
     assert [orders(demos) for demos in candidates[:2]] == [["First", "First", "Second", "Second"]] * 2
@@ -149,8 +205,8 @@ def test_real_fit_saves_a_judge_that_loads_back_and_predicts_identically(embedde
         assert record.persona.strip()
         assert record.persona in judge.judge.predict.signature.instructions
         assert 0.0 <= record.val_accuracy <= 1.0
-        assert len(judge.demos) <= config.max_demos
-        assert record.usage["bootstrap"].calls == 8  # each train pair judged in both orders, nothing else
+        assert record.usage["bootstrap"].calls == 4  # each train pair judged once, nothing else
+        assert record.usage["persona_bootstrap"].calls == 4
         assert record.usage["persona"].calls == 1
         assert len(record.subset_accuracies) <= config.num_persona_subsets
         assert len(record.demo_accuracies) <= config.num_demo_candidates + 1

@@ -10,13 +10,13 @@ from prefcraft.components.component import Comparison, Component, Demo, Emit, St
 from prefcraft.components.synthesizeme.charts import CHARTS
 from prefcraft.components.synthesizeme.compile_persona import compile_persona
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
-from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, default_persona_prompt, fit_users
+from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, default_persona_prompt, demo_cap, fit_users
 from prefcraft.components.synthesizeme.profiles import load_profiles
 from prefcraft.components.synthesizeme.report import format_comparison, format_fit_summary, format_report
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.flags import ExecutorOptions, optimizer_config, optimizer_options
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
-from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 
@@ -38,14 +38,25 @@ class _Data(Options):
 class _Search(Options):
     subsets: Positive = option(10, "n: candidate trace subsets for the persona")
     demo_candidates: Positive = option(10, "m: candidate demo sets")
-    max_demos: Count = option(4, "most demos in a fitted user's judge")
-    search: Literal["halving", "exhaustive"] = option(
-        "halving", "how candidates are scored: successive halving (fewer calls) or all on every pair")
+    max_demos: Positive | None = option(
+        None, "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train "
+        "pair may be one, as in the paper; with the small-model profile on, its max_demos)")
+    search: Literal["exhaustive", "halving"] = option(
+        "exhaustive", "how candidates are scored: each on every validation judgment, the first to reach 0.8 winning "
+        "(the paper), or successive halving (fewer calls; the winner can differ)")
+    verification: Literal["one_order", "both_orders"] = option(
+        "one_order", "step 1 keeps a train pair judged right in the one order it is shown in (the paper), or only "
+        "one judged right in both orders, with demo sets balanced by order (a guard against position bias; one more "
+        "call per train pair)")
+    step3_traces: Literal["bootstrap_with_persona", "from_step1"] = option(
+        "bootstrap_with_persona", "step 3's demos: bootstrap the train pairs again with the persona (the paper), or "
+        "reuse step 1's traces, written without it (one bootstrap pass fewer)")
 
     def search_config(self, settings: Any) -> SynthesizeMeConfig:
         return SynthesizeMeConfig(num_persona_subsets=self.subsets, num_demo_candidates=self.demo_candidates,
-                                  max_demos=self.max_demos, search=self.search, num_threads=settings.num_threads,
-                                  seed=settings.seed)
+                                  max_demos=demo_cap(settings, self.max_demos), search=self.search,
+                                  verification=self.verification, step3_traces=self.step3_traces,
+                                  num_threads=settings.num_threads, seed=settings.seed)
 
 
 class _Fit(_Search):

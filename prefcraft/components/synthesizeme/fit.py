@@ -25,7 +25,7 @@ from prefcraft.loaders.personal_reward_bench import (
     train_val_split,
 )
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
-from prefcraft.optimizers.synthesizeme import DEMO_ORDERS, FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, model_session, run_in_worker
@@ -94,7 +94,8 @@ def fit_users(
 
     Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user.
     """
-    config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
+    config = config or SynthesizeMeConfig(max_demos=demo_cap(settings), num_threads=settings.num_threads,
+                                          seed=settings.seed)
     selected = select_users(group_by_user(load_pairs(data)), users)
     digest = data_digest(data)
     summary = FitSummary()
@@ -197,11 +198,17 @@ def fitted_path(output_dir: Path, user_id: str) -> Path:
     return path_in(output_dir, user_id, ".json")
 
 
+def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
+    """The most demos in a fitted judge: `max_demos` when given, else the small-model profile's when the profile is on,
+    else none (the paper)."""
+    profile = settings.small_model_profile()
+    return max_demos if max_demos is not None else profile.max_demos if profile else None
+
+
 def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:
-    """The settings that change a fit's result: the split, the demos' orders and the optimizer's (threads only change
-    its speed)."""
+    """The settings that change a fit's result: the split and the optimizer's (threads only change its speed)."""
     optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
-    return {"val_fraction": VAL_FRACTION, "demo_orders": DEMO_ORDERS, **optimizer}
+    return {"val_fraction": VAL_FRACTION, **optimizer}
 
 
 def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:

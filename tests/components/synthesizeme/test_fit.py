@@ -1,10 +1,11 @@
 """Resuming a fit: a fitted file is reused only when nothing that changes a fit has changed."""
 
-from prefcraft.components.synthesizeme.fit import PERSONAL_JUDGE, _refit_reason, fit_settings
+from prefcraft.components.synthesizeme.fit import PERSONAL_JUDGE, _refit_reason, demo_cap, fit_settings
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.settings import Settings, SmallModelProfile
 
 
 def fitted_file(tmp_path, config: SynthesizeMeConfig):
@@ -26,7 +27,9 @@ def test_threads_do_not_force_a_refit(tmp_path):
 
 def test_every_setting_that_changes_a_fit_is_named(tmp_path):
     path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
-    for change in ({"search": "exhaustive"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3}, {"seed": 1}):
+    changes = ({"search": "halving"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3}, {"seed": 1},
+               {"max_demos": 7}, {"verification": "both_orders"}, {"step3_traces": "from_step1"})
+    for change in changes:
         expected = {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(**change))}
         reason = _refit_reason(path, expected)
         assert reason is not None and "optimizer" in reason and str(next(iter(change.values()))) in reason
@@ -35,14 +38,24 @@ def test_every_setting_that_changes_a_fit_is_named(tmp_path):
     assert "data_digest" in _refit_reason(path, {**metadata, "data_digest": "def"})
 
 
-def test_a_judge_fitted_before_demos_were_balanced_is_fitted_again(tmp_path):
+def test_a_judge_fitted_before_the_steps_followed_the_paper_is_fitted_again(tmp_path):
     settings = fit_settings(SynthesizeMeConfig())
-    assert settings["val_fraction"] == VAL_FRACTION == 0.3 and settings["demo_orders"] == "balanced"
-    before = {name: value for name, value in settings.items() if name != "demo_orders"}
+    assert settings["val_fraction"] == VAL_FRACTION == 0.3
+    assert (settings["verification"], settings["step3_traces"], settings["search"]) == (
+        "one_order", "bootstrap_with_persona", "exhaustive")
+    before = {**{name: value for name, value in settings.items() if name not in ("verification", "step3_traces")},
+              "demo_orders": "balanced", "search": "halving", "max_demos": 4}
     path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
     path = save_compiled(PreferenceJudge("persona"), path, program_name=PERSONAL_JUDGE,
                          **{**metadata, "optimizer": before})
-    assert "'demo_orders': 'balanced'" in _refit_reason(path, metadata)
+    assert "'verification': 'one_order'" in _refit_reason(path, metadata)
+
+
+def test_the_small_model_profile_caps_the_demos_unless_a_cap_is_given():
+    assert demo_cap(Settings()) == SmallModelProfile().max_demos == 4  # the embedded default turns the profile on
+    assert demo_cap(Settings(small_model=SmallModelProfile(enabled=False))) is None  # the paper: no cap
+    assert demo_cap(Settings(small_model=SmallModelProfile(enabled=False)), 6) == 6
+    assert demo_cap(Settings(), 2) == 2
 
 
 def test_a_missing_or_unreadable_file_is_fitted(tmp_path):
