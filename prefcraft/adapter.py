@@ -9,7 +9,9 @@ reply. Three dialects:
 - "llguidance": llama.cpp's `grammar` field in llguidance's form, with JSON that has no free whitespace (through the
   json_schema form, llguidance lets a model write any run of spaces and newlines between tokens);
 - "none": no constraint, the prompt alone asks for JSON.
-The format goes through `extra_body`, because DSPy's native engine rebuilds `response_format` itself.
+The constraint goes in `response_format`, which DSPy's canonical `Request` carries to the engine; a grammar field has
+no place there, so the llguidance dialect asks in the json_schema form with llguidance's options in the schema, and
+prefcraft's engines (`routing.ServerEngine`) move it to the grammar field (`llguidance_in_grammar_field`).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import pydantic
 
 from prefcraft.errors import ConfigError
 from prefcraft.lm_cache import evict_unparsed_replies
-from prefcraft.routing import RouterEngine
 
 Dialect = Literal["json_schema", "llguidance", "none"]
 DIALECTS: tuple[str, ...] = get_args(Dialect)
-COMPACT_JSON = {"whitespace_flexible": False, "key_separator": ":", "item_separator": ","}  # llguidance's x-guidance
+COMPACT_JSON = {"whitespace_flexible": False, "key_separator": ":", "item_separator": ","}
+LLGUIDANCE_OPTIONS = "x-guidance"  # the key of llguidance's own options in a JSON schema
+LLGUIDANCE_JSON = "%llguidance {}\nstart: %json "  # an llguidance grammar whose start rule is the JSON schema after it
 
 # Bounds checked against llguidance (the grammar engine of xllamacpp's llama.cpp server). It enforces string, list, map
 # and number bounds, but the digits of a number without a range, or of a float without a step, are unbounded: every
@@ -84,11 +87,7 @@ class SchemaAdapter(dspy.JSONAdapter):
         if self.dialect == "none":
             return
         schema = output_schema(signature, self.bounds)
-        constraint = _constraint(self.dialect, schema)
-        if isinstance(getattr(lm, "engine", None), RouterEngine):
-            lm_kwargs.update(constraint)  # the Router's engine takes DSPy's canonical Request, which has no extra_body
-        else:
-            lm_kwargs["extra_body"] = {**lm_kwargs.get("extra_body", {}), **constraint}
+        lm_kwargs["response_format"] = _response_format(self.dialect, schema)
         chars = max_chars(schema)
         if math.isfinite(chars):
             # A bounded schema bounds the reply's length, so a budget that covers it never cuts a reply short.
@@ -97,11 +96,20 @@ class SchemaAdapter(dspy.JSONAdapter):
             lm_kwargs["max_tokens"] = max(current, needed)
 
 
-def _constraint(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]:
+def _response_format(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]:
     if dialect == "llguidance":
-        return {"grammar": "%llguidance {}\nstart: %json " + json.dumps({**schema, "x-guidance": COMPACT_JSON})}
-    return {"response_format": {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema,
-                                                                       "strict": True}}}
+        schema = {**schema, LLGUIDANCE_OPTIONS: COMPACT_JSON}
+    return {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
+
+
+def llguidance_in_grammar_field(body: dict[str, Any]) -> None:
+    """Move a `response_format` schema that carries llguidance's options to llama.cpp's `grammar` field, sent in
+    `extra_body`: the server reads those options only from a grammar (its json_schema path lets a model write free
+    whitespace)."""
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
+    if LLGUIDANCE_OPTIONS in schema:
+        del body["response_format"]
+        body["extra_body"] = {**(body.get("extra_body") or {}), "grammar": LLGUIDANCE_JSON + json.dumps(schema)}
 
 
 def output_schema(signature: type[dspy.Signature], bounds: LengthBounds | None = None) -> dict[str, Any]:

@@ -17,16 +17,15 @@ from typing import Any, ClassVar
 import dspy
 from dspy import lm15
 from dspy.clients import DISK_CACHE_LIMIT
-from dspy.clients.call_result import CallResult
 from dspy.clients.engines import LiteLLMEngine
-from dspy.lm15 import Request, Response
+from dspy.lm15 import Request, Response, Usage, response_to_events
 from dspy.utils.callback import BaseCallback
 
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.backends.process import list_models
 from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
 from prefcraft.lm_cache import ReplyCache
-from prefcraft.routing import RouterEngine, endpoint_router
+from prefcraft.routing import RouterEngine, ServerEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 from prefcraft.usage import count_sent
 
@@ -68,7 +67,7 @@ def build_lm(model: ModelSettings) -> dspy.LM:
         client["api_base"] = model.api_base
     if api_key:
         client["api_key"] = api_key
-    # litellm's engine sends `max_tokens`, which every server honours (DSPy's native engine sends
+    # The server engine sends `max_tokens`, which every server honours (DSPy's native engine sends
     # `max_completion_tokens` for openai/ models, which llama.cpp ignores: runaway generations).
     engine = CountingEngine(retries=model.num_retries, wire_model=model.model, **client)
     return dspy.LM(model.model, engine=engine, **sampling)
@@ -81,10 +80,10 @@ class _Sending:
     slow server the same work again. Identical requests get identical answers (as from DSPy's cache)."""
 
     retries: int
-    _waiting: ClassVar[dict[str, Future[Any]]] = {}
+    _waiting: ClassVar[dict[str, Future[Response]]] = {}
     _waiting_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def _send(self, request: Any, send: Callable[[], Any]) -> Any:
+    def _send(self, request: Request, send: Callable[[], Response]) -> Response:
         endpoint = getattr(self, "client_options", {}).get("api_base")
         if endpoint in EndpointFaults.timed_out or endpoint in EndpointFaults.unreachable:
             # The command ends with EndpointFaults.error(); this failed call only needs to say why it was not sent.
@@ -96,7 +95,7 @@ class _Sending:
                 answer = self._waiting[key] = Future()
         if earlier is not None:
             count_sent("resubmissions")
-            return _as_cache_hit(earlier.result())
+            return _counted_already(earlier.result())
         try:
             result = self._send_with_retries(send, endpoint)
         except BaseException as error:
@@ -109,7 +108,7 @@ class _Sending:
             with self._waiting_lock:
                 del self._waiting[key]
 
-    def _send_with_retries(self, send: Callable[[], Any], endpoint: str | None) -> Any:
+    def _send_with_retries(self, send: Callable[[], Response], endpoint: str | None) -> Response:
         for attempt in range(self.retries + 1):
             count_sent("requests" if attempt == 0 else "retries")
             try:
@@ -167,10 +166,10 @@ class EndpointFaults:
             cls.timed_out.clear()
             cls.unreachable.clear()
 
-def _as_cache_hit(result: Any) -> Any:
-    """A copy of a DSPy call result that says it came from a cache: its tokens were counted with the request that
-    fetched it. (A Router's reply arrives before DSPy wraps it and cannot say so: its tokens count twice.)"""
-    return dataclasses.replace(result, cache_hit=True) if isinstance(result, CallResult) else result
+def _counted_already(response: Response) -> Response:
+    """A copy of `response` that reports no usage, as a cache hit does: its tokens were counted with the request that
+    fetched it."""
+    return dataclasses.replace(response, usage=Usage())
 
 
 def _connection_failed(error: BaseException | None) -> bool:
@@ -189,18 +188,18 @@ def _caused_by(error: BaseException | None, kinds: type[BaseException] | tuple[t
     return False
 
 
-class CountingEngine(_Sending, LiteLLMEngine):
-    """DSPy's litellm engine (one HTTP request per call), sending through `_Sending`."""
+class CountingEngine(_Sending, ServerEngine):
+    """The server engine (one HTTP request per call), sending through `_Sending`."""
 
     def __init__(self, retries: int, wire_model: str, **client: Any) -> None:
         super().__init__(model_type="chat", wire_model=wire_model, **client)
         self.retries = retries
 
-    def complete_legacy(self, lm: dspy.LM, request: dict[str, Any], **context: Any) -> Any:
-        return self._send(request, lambda: LiteLLMEngine.complete_legacy(self, lm, request, **context))
-
     def complete(self, request: Request) -> Response:
         return self._send(request, lambda: LiteLLMEngine.complete(self, request))
+
+    def stream(self, request: Request) -> Iterator[Any]:
+        return response_to_events(self.complete(request))  # sent whole, so that it is counted like any call
 
 
 class CountingRouterEngine(_Sending, RouterEngine):

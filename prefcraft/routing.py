@@ -1,4 +1,5 @@
-"""One model on several endpoints: a DSPy engine that spreads the model's calls over them with litellm's Router."""
+"""DSPy engines over litellm that write the request body self-hosted servers honour; one model on several endpoints
+spread by litellm's Router."""
 
 from __future__ import annotations
 
@@ -9,10 +10,34 @@ from dspy.clients.engines import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
 from dspy.lm15 import Request, Response, response_to_events
 
+from prefcraft.adapter import llguidance_in_grammar_field
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
     import litellm
+
+
+class ServerEngine(LiteLLMEngine):
+    """DSPy's litellm engine, taking every call as DSPy's canonical `Request` and writing the body that llama.cpp's
+    and vLLM's servers honour.
+
+    A custom engine is DSPy's hook for its transport (`dspy.LM(model, engine=...)`): caching, retries, usage tracking
+    and history stay in `dspy.LM`, above the engine, and work as for any model.
+    """
+
+    # The inherited shortcut for OpenAI-style calls would take them past `complete`; without it, every call arrives
+    # there as a Request.
+    complete_legacy = None
+
+    def _arguments(self, request: Request, *, streaming: bool = False) -> dict[str, Any]:
+        data = super()._arguments(request, streaming=streaming)
+        # DSPy writes OpenAI's current `max_completion_tokens`, which llama.cpp and older vLLM servers ignore: a
+        # runaway generation follows.
+        if "max_completion_tokens" in data:
+            data["max_tokens"] = data.pop("max_completion_tokens")
+        data.pop("n", None)  # one choice, every server's default
+        llguidance_in_grammar_field(data)
+        return data
 
 
 def endpoint_router(model: ModelSettings, api_key: str | None) -> litellm.Router:
@@ -27,17 +52,8 @@ def endpoint_router(model: ModelSettings, api_key: str | None) -> litellm.Router
     return litellm.Router(model_list=deployments, routing_strategy=model.routing_strategy)
 
 
-class RouterEngine(LiteLLMEngine):
-    """DSPy's litellm engine, sending each call through a litellm Router instead of `litellm.completion`.
-
-    A custom engine is DSPy's hook for its transport (`dspy.LM(model, engine=...)`): caching, retries, usage tracking
-    and history stay in `dspy.LM`, above the engine, and work as for any model. Calls arrive as DSPy's canonical
-    `Request`; litellm's request body is then written for the self-hosted servers a Router spreads over.
-    """
-
-    # The inherited shortcut for OpenAI-style calls goes to `litellm.completion`, past the Router; without it, every
-    # call arrives here as a Request.
-    complete_legacy = None
+class RouterEngine(ServerEngine):
+    """The server engine, sending each call through a litellm Router instead of `litellm.completion`."""
 
     def __init__(self, router: litellm.Router):
         super().__init__(model_type="chat")
@@ -45,16 +61,8 @@ class RouterEngine(LiteLLMEngine):
 
     def complete(self, request: Request) -> Response:
         with litellm_errors(model=request.model):
-            raw = self.router.completion(**self._router_arguments(request))
+            raw = self.router.completion(**self._arguments(request))
         return self._response(raw, request)
 
     def stream(self, request: Request) -> Iterator[Any]:
         return response_to_events(self.complete(request))
-
-    def _router_arguments(self, request: Request) -> dict[str, Any]:
-        data = self._arguments(request)
-        # DSPy writes OpenAI's current `max_completion_tokens`, which llama.cpp and older vLLM servers ignore: a
-        # runaway generation follows.
-        if "max_completion_tokens" in data:
-            data["max_tokens"] = data.pop("max_completion_tokens")
-        return data

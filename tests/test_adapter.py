@@ -16,6 +16,7 @@ from prefcraft.adapter import (
     LengthBounds,
     SchemaAdapter,
     declared_names,
+    llguidance_in_grammar_field,
     max_chars,
     output_schema,
 )
@@ -534,7 +535,7 @@ def test_predict_with_the_schema_adapter_returns_typed_outputs():
     assert isinstance(prediction.menu, Menu) and isinstance(prediction.menu.main, Dish)
     assert prediction.weights == TYPED_REPLY["weights"]
     sent = lm.history[-1]["kwargs"]
-    assert sent["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(Typed, LengthBounds(120, 4))
+    assert sent["response_format"]["json_schema"]["schema"] == output_schema(Typed, LengthBounds(120, 4))
 
 
 # SchemaAdapter._prepare_response_format
@@ -550,22 +551,15 @@ def prepared(dialect: str, bounds: LengthBounds | None = SMALL, **lm_kwargs: Any
 
 def test_json_schema_wire_form():
     sent = prepared("json_schema")
-    assert sent["extra_body"]["response_format"] == {
+    assert sent["response_format"] == {
         "type": "json_schema",
         "json_schema": {"name": "outputs", "schema": output_schema(Bounded, LengthBounds(800, 8)), "strict": True},
     }
-    assert "response_format" not in sent  # DSPy's native engine would rebuild a top-level one
 
 
 def test_no_constraint_sends_nothing():
     assert prepared("none") == {}
     assert prepared("none", max_tokens=8) == {"max_tokens": 8}
-
-
-def test_other_extra_body_keys_are_kept():
-    sent = prepared("json_schema", extra_body={"top_k": 5})
-    assert sent["extra_body"]["top_k"] == 5
-    assert "response_format" in sent["extra_body"]
 
 
 def test_max_tokens_is_raised_to_cover_the_schema():
@@ -578,19 +572,30 @@ def test_max_tokens_is_raised_to_cover_the_schema():
 def test_an_unbounded_schema_leaves_max_tokens_as_it_is():
     assert "max_tokens" not in prepared("json_schema", None)  # the LM's own max_tokens bounds the reply
     assert prepared("json_schema", None, max_tokens=100)["max_tokens"] == 100
-    assert prepared("json_schema", None)["extra_body"]["response_format"]["json_schema"]["schema"] == output_schema(
-        Bounded
-    )
+    assert prepared("json_schema", None)["response_format"]["json_schema"]["schema"] == output_schema(Bounded)
 
 
-def test_llguidance_wire_form_asks_for_compact_json():
+def test_llguidance_asks_for_compact_json_in_the_schema():
     sent = prepared("llguidance")
-    header, embedded = sent["extra_body"]["grammar"].split("%json ", 1)
+    assert sent["response_format"]["json_schema"]["schema"] == {**output_schema(Bounded, SMALL),
+                                                                 "x-guidance": COMPACT_JSON}
+    assert COMPACT_JSON["whitespace_flexible"] is False
+    assert sent["max_tokens"] == prepared("json_schema")["max_tokens"]  # the same bounds, the same budget
+
+
+def test_llguidance_schema_goes_in_the_grammar_field():
+    body = {"model": "m", "response_format": prepared("llguidance")["response_format"], "extra_body": {"top_k": 5}}
+    llguidance_in_grammar_field(body)
+    header, embedded = body["extra_body"]["grammar"].split("%json ", 1)
     assert header == "%llguidance {}\nstart: "
     assert json.loads(embedded) == {**output_schema(Bounded, SMALL), "x-guidance": COMPACT_JSON}
-    assert COMPACT_JSON["whitespace_flexible"] is False
-    assert "response_format" not in sent["extra_body"] and "response_format" not in sent
-    assert sent["max_tokens"] == prepared("json_schema")["max_tokens"]  # the same bounds, the same budget
+    assert body == {"model": "m", "extra_body": {"top_k": 5, "grammar": body["extra_body"]["grammar"]}}
+
+
+def test_a_json_schema_stays_in_response_format():
+    body = {"model": "m", "response_format": prepared("json_schema")["response_format"]}
+    llguidance_in_grammar_field(body)
+    assert body == {"model": "m", "response_format": prepared("json_schema")["response_format"]}
 
 
 def test_unknown_dialect():

@@ -1,16 +1,19 @@
+import json
 import socket
 import time
+import warnings
 from collections.abc import Iterator
 
 import dspy
 import pytest
+from dspy.utils.exceptions import AdapterParseError
 from openai_standin import StandInServer
 
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import free_port
 from prefcraft.errors import ConfigError, ServerUnreachableError
-from prefcraft.lm import build_lm, check_reachable, configure_cache
-from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings
+from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
 
 
@@ -65,6 +68,31 @@ def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
     assert body["temperature"] == 0.3
     assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
     assert "max_completion_tokens" not in body
+
+
+@pytest.mark.parametrize("dialect", ["json_schema", "llguidance", "none"])
+def test_structured_calls_reach_the_server_as_the_adapter_asks_without_a_deprecation_warning(recording_server,
+                                                                                            dialect):
+    """Every call reaches prefcraft's engine as DSPy's canonical Request (DSPy 3.4 warns on the complete_legacy
+    shortcut); the server gets the constraint in its own form, with the sampling and the schema's token budget."""
+    model = ModelSettings(api_base=recording_server.api_base, max_tokens=77, structured_output=dialect)
+    adapter = build_adapter(model, SmallModelProfile())
+    with warnings.catch_warnings(), dspy.context(lm=build_lm(model), adapter=adapter):
+        warnings.simplefilter("error", DeprecationWarning)
+        try:
+            dspy.Predict(JudgePreference)(conversation="[user]: hi", first_completion="Hello!", second_completion="Hi.")
+        except AdapterParseError:
+            assert dialect != "json_schema"  # the stand-in fills the schema of a response_format alone
+
+    [body] = recording_server.bodies
+    lm_kwargs: dict = {}
+    adapter._prepare_response_format(build_lm(model), lm_kwargs, JudgePreference)
+    constraint = {"response_format": lm_kwargs["response_format"]} if dialect == "json_schema" else {}
+    if dialect == "llguidance":
+        constraint = {"grammar": "%llguidance {}\nstart: %json "
+                      + json.dumps(lm_kwargs["response_format"]["json_schema"]["schema"])}
+    assert body == {"model": EMBEDDED_MODEL_NAME, "messages": body["messages"], "temperature": 0.0,
+                    "max_tokens": lm_kwargs.get("max_tokens", 77), **constraint}
 
 
 def test_api_key_is_read_from_the_named_variable(monkeypatch):

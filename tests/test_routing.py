@@ -113,7 +113,7 @@ def test_calls_are_spread_over_every_endpoint_with_constrained_decoding_usage_an
     for body in first.bodies + second.bodies:
         assert body["model"] == EMBEDDED_MODEL_NAME
         assert body["max_tokens"] >= 77
-        assert body["response_format"]["type"] == "json_schema"  # SchemaAdapter's extra_body reached the server
+        assert body["response_format"]["type"] == "json_schema"  # SchemaAdapter's constraint reached the server
     assert usage.get_total_tokens()[MODEL]["total_tokens"] == 5
 
 
