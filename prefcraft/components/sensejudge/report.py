@@ -61,8 +61,8 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
              f"{outcome.labels}."]
     if "simulated" in outcome.labels:
         lines.append(f"  {SIMULATED_NOTE}")
-    lines.append(f"{'judge':<{NAME_WIDTH}} {'Overall':>7}  {'accuracy, both orders [95% CI]':<33} {'consistency':>11}  "
-                 f"{'first position [95% CI]':<33} unparseable")
+    lines.append(f"{'judge':<{NAME_WIDTH}} {'Overall':>7}  {'pooled accuracy, both orders [95% CI]':<37} "
+                 f"{'consistency':>11}  {'first position [95% CI]':<33} unparseable")
     lines += [_row_line(row) for row in [*outcome.rows, outcome.selected]]
     averaged = "the mean over dev-tied subsets" + (", per topic, then over topics" if per_topic else "")
     lines.append(f"{f'tied-best average ({outcome.tied_best_subsets})':<{NAME_WIDTH}} "
@@ -92,7 +92,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
 
 def _row_line(row: JudgeRow) -> str:
     report = row.report
-    return (f"{row.name:<{NAME_WIDTH}} {100 * row.overall:6.1f}%  {report.accuracy!s:<33} "
+    return (f"{row.name:<{NAME_WIDTH}} {100 * row.overall:6.1f}%  {report.accuracy!s:<37} "
             f"{100 * report.consistency:10.1f}%  {row.first_position!s:<33} {report.parse_failures}")
 
 

@@ -58,7 +58,8 @@ class JudgeRow:
     """Over every test judgment, all topics pooled."""
     first_position: Estimate
     topics: dict[str, float]
-    """Accuracy (both orders) on each topic's test pairs."""
+    """Accuracy (both orders) on each topic's test pairs; a description position a topic lacks (it had fewer dev
+    pairs) leaves that topic out."""
 
     @property
     def overall(self) -> float:

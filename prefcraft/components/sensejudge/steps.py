@@ -182,9 +182,8 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
     annotator = _annotator(job.pairs, job.annotator or metadata.get("annotator"))
     if not annotator.test:
         raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {job.pairs}")
-    pairs = load_pairs(job.pairs)
-    annotations = dict(zip(map(pair_id, pairs), load_pair_annotations(job.pairs), strict=True))
-    topic_of = dict(zip(map(pair_id, pairs), load_pair_topics(job.pairs), strict=True))
+    annotations = dict(zip(map(pair_id, load_pairs(job.pairs)), load_pair_annotations(job.pairs), strict=True))
+    topic_of = _pair_topics(job.pairs)
     scope = metadata.get("scope", "all")
     selections: dict[str, dict] = metadata.get("topics") or {ALL_TOPICS: metadata}  # files saved before topics
     test = _by_topic(annotator.test, topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
@@ -192,7 +191,7 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
     if unselected:
         raise ConfigError(f"{job.judge} has no descriptions for the topics {', '.join(unselected)} of the test pairs",
                           "run `prefcraft sensejudge select` on this file first")
-    examples = {topic: judge_set(pairs) for topic, pairs in test.items()}
+    examples = {topic: judge_set(topic_pairs) for topic, topic_pairs in test.items()}
     params = {"program": SENSEJUDGE, "judge": str(job.judge), "data": str(job.pairs), "data_digest": digest,
               "annotator": annotator.user_id, "test_pairs": len(annotator.test), "scope": scope, "topics": len(test),
               **model_params(session)}
@@ -205,8 +204,8 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
         judge = SelectedJudge()
         load_compiled(judge, job.judge, program_name=SENSEJUDGE)
         with metered() as selected_judge:
-            judgments = [judgment for topic, pairs in test.items()
-                         for judgment in judge_pairs(judge.for_topic(topic), pairs, model=session.task,
+            judgments = [judgment for topic, topic_pairs in test.items()
+                         for judgment in judge_pairs(judge.for_topic(topic), topic_pairs, model=session.task,
                                                      num_threads=session.num_threads)[0]]
         by_description: dict[str, list[Judgment]] = {}
         for topic, topic_votes in votes.items():
