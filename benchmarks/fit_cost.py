@@ -2,20 +2,24 @@
 
 Measures, per user and step, with the default persona prompt for the embedded model: LM requests, prompt and completion
 tokens, wall time, the validation accuracy the search chose by, the chosen judge's accuracy on all validation
-judgments and on the user's test judgments (both orders; neither counted as fit calls), for each search strategy:
-`halving` (prefcraft's default) and `exhaustive` (every candidate on every validation judgment, as the reference code
-scores them); failed calls; the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's
-/metrics). Both searches of a user start from one shared bootstrap: the train pairs are judged once in an empty DSPy
-cache, and each search runs in its own copy of that cache, so the two differ only in their search (the embedded server
-is not deterministic from run to run, and two separate bootstraps would give them different verified pairs). The
-bootstrap's cost is counted in both;
+judgments and on the user's test judgments (both orders; neither counted as fit calls), for the paper's way (the
+fit's defaults: Algorithm 1) and for each option that departs from it and changes the cost, one at a time:
+`halving` (successive halving instead of scoring every candidate), `both_orders` (a pair verified in both orders,
+demos balanced by order: one more bootstrap call per train pair), `from_step1` (step 3 reuses step 1's traces: one
+bootstrap pass fewer) and `max_demos_4` (the small-model profile's cap of 4 demos: shorter prompts); failed calls;
+the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics). Every variant of a
+user starts from one shared bootstrap: the train pairs are judged once in both orders in an empty DSPy cache, and each
+variant runs in its own copy of that cache, so that they differ only in what they change (the embedded server is not
+deterministic from run to run, and separate bootstraps would give them different verified pairs). The step-1 bootstrap
+is counted in each variant as the calls it asks: one per train pair, two with `both_orders`, with the tokens of that
+share of the shared bootstrap;
 - the reference's call budget for the same user, two ways: the issue's estimate, (n + m) x validation judgments +
   bootstrap, and a count from SALT-NLP/SynthesizeMe's code, (n + 2) + (m + 3) candidates x validation judgments + two
   bootstraps + the persona call;
 - wall time to judge a fixed set of pairs in both orders with 1, 2, 4 and 8 threads.
 
-Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--thread-counts 1 2 4 8]
-    [--api-base URL]
+Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10] [--variants paper ...]
+    [--thread-counts 1 2 4 8] [--api-base URL]
 """
 
 from __future__ import annotations
@@ -43,6 +47,14 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import ModelSettings, ServerSettings, SmallModelProfile
 
 logger = logging.getLogger("fit_cost")
+VARIANTS: dict[str, dict[str, object]] = {
+    "paper": {},
+    "halving": {"search": "halving"},
+    "both_orders": {"verification": "both_orders"},
+    "from_step1": {"step3_traces": "from_step1"},
+    "max_demos_4": {"max_demos": 4},
+}
+"""Each option that changes a fit's cost, as its change to the fit's defaults (the paper's way)."""
 
 
 def use_cache(directory: str) -> str:
@@ -54,13 +66,13 @@ def fresh_cache() -> str:
     return use_cache(tempfile.mkdtemp())
 
 
-def shared_bootstrap(user, config: SynthesizeMeConfig, model: ModelSettings) -> tuple[str, dict]:
-    """Judges the user's train pairs in both orders with the uncompiled judge, the requests a fit's bootstrap sends, in
-    an empty cache; the cache directory and what it cost."""
+def shared_bootstrap(user, num_threads: int, model: ModelSettings) -> tuple[str, dict]:
+    """Judges the user's train pairs in both orders with the uncompiled judge, every request a fit's step-1 bootstrap
+    may send, in an empty cache; the cache directory and what it cost."""
     cache_dir = fresh_cache()
     train, _ = train_val_split(user)
     started = time.perf_counter()
-    _, usage = judge_pairs(PreferenceJudge(), train, model=model, num_threads=config.num_threads, progress=False)
+    _, usage = judge_pairs(PreferenceJudge(), train, model=model, num_threads=num_threads, progress=False)
     return cache_dir, {"usage": asdict(usage), "wall_s": round(time.perf_counter() - started, 1)}
 
 
@@ -78,10 +90,12 @@ def measure_fit(user, config: SynthesizeMeConfig, model: ModelSettings, bootstra
         judge = SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train),
                                                           valset=judge_set(val))
     record = judge.fit_record
-    wall_s = round(time.perf_counter() - started + bootstrap["wall_s"], 1)
+    share = 1.0 if config.verification == "both_orders" else 0.5  # of the shared bootstrap's two orders
+    wall_s = round(time.perf_counter() - started + share * bootstrap["wall_s"], 1)
     if record.usage["bootstrap"].calls:
         logger.warning("%s: the shared bootstrap missed %d calls", user.user_id, record.usage["bootstrap"].calls)
-    by_step = {step: asdict(usage) for step, usage in record.usage.items()} | {"bootstrap": bootstrap["usage"]}
+    by_step = {step: asdict(usage) for step, usage in record.usage.items()} | {
+        "bootstrap": {key: round(share * value) for key, value in bootstrap["usage"].items()}}
     val_judgments, _ = judge_pairs(judge, val, model=model, num_threads=config.num_threads, progress=False)
     test_judgments, _ = judge_pairs(judge, user.test, model=model, num_threads=config.num_threads, progress=False)
     row = {
@@ -96,7 +110,7 @@ def measure_fit(user, config: SynthesizeMeConfig, model: ModelSettings, bootstra
         **(server.usage.as_metrics() if server.usage else {}),
         **reference_budgets(record, config),
     }
-    logger.info("%s %s", config.search, row)
+    logger.info("%s %s", user.user_id, row)
     return row
 
 
@@ -113,14 +127,16 @@ def measure_threads(pairs: list, model: ModelSettings, thread_counts: list[int])
 
 
 def print_tables(fits: dict[str, list[dict]], threads: list[dict]) -> None:
-    print("| search | user | LM calls | bootstrap | persona evidence | persona | demo search | prompt tok | "
-          "completion tok | wall s | search val acc | val acc (all) | test acc | issue estimate | reference code |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| variant | user | LM calls | bootstrap | persona evidence | persona | persona bootstrap | demo search | "
+          "prompt tok | completion tok | wall s | search val acc | val acc (all) | test acc | issue estimate | "
+          "reference code |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for mode, rows in fits.items():
         for row in rows:
             steps = row["by_step"]
             print(f"| {mode} | {row['user']} | {row['calls']} | {steps['bootstrap']['calls']} | "
                   f"{steps['persona_evidence']['calls']} | {steps['persona']['calls']} | "
+                  f"{steps.get('persona_bootstrap', {}).get('calls', 0)} | "
                   f"{steps['demo_search']['calls']} | {row['prompt_tokens']} | {row['completion_tokens']} | "
                   f"{row['wall_s']:.1f} | {row['val_accuracy']:.3f} | {_rate(row['val_all_accuracy'])} | "
                   f"{_rate(row['test_accuracy'])} | {row['issue_estimate']} | {row['reference_code']} |")
@@ -151,35 +167,37 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=4, help="how many sample users to fit")
     parser.add_argument("--subsets", type=int, default=10)
     parser.add_argument("--demo-candidates", type=int, default=10)
-    parser.add_argument("--searches", nargs="+", default=["halving", "exhaustive"], choices=["halving", "exhaustive"])
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
+                        help="the paper's way and the options compared with it")
     parser.add_argument("--thread-counts", type=int, nargs="*", default=[1, 2, 4, 8], help="none: skip")
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
     parser.add_argument("--slots", type=int, default=4, help="the embedded server's parallel slots")
     parser.add_argument("--resume", action="store_true",
-                        help="keep the users --output already holds for every search, fit the others")
+                        help="keep the users --output already holds for every variant, fit the others")
     args = parser.parse_args()
     configure_logging("dspy")
 
     all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
     users = all_users[: args.users]
-    fits: dict[str, list[dict]] = {search: [] for search in args.searches}
+    fits: dict[str, list[dict]] = {variant: [] for variant in args.variants}
     if args.resume and args.output.exists():
         fits = json.loads(args.output.read_text(encoding="utf-8"))["fits"]
-    done = set.intersection(*({row["user"] for row in fits.get(search, [])} for search in args.searches))
-    fits = {search: [row for row in fits.get(search, []) if row["user"] in done] for search in args.searches}
+    done = set.intersection(*({row["user"] for row in fits.get(variant, [])} for variant in args.variants))
+    fits = {variant: [row for row in fits.get(variant, []) if row["user"] in done] for variant in args.variants}
     threads: list[dict] = []
     with model_endpoint(args, ServerSettings(slots=args.slots), max_tokens=256) as endpoint:
         model = endpoint.model
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
-            # User by user, both searches, so that a run cut short leaves paired figures.
+            # User by user, every variant, so that a run cut short leaves paired figures.
             for user in (user for user in users if user.user_id not in done):
-                configs = [SynthesizeMeConfig(num_persona_subsets=args.subsets,
-                                              num_demo_candidates=args.demo_candidates,
-                                              num_threads=args.threads, search=search) for search in args.searches]
-                bootstrap_cache, bootstrap = shared_bootstrap(user, configs[0], model)
-                for config in configs:
+                configs = {variant: SynthesizeMeConfig(num_persona_subsets=args.subsets,
+                                                       num_demo_candidates=args.demo_candidates,
+                                                       num_threads=args.threads, **VARIANTS[variant])
+                           for variant in args.variants}
+                bootstrap_cache, bootstrap = shared_bootstrap(user, args.threads, model)
+                for variant, config in configs.items():
                     use_cache(shutil.copytree(bootstrap_cache, tempfile.mkdtemp(), dirs_exist_ok=True))
-                    fits[config.search].append(measure_fit(user, config, model, bootstrap))
+                    fits[variant].append(measure_fit(user, config, model, bootstrap))
                     write_result(args.output, {"slots": args.slots, "fits": fits, "threads": threads})
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
