@@ -1,11 +1,13 @@
 """A stand-in OpenAI-compatible server for tests without a model: it lists the embedded model's name, answers each
 chat request with JSON that fits the request's schema (strings "hi", the first value of an enum, the lowest number)
-and keeps every request body. `delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups`
+and keeps every request body; with `numbered`, each answer's strings carry the request's number ("hi 3"), so that
+no two answers are alike. `delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups`
 requests are closed unanswered, as by a server that restarts; once `die_after` chat requests came, every request is,
 as by a server killed mid-step."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -16,10 +18,13 @@ from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 
 class StandInServer:
-    def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None) -> None:
+    def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None,
+                 numbered: bool = False) -> None:
         self.delay_s = delay_s
         self.hang_ups = hang_ups
         self.die_after = die_after
+        self.numbered = numbered
+        self.numbers = itertools.count(1)
         self.bodies: list[dict[str, Any]] = []
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
         self.api_base = f"http://127.0.0.1:{self.server.server_port}/v1"
@@ -39,22 +44,22 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # a client that gave up on a slow answer is part of the test
 
 
-def fill(schema: dict[str, Any]) -> Any:
-    """The simplest value `schema` accepts."""
+def fill(schema: dict[str, Any], text: str = "hi") -> Any:
+    """The simplest value `schema` accepts, with `text` for its strings."""
     if "enum" in schema:
         return schema["enum"][0]
     if "anyOf" in schema:
-        return fill(schema["anyOf"][0])
+        return fill(schema["anyOf"][0], text)
     kind = schema.get("type")
     if kind == "object":
-        return {name: fill(field) for name, field in schema.get("properties", {}).items()}
+        return {name: fill(field, text) for name, field in schema.get("properties", {}).items()}
     if kind == "array":
-        return [fill(schema["items"])] * schema.get("minItems", 0)
+        return [fill(schema["items"], text)] * schema.get("minItems", 0)
     if kind in ("integer", "number"):
         return schema.get("minimum", 0)
     if kind == "boolean":
         return True
-    return "hi"
+    return text
 
 
 def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
@@ -76,10 +81,11 @@ def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
                 return
             time.sleep(standin.delay_s)
             schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
+            text = f"hi {next(standin.numbers)}" if standin.numbered else "hi"
             self._send({
                 "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": EMBEDDED_MODEL_NAME,
                 "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(fill(schema))}}],
+                             "message": {"role": "assistant", "content": json.dumps(fill(schema, text))}}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
             })
 
