@@ -86,7 +86,7 @@ class RequestRecorder(BaseCallback):
         kwargs = {**instance.kwargs, **inputs.get("kwargs", {})}  # the call's keyword arguments come bundled
         request = {
             "messages": inputs["messages"],
-            "response_format": kwargs.get("extra_body", {}).get("response_format"),
+            "response_format": kwargs.get("response_format"),
             "max_tokens": kwargs.get("max_tokens"),
             "temperature": kwargs.get("temperature"),
         }

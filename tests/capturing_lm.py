@@ -1,12 +1,12 @@
 """A capturing fake model: every request an adapter sends, kept exactly as sent, answered with JSON that fits the
 request's schema, so that a program of several steps runs through all of them without a server.
 
-`CapturingEngine` is a DSPy custom engine (the 3.4 hook that `prefcraft.routing.RouterEngine` also uses): adapters'
-calls reach it through `complete_legacy` as the OpenAI-style body that would go to the server (messages, sampling,
-`extra_body`), after `dspy.LM` has merged the LM's own kwargs into it. Each reply fills every property of the schema in
-the request: a string is the property's name in angle brackets (cut to its maxLength), so that a later step's prompt
-shows where an earlier reply went; a list holds one item (or minItems); an enum takes its first value; a number its
-minimum.
+`CapturingEngine` is prefcraft's server engine (`prefcraft.routing.ServerEngine`) with the fake in place of the
+server: adapters' calls reach it as DSPy's canonical Request, after `dspy.LM` has merged the LM's own kwargs into it,
+and it keeps the OpenAI-style body the engine would send (messages, sampling, constraint). Each reply fills every
+property of the schema in the request: a string is the property's name in angle brackets (cut to its maxLength), so
+that a later step's prompt shows where an earlier reply went; a list holds one item (or minItems); an enum takes its
+first value; a number its minimum.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ from dataclasses import dataclass
 from typing import Any
 
 import dspy
-from dspy.clients.call_result import CallResult
-from dspy.lm15 import Message, Response, TextPart, Usage
+from dspy.lm15 import Message, Request, Response, TextPart, Usage
 
+from prefcraft.routing import ServerEngine
 from prefcraft.settings import ModelSettings
 
 SENT_AS_IS = ("model", "messages")
+LITELLM_ARGUMENTS = ("num_retries", "cache")  # litellm's own, never sent
 
 
 @dataclass(frozen=True)
 class CapturedCall:
     request: dict[str, Any]
-    """The body as the engine received it: model, messages, sampling, extra_body."""
+    """The body as the engine would send it: model, messages, sampling, constraint."""
     reply: str
 
     @property
@@ -36,29 +37,23 @@ class CapturedCall:
 
     @property
     def response_format(self) -> dict[str, Any] | None:
-        return self.request.get("response_format") or self.request.get("extra_body", {}).get("response_format")
+        return self.request.get("response_format")
 
 
-class CapturingEngine:
+class CapturingEngine(ServerEngine):
     def __init__(self) -> None:
+        super().__init__(model_type="chat")
         self.calls: list[CapturedCall] = []
 
-    def complete_legacy(self, lm: dspy.LM, request: dict[str, Any], **context: Any) -> CallResult:
-        call = CapturedCall(request, "")
+    def complete(self, request: Request) -> Response:
+        body = {key: value for key, value in self._arguments(request).items() if key not in LITELLM_ARGUMENTS}
+        call = CapturedCall(body, "")
         if call.response_format is None or "json_schema" not in call.response_format:
             raise AssertionError("the request asks for no JSON schema, so the fake cannot tell which fields to fill")
         reply = json.dumps(sample_value(call.response_format["json_schema"]["schema"], "value"), ensure_ascii=False)
-        self.calls.append(CapturedCall(request, reply))
-        return CallResult.native(Response(id=None, model="capturing-fake", message=Message.assistant([TextPart(reply)]),
-                                          finish_reason="stop", usage=Usage(input_tokens=0, output_tokens=0,
-                                                                            total_tokens=0)))
-
-    def complete(self, request: Any) -> Response:
-        raise NotImplementedError("adapters send OpenAI-style bodies (complete_legacy); a canonical Request has no "
-                                  "extra_body to carry the schema")
-
-    def close(self) -> None:
-        pass
+        self.calls.append(CapturedCall(body, reply))
+        return Response(id=None, model="capturing-fake", message=Message.assistant([TextPart(reply)]),
+                        finish_reason="stop", usage=Usage(input_tokens=0, output_tokens=0, total_tokens=0))
 
 
 def capturing_lm(model: ModelSettings) -> tuple[dspy.LM, CapturingEngine]:
@@ -114,11 +109,9 @@ def render_calls(calls: list[CapturedCall]) -> str:
 
 
 def _other_settings(request: dict[str, Any]) -> dict[str, Any]:
-    """What else the body carries (extra_body beyond the schema, n, stop ...), so that a new option shows up too."""
+    """What else the body carries (extra_body, n, stop ...), so that a new option shows up too."""
     known = {*SENT_AS_IS, "temperature", "max_tokens", "response_format", "num_retries"}
-    other = {key: value for key, value in request.items() if key not in known and key != "extra_body"}
-    extra_body = {key: value for key, value in request.get("extra_body", {}).items() if key != "response_format"}
-    return {**other, **({"extra_body": extra_body} if extra_body else {})}
+    return {key: value for key, value in request.items() if key not in known}
 
 
 def _pretty(value: Any) -> str:

@@ -82,9 +82,6 @@ PROFILES: dict[str, SmallModelProfile | None] = {"small": SmallModelProfile(), "
 """Each snapshot in both profiles: `small`, the small-model profile's defaults (what the embedded default turns on), and
 `paper`, no profile (max_tokens alone bounds a reply)."""
 
-# The fake takes adapters' calls as the OpenAI-style body dspy.LM hands its engine, before any transport rewrites it;
-# DSPy 3.4 warns that this path goes in 3.5.
-pytestmark = pytest.mark.filterwarnings("ignore:The custom-engine complete_legacy:DeprecationWarning")
 
 
 @dataclass(frozen=True)
