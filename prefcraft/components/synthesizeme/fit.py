@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
@@ -92,10 +92,11 @@ def fit_users(
 ) -> FitSummary:
     """Fit every selected user not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at `address`).
 
-    Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user.
+    Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user. A config
+    without `max_demos` gets the small-model profile's when the profile is on (`demo_cap`).
     """
-    config = config or SynthesizeMeConfig(max_demos=demo_cap(settings), num_threads=settings.num_threads,
-                                          seed=settings.seed)
+    config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
+    config = replace(config, max_demos=demo_cap(settings, config.max_demos))
     selected = select_users(group_by_user(load_pairs(data)), users)
     digest = data_digest(data)
     summary = FitSummary()

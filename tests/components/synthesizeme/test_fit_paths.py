@@ -4,6 +4,7 @@ names a file inside the fitted directory and nowhere else, and two users never s
 import json
 from contextlib import nullcontext
 from types import SimpleNamespace
+from typing import ClassVar
 
 import pytest
 
@@ -13,7 +14,7 @@ from prefcraft.components.synthesizeme.fit import fit_settings, fit_users
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.settings import Settings
+from prefcraft.settings import Settings, SmallModelProfile
 from prefcraft.tracking import data_digest
 
 # Each would name a file outside (or beside) the fitted directory if it were used as a file name as it is. The
@@ -23,10 +24,13 @@ HOSTILE = ["../../outside", ABSOLUTE, "..", "a/b", "nul\0byte", "x" * 300]
 
 
 class FakeFitter:
-    """SynthesizeMe without model calls: a judge whose persona names its user."""
+    """SynthesizeMe without model calls: a judge whose persona names its user. `configs` keeps each fit's config."""
+
+    configs: ClassVar[list[SynthesizeMeConfig]] = []
 
     def __init__(self, synthesizer, config):
         self.config = config
+        self.configs.append(config)
 
     def compile(self, program, *, trainset, valset):
         user_id = trainset[0].user_id
@@ -44,6 +48,7 @@ def offline_fit(monkeypatch):
     for name in ("start_tracking", "log_metrics", "check_reachable"):
         monkeypatch.setattr(fit, name, lambda *args: None)
     monkeypatch.setattr(fit, "SynthesizeMe", FakeFitter)
+    FakeFitter.configs.clear()
 
 
 def real_id(user_id, tmp_path):
@@ -92,7 +97,7 @@ def test_a_judge_planted_where_a_hostile_id_points_is_neither_read_nor_resumed(o
     user_id = "../../outside"
     data = write_pairs(tmp_path / "pairs.jsonl", [user_id], user_with)
     out = tmp_path / "work" / "fitted"
-    config = SynthesizeMeConfig(num_threads=1)
+    config = SynthesizeMeConfig(num_threads=1, max_demos=SmallModelProfile().max_demos)  # all a fit here records
     planted = save_compiled(PreferenceJudge("planted"), out / f"{user_id}.json", program_name=PERSONAL_JUDGE,
                             user_id=user_id, data_digest=data_digest(data), model=Settings().task.model,
                             persona_prompt="uncompiled", optimizer=fit_settings(config), persona="planted")
@@ -139,3 +144,12 @@ def test_a_file_holding_another_users_judge_is_not_used_for_this_user(offline_fi
     summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
     assert set(summary.fitted) == {"u1", "u2"}  # u1 had no file; u2's held u1's judge
     assert read_metadata(out / "u2.json")["user_id"] == "u2"
+
+
+def test_a_config_without_a_demo_cap_gets_the_small_model_profiles_when_it_is_on(offline_fit, tmp_path, user_with):
+    data = write_pairs(tmp_path / "pairs.jsonl", ["u1"], user_with)
+    fit_users(Settings(), data, tmp_path / "on", config=SynthesizeMeConfig(num_threads=1))
+    off = Settings(small_model=SmallModelProfile(enabled=False))
+    fit_users(off, data, tmp_path / "off", config=SynthesizeMeConfig(num_threads=1))
+    fit_users(off, data, tmp_path / "given", config=SynthesizeMeConfig(num_threads=1, max_demos=6))
+    assert [config.max_demos for config in FakeFitter.configs] == [4, None, 6]
