@@ -320,8 +320,15 @@ def run_inferrer_relevant(profile: SmallModelProfile | None):
 
 @case("cupid", "inferrer_summaries", PreferenceInferrer)
 def run_inferrer_summaries(profile: SmallModelProfile | None):
-    """The inferrer from one summary per session; same input."""
+    """The inferrer from the summaries of every session, written in one call over the log (the paper's); same input."""
     return _infer("summaries")
+
+
+@case("cupid", "inferrer_summaries_per_session", PreferenceInferrer)
+def run_inferrer_summaries_per_session(profile: SmallModelProfile | None):
+    """The inferrer from one summary per session, each written in its own call (for a small context window); same
+    input."""
+    return _infer("summaries-per-session")
 
 
 @case("cupid", "preference_match", PreferenceMatch)
