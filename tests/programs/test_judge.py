@@ -21,3 +21,10 @@ def test_a_saved_personal_judge_sends_the_same_prompt_after_loading(tmp_path, pa
     original_prompt = adapter.format(judge.judge.predict.signature, judge.demos, inputs)
     assert adapter.format(loaded.judge.predict.signature, loaded.demos, inputs) == original_prompt
     assert "The short one is direct." in str(original_prompt)
+
+
+def test_only_the_default_judge_is_asked_for_one_to_three_speculations():
+    default = PreferenceJudge().judge.predict.signature.instructions
+    personal = PreferenceJudge("Likes short answers.").judge.predict.signature.instructions
+    assert "one to three hypotheses" in default
+    assert "one to three" not in personal and "personalized reward model" in personal
