@@ -1,32 +1,35 @@
-"""What SenseJudge's demo costs per step against the vote formula; and what a re-run costs.
+"""What SenseJudge's demo costs per step against the vote formula, per topic; and what a re-run costs.
 
-Runs `prefcraft sensejudge demo` (its `run_sensejudge`, with the demo's own flags and defaults) on real SenseBench
+Runs `prefcraft sensejudge demo` (its `run_sensejudge`, on the job its own flags and defaults make) on real SenseBench
 requests whose labels are SIMULATED (an LLM annotator given a persona, not a person), in a fresh DSPy cache, then
-again in the same cache. Reports:
-- per step (simulate: responses and simulated labels; select: the candidate descriptions, then every dev pair under
-  every description in both orders, the subsets scored from those votes; evaluate: every candidate description on the
-  test pairs, then the selected judge): LM requests, prompt and completion tokens, failed calls or parses, and the
-  wall seconds of each command step;
-- the vote calls against descriptions x dev pairs x 2 orders, and whether selection stopped early (once a subset is
-  right on every dev judgment) and after how many descriptions;
-- the evaluation: accuracy over both orders [95% interval], consistency and position bias for no description, each
-  single description and the selected subset; the models ranked by the judge's wins and by Bradley-Terry, with
+again in the same cache. The demo writes and selects descriptions per topic. Reports:
+- per step (simulate: responses and simulated labels; select, per topic: the candidate descriptions, then every dev
+  pair of the topic under every description in both orders, the subsets scored from those votes; evaluate: every
+  candidate description on its topic's test pairs, then the selected judge): LM requests, prompt and completion
+  tokens, failed calls or parses, and the wall seconds of each command step;
+- per topic and in all, the vote calls against descriptions x dev pairs x 2 orders, and whether selection stopped
+  early (once a subset is right on every dev judgment) and after how many descriptions;
+- the evaluation: for no description, each single description, the selected subsets and the tied-best average, the
+  accuracy per topic, Overall (the mean of the topics, the paper's figure) beside the pooled accuracy over both orders
+  [95% interval], consistency and position bias; the models ranked by the judge's wins and by Bradley-Terry, with
   Kendall's tau and Spearman's rho against the annotator's ranking;
 - the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the whole demo again in the same cache: its LM requests (expected 0).
 
 Run: .venv/bin/python benchmarks/sensejudge_cost.py [--dialogues ../shared/data/sensebench] [--threads 4]
-    [--api-base URL]
+    [--api-base URL] [--topics QA Math] [--dev-dialogues N] [--test-dialogues N] [--max-pair-descriptions N]
 """
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import time
 from dataclasses import asdict
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 from harness import (
     Measured,
@@ -37,19 +40,30 @@ from harness import (
     session_settings,
     write_result,
 )
+from pydantic import create_model
 
-from prefcraft import cli
-from prefcraft.components.sensejudge.commands import DEMO_DEFAULTS, job_from_flags
+from prefcraft.components.sensejudge.commands import COMPONENT, DemoOptions, sensejudge_job
 from prefcraft.components.sensejudge.report import SIMULATED_NOTE
-from prefcraft.components.sensejudge.results import EvaluationOutcome
+from prefcraft.components.sensejudge.results import (
+    EvaluationOutcome,
+    JudgeRow,
+    SelectionOutcome,
+    SimulationSummary,
+)
 from prefcraft.components.sensejudge.steps import SenseJudgeJob, run_sensejudge
+from prefcraft.flags import parse_step
+from prefcraft.options import Options, add_option_flags
 from prefcraft.settings import Settings
 
 STEPS = ["simulate", "select", "evaluate"]  # what `prefcraft sensejudge demo` runs
+DEMO_FLAGS = ("topics", "dev_dialogues", "test_dialogues", "max_pair_descriptions")
+"""The demo's options the benchmark takes, with the demo's own defaults, types and bounds."""
+DemoFlags = create_model("DemoFlags", __base__=Options, **{
+    name: (DemoOptions.model_fields[name].annotation, DemoOptions.model_fields[name]) for name in DEMO_FLAGS})
 
 
 def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutcome]) -> Measured:
-    """The demo's three steps once, in the session's cache: per-step cost, the vote count and the evaluation (also
+    """The demo's three steps once, in the session's cache: per-step cost, the vote counts and the evaluation (also
     appended to `evaluations`, for the tables)."""
     marks = [time.perf_counter()]
 
@@ -60,44 +74,80 @@ def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutco
     outcomes = run_sensejudge(session, job, STEPS, emit)
     simulation, selection, evaluation = (outcomes[step] for step in STEPS)
     evaluations.append(evaluation)
-    record = selection.record
+    records = selection.records
     costs = [("simulate: responses and labels", simulation.usage["responses"] + simulation.usage["labels"],
-              simulation.failed_responses + simulation.failed_labels),
-             ("select: extract descriptions", selection.usage["extraction"], 0),  # a failed call stops select
-             ("select: judge votes, subset search", selection.usage["selection"], record.failed_calls),
-             ("evaluate: every description", evaluation.usage["every_description"],
-              sum(row.report.parse_failures for row in evaluation.rows)),
-             ("evaluate: selected judge", evaluation.usage["selected_judge"],
-              evaluation.selected.report.parse_failures)]
-    dev_pairs, test_judgments = record.examples // 2, evaluation.selected.report.accuracy.n
+              simulation.failed_responses + simulation.failed_labels)]
+    for topic, topic_selection in selection.topics.items():  # a failed extraction call stops select
+        costs += [(f"select, {topic}: extract descriptions", topic_selection.usage["extraction"], 0),
+                  (f"select, {topic}: judge votes, subset search", topic_selection.usage["selection"],
+                   records[topic].failed_calls)]
+    costs += [("evaluate: every description", evaluation.usage["every_description"],
+               sum(row.report.parse_failures for row in evaluation.rows)),
+              ("evaluate: selected judge", evaluation.usage["selected_judge"],
+               evaluation.selected.report.parse_failures)]
+    votes = _votes(selection, simulation)
     own = {
         "step_seconds": {step: round(end - start, 1)
                          for step, (start, end) in zip(STEPS, pairwise(marks), strict=True)},
-        "pairs": {"dev": simulation.dev_pairs, "test": simulation.test_pairs, "dialogues": simulation.dialogues,
-                  "replaced_dialogues": simulation.replaced_dialogues, "identical_pairs": simulation.identical_pairs,
+        "pairs": {"dev": simulation.dev_pairs, "test": simulation.test_pairs, "topics": simulation.topics,
+                  "dialogues": simulation.dialogues, "replaced_dialogues": simulation.replaced_dialogues,
+                  "identical_pairs": simulation.identical_pairs,
                   "response_calls": simulation.usage["responses"].calls,
                   "label_calls": simulation.usage["labels"].calls},
-        "votes": {"descriptions": record.descriptions, "dev_pairs": dev_pairs,
-                  "formula_calls": record.descriptions * dev_pairs * 2,
-                  "judged_descriptions": record.judged_descriptions,
-                  "judged_formula_calls": record.judged_descriptions * record.examples,
-                  "measured_calls": selection.usage["selection"].calls, "stopped_early": record.stopped_early,
-                  "selected": record.selected, "dev_accuracy": record.accuracy,
-                  "tied_best_subsets": len(record.tied_best), "strategy": record.strategy,
-                  "subsets_scored": record.subsets_scored},
-        "evaluate_formula_calls": {"every_description": len(evaluation.rows) * test_judgments, "selected_judge": 0},
-        "evaluation": {"labels": evaluation.labels, "rows": [asdict(row) for row in evaluation.rows],
-                       "selected": asdict(evaluation.selected), "tied_best_accuracy": evaluation.tied_best_accuracy,
+        "scope": selection.scope,
+        "votes": {"topics": votes, "total": _total_votes(votes, selection)},
+        "evaluate_formula_calls": {"every_description": sum(topic["evaluate_formula_calls"]
+                                                            for topic in votes.values()),
+                                   "selected_judge": 0},
+        "evaluation": {"labels": evaluation.labels, "rows": [_row(row) for row in evaluation.rows],
+                       "selected": _row(evaluation.selected), "tied_best": evaluation.tied_best,
+                       "tied_best_accuracy": evaluation.tied_best_accuracy,
                        "tied_best_subsets": evaluation.tied_best_subsets, "ranking": asdict(evaluation.ranking)},
     }
     steps = [{"step": step, **asdict(usage), "failures": failures} for step, usage, failures in costs]
     return Measured(steps, own)
 
 
+def _votes(selection: SelectionOutcome, simulation: SimulationSummary) -> dict[str, dict[str, Any]]:
+    """Each selection's (topic's) vote calls, measured and by the formula, and what it selected."""
+    votes = {}
+    for topic, record in selection.records.items():
+        dev_pairs = record.examples // 2
+        # one selection over all dev pairs (scope "all") is judged on every test pair
+        _, test_pairs = simulation.topics.get(topic, (simulation.dev_pairs, simulation.test_pairs))
+        votes[topic] = {
+            "descriptions": record.descriptions, "dev_pairs": dev_pairs,
+            "formula_calls": record.descriptions * dev_pairs * 2, "judged_descriptions": record.judged_descriptions,
+            "judged_formula_calls": record.judged_descriptions * record.examples,
+            "measured_calls": selection.topics[topic].usage["selection"].calls, "stopped_early": record.stopped_early,
+            "selected": record.selected, "dev_accuracy": record.accuracy, "tied_best_subsets": len(record.tied_best),
+            "strategy": record.strategy, "subsets_scored": record.subsets_scored, "test_pairs": test_pairs,
+            "evaluate_formula_calls": record.descriptions * test_pairs * 2,
+        }  # fmt: skip
+    return votes
+
+
+def _total_votes(votes: dict[str, dict[str, Any]], selection: SelectionOutcome) -> dict[str, Any]:
+    """The topics' vote calls added up; the dev accuracy is their mean."""
+    counts = ("descriptions", "dev_pairs", "formula_calls", "judged_descriptions", "judged_formula_calls",
+              "measured_calls", "tied_best_subsets", "subsets_scored", "test_pairs", "evaluate_formula_calls")
+    return {**{key: sum(topic[key] for topic in votes.values()) for key in counts},
+            "stopped_early": any(topic["stopped_early"] for topic in votes.values()),
+            "dev_accuracy": selection.dev_accuracy}
+
+
+def _row(row: JudgeRow) -> dict[str, Any]:
+    return {**asdict(row), "overall": row.overall}
+
+
 def print_tables(result: dict, evaluation: EvaluationOutcome) -> None:
-    first, again, votes = result["first_run"], result["rerun_same_cache"], result["first_run"]["votes"]
-    print(f"\n**{SIMULATED_NOTE}** Labels: {evaluation.labels}. Model {result['model']}, {first['pairs']['dev']} dev "
-          f"and {first['pairs']['test']} test pairs, {result['threads']} threads.\n")
+    first, again = result["first_run"], result["rerun_same_cache"]
+    pairs, votes = first["pairs"], first["votes"]
+    per_topic = ", ".join(f"{topic} {dev} + {test}" for topic, (dev, test) in pairs["topics"].items())
+    print(f"\n**{SIMULATED_NOTE}** Labels: {evaluation.labels}. Model {result['model']}, {pairs['dev']} dev and "
+          f"{pairs['test']} test pairs ({per_topic}), descriptions selected "
+          f"{'per topic' if first['scope'] == 'topic' else 'once over all dev pairs'}, {result['threads']} "
+          f"threads.\n")
     print("| step | LM calls | prompt tokens | completion tokens | failures |\n|---|---|---|---|---|")
     for row in first["steps"]:
         print(f"| {row['step']} | {row['calls']} | {row['prompt_tokens']} | {row['completion_tokens']} | "
@@ -106,18 +156,32 @@ def print_tables(result: dict, evaluation: EvaluationOutcome) -> None:
           f"{first['failures']} |")
     print(f"\nThe demo's time: server start {result['server_start_seconds']} s + steps {first['wall_seconds']} s "
           f"({', '.join(f'{step} {seconds} s' for step, seconds in first['step_seconds'].items())}).")
-    print(f"Judge votes: {votes['measured_calls']} LM calls; descriptions x dev pairs x 2 orders = "
-          f"{votes['descriptions']} x {votes['dev_pairs']} x 2 = {votes['formula_calls']}; "
-          + (f"stopped early after {votes['judged_descriptions']} of {votes['descriptions']} descriptions "
-             f"({votes['judged_formula_calls']} judgments)" if votes["stopped_early"] else "did not stop early")
-          + f". Evaluate, every description: {first['evaluate_formula_calls']['every_description']} by the formula.")
-    print("\n| judge | accuracy, both orders [95% CI] | consistency | first position [95% CI] | unparseable |\n"
-          "|---|---|---|---|---|")
+    print("\n| judge votes | descriptions x dev pairs x 2 orders | LM calls | stopped early | evaluate: descriptions x "
+          "test pairs x 2 |\n|---|---|---|---|---|")
+    for topic, count in votes["topics"].items():
+        stopped = (f"after {count['judged_descriptions']} of {count['descriptions']} ({count['judged_formula_calls']} "
+                   f"judgments)" if count["stopped_early"] else "no")
+        print(f"| {topic} | {count['descriptions']} x {count['dev_pairs']} x 2 = {count['formula_calls']} | "
+              f"{count['measured_calls']} | {stopped} | {count['descriptions']} x {count['test_pairs']} x 2 = "
+              f"{count['evaluate_formula_calls']} |")
+    total = votes["total"]
+    stopped = f"{total['judged_formula_calls']} judgments" if total["stopped_early"] else "no"
+    print(f"| **all** | {total['formula_calls']} | {total['measured_calls']} | {stopped} | "
+          f"{total['evaluate_formula_calls']} |")
+    topics = list(evaluation.selected.topics)
+    print("\n| judge | Overall | pooled accuracy, both orders [95% CI] | consistency | first position [95% CI] | "
+          "unparseable |\n|---|---|---|---|---|---|")
     for row in [*evaluation.rows, evaluation.selected]:
-        print(f"| {row.name} | {row.report.accuracy} | {_percent(row.report.consistency)} | {row.first_position} | "
-              f"{row.report.parse_failures} |")
+        print(f"| {row.name} | {_percent(row.overall)} | {row.report.accuracy} | {_percent(row.report.consistency)} "
+              f"| {row.first_position} | {row.report.parse_failures} |")
     print(f"| tied-best average ({evaluation.tied_best_subsets} subsets) | {_percent(evaluation.tied_best_accuracy)} "
-          f"| | | |")
+          f"| | | | |")
+    print(f"\n| judge | {' | '.join(topics)} | Overall |\n|---|{'---|' * len(topics)}---|")
+    table = [(row.name, row.topics, row.overall) for row in [*evaluation.rows, evaluation.selected]]
+    table.append(("tied-best average", evaluation.tied_best, evaluation.tied_best_accuracy))
+    for name, accuracies, overall in table:
+        print(f"| {name} | {' | '.join(_percent(accuracies.get(topic, math.nan)) for topic in topics)} | "
+              f"{_percent(overall)} |")
     ranking = evaluation.ranking
     print(f"\n| model | judge wins | Bradley-Terry | reference ({ranking.reference_source}) |\n|---|---|---|---|")
     for model in sorted(ranking.judge_wins, key=lambda name: -ranking.judge_wins[name]):
@@ -134,34 +198,36 @@ def _percent(value: float) -> str:
     return "-" if math.isnan(value) else f"{100 * value:.1f}%"
 
 
+def demo_argv(args: argparse.Namespace, scratch: Path) -> list[str]:
+    """The demo's command line: the SenseBench file, the demo flags given here, every file it writes in `scratch`."""
+    given = [item for name in DEMO_FLAGS for item in _flag(name, getattr(args, name))]
+    return ["--dialogues", str(args.dialogues), *given, "--pairs", str(scratch / "pairs.jsonl"),
+            "--judge", str(scratch / "sensejudge.json"), "--output-dir", str(scratch / "out")]
+
+
+def _flag(name: str, value: Any) -> list[str]:
+    return [f"--{name.replace('_', '-')}", *map(str, value if isinstance(value, list) else [value])]
+
+
 def main() -> None:
     parser = make_parser(__doc__, "sensejudge_cost.json")
     parser.add_argument("--dialogues", type=Path, default=Path("../shared/data/sensebench"),
                         help="SenseBench's new_sense_bmk.json or its folder")
-    parser.add_argument("--dev-dialogues", type=int, default=DEMO_DEFAULTS["dev_dialogues"],
-                        help="dialogues whose pairs are dev pairs (the demo's: %(default)s)")
-    parser.add_argument("--test-dialogues", type=int, default=DEMO_DEFAULTS["test_dialogues"],
-                        help="dialogues whose pairs are test pairs (the demo's: %(default)s)")
-    parser.add_argument("--max-pair-descriptions", type=int, default=DEMO_DEFAULTS["max_pair_descriptions"],
-                        help="dev pairs that get a description of their own (the demo's: %(default)s)")
+    add_option_flags(parser.add_argument_group(
+        "the demo's options", "as `prefcraft sensejudge demo` takes them, with its defaults: " + " ".join(
+            " ".join(_flag(name, field.default)) for name, field in DemoFlags.model_fields.items())), DemoFlags)
     args = parser.parse_args()
     configure_logging()
     evaluations: list[EvaluationOutcome] = []
     with model_endpoint(args) as endpoint:
-        scratch = endpoint.scratch
-        demo_argv = ["sensejudge", "demo", "--dialogues", str(args.dialogues),
-                     "--dev-dialogues", str(args.dev_dialogues), "--test-dialogues", str(args.test_dialogues),
-                     "--max-pair-descriptions", str(args.max_pair_descriptions),
-                     "--pairs", str(scratch / "pairs.jsonl"), "--judge", str(scratch / "sensejudge.json"),
-                     "--output-dir", str(scratch / "out")]
         session = session_settings(args, endpoint)
-        job = job_from_flags(cli.make_parser().parse_args(demo_argv), session)
+        options = parse_step(COMPONENT, "demo", demo_argv(args, endpoint.scratch))
+        job = sensejudge_job(options, session)
         runs = cold_then_warm(session, lambda: run(session, job, evaluations))
     result = {"dialogues": str(args.dialogues), "labels": "simulated", "labels_note": SIMULATED_NOTE,
-              "dev_dialogues": args.dev_dialogues, "test_dialogues": args.test_dialogues,
-              "max_pair_descriptions": args.max_pair_descriptions, "variants": list(job.simulation.variants),
-              "threads": args.threads, "model": session.task.model, "server_start_seconds": endpoint.start_seconds,
-              **runs}
+              **{name: getattr(options, name) for name in DEMO_FLAGS}, "scope": options.scope,
+              "variants": list(job.simulation.variants), "threads": args.threads, "model": session.task.model,
+              "server_start_seconds": endpoint.start_seconds, **runs}
     write_result(args.output, result)
     print_tables(result, evaluations[0])
     print(f"\nwritten to {args.output}")
