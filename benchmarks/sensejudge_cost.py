@@ -94,7 +94,6 @@ def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutco
                   "identical_pairs": simulation.identical_pairs,
                   "response_calls": simulation.usage["responses"].calls,
                   "label_calls": simulation.usage["labels"].calls},
-        "scope": selection.scope,
         "votes": {"topics": votes, "total": _total_votes(votes, selection)},
         "evaluate_formula_calls": {"every_description": sum(topic["evaluate_formula_calls"]
                                                             for topic in votes.values()),
@@ -146,7 +145,7 @@ def print_tables(result: dict, evaluation: EvaluationOutcome) -> None:
     per_topic = ", ".join(f"{topic} {dev} + {test}" for topic, (dev, test) in pairs["topics"].items())
     print(f"\n**{SIMULATED_NOTE}** Labels: {evaluation.labels}. Model {result['model']}, {pairs['dev']} dev and "
           f"{pairs['test']} test pairs ({per_topic}), descriptions selected "
-          f"{'per topic' if first['scope'] == 'topic' else 'once over all dev pairs'}, {result['threads']} "
+          f"{'per topic' if result['scope'] == 'topic' else 'once over all dev pairs'}, {result['threads']} "
           f"threads.\n")
     print("| step | LM calls | prompt tokens | completion tokens | failures |\n|---|---|---|---|---|")
     for row in first["steps"]:
