@@ -176,9 +176,11 @@ def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict
     from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
     from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
     from prefcraft.programs.judge import PreferenceJudge
+    from prefcraft.settings import SmallModelProfile
 
     config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.subsets,
-                                num_threads=args.clients)
+                                num_threads=args.clients,
+                                max_demos=SmallModelProfile().max_demos)  # the embedded model's 4k context
     synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
     train, val = train_val_split(users[args.user])
     SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))

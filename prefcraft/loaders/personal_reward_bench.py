@@ -78,7 +78,7 @@ def train_val_split(
     user: UserPairs, val_fraction: float = VAL_FRACTION
 ) -> tuple[list[PreferencePair], list[PreferencePair]]:
     """The pairs to fit one user on: the data's own train and val pairs when it has both, else the context pairs cut
-    unshuffled, so that the latest `val_fraction` of them validate.
+    unshuffled, as the reference code cuts them: the first int((1 - val_fraction) n) train, the rest validate.
 
     Raises DataError for fewer than 2 context pairs, or a pair whose chosen and rejected are the same.
     """
@@ -90,7 +90,7 @@ def train_val_split(
         raise DataError(user.user_id, None, "chosen", f"{len(same)} pair(s) have identical chosen and rejected")
     if user.val and user.train:
         return user.train, user.val
-    cut = min(max(1, round(len(pairs) * (1 - val_fraction))), len(pairs) - 1)
+    cut = int(len(pairs) * (1 - val_fraction))  # 1 <= cut < n for n >= 2 and the default fraction
     return pairs[:cut], pairs[cut:]
 
 

@@ -64,10 +64,10 @@ def test_identical_chosen_and_rejected_is_refused(pair):
         train_val_split(user)
 
 
-def test_without_a_val_split_the_latest_pairs_validate(pair):
-    pairs = [pair(i, "train") for i in range(10)]
-    train, val = train_val_split(UserPairs("u1", train=pairs))
-    assert train == pairs[:7] and val == pairs[7:]
+@pytest.mark.parametrize(("n", "train"), [(2, 1), (3, 2), (4, 2), (5, 3), (7, 4), (8, 5), (10, 7), (11, 7), (14, 9)])
+def test_without_a_val_split_the_first_int_seventy_percent_train_and_the_latest_validate(pair, n, train):
+    pairs = [pair(i, "train") for i in range(n)]
+    assert train_val_split(UserPairs("u1", train=pairs)) == (pairs[:train], pairs[train:])
 
 
 def test_persona_evidence_is_formatted_with_reasoning_and_label(pair):
