@@ -94,7 +94,8 @@ def stoppable() -> Iterator[None]:
         if StopCheck.requested is not None:
             raise StopCheck.requested()  # the signal's exception went astray and no LM call came after it
     finally:
-        StopCheck.requested = None
+        # A stop stays requested until the next session: the threads of a pool that the main thread's exception left
+        # (DSPy's workers, a user executor's) go on picking up work while the command unwinds.
         for signum, handler in previous.items():
             signal.signal(signum, handler if handler is not None else signal.SIG_DFL)
 

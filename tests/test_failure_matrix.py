@@ -1,44 +1,123 @@
-"""The failure matrix: every step that calls a model, under every fault, ends with one clear error and a non-zero exit,
-its MLflow run not FINISHED, and nothing new under `compiled/`.
+"""The failure matrix: every registered step that calls a model, under every fault, ends with one clear error and a
+non-zero exit, its MLflow run not FINISHED, and nothing new under `compiled/`.
 
-Faults here need no model: no endpoint configured, a stand-in server that answers slowly. The faults on the real
-embedded server (a server killed mid-step, unparseable replies) are in tests/test_faults.py and
-tests/test_faults_components.py.
+Each row is the smallest run of its step, in a folder of its own (the working directory: every path below is
+relative to it). Faults here need no model: no endpoint configured, a stand-in server that is unreachable, dies
+mid-step, answers slower than the timeout, or is slow while the process gets SIGINT or SIGTERM. The faults on the
+real embedded server, and `--resume` after them, are in tests/test_faults.py and tests/test_faults_components.py;
+SenseJudge's `--resume` is here, on a stand-in.
 """
 
+import contextlib
+import multiprocessing
+import os
+import shutil
 import signal
-import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
-from fault_commands import flags, parent_runs
+from fault_commands import flags, parent_runs, tracking_uri
 from openai_standin import StandInServer
+from sensebench_files import write_dialogues
 
 from prefcraft.backends import free_port
 from prefcraft.cli import main
+from prefcraft.optimizers import artifacts
+from prefcraft.registry import COMPONENTS
+
+SENSEJUDGE_INPUTS = Path("sensejudge")
+"""A labelled pairs file and the judge selected on it, made by `simulate` and `select` on a stand-in: what `select`
+and `evaluate` read."""
+PAIRS, JUDGE = SENSEJUDGE_INPUTS / "pairs.jsonl", SENSEJUDGE_INPUTS / "sensejudge.json"
+SIMULATION = ["--dialogues", "new_sense_bmk.json", "--dev-dialogues", "1", "--test-dialogues", "1",
+              "--variants", "concise", "detailed"]
 
 STEPS = {
-    "synthesizeme fit": ["synthesizeme", "fit", "--users", "sample_user_01"],
-    "synthesizeme evaluate": ["synthesizeme", "evaluate", "--users", "sample_user_01"],
-    "synthesizeme demo": ["synthesizeme", "demo"],
-    "persona compile": ["synthesizeme", "compile-persona", "--train-users", "sample_user_01",
-                        "--val-users", "sample_user_02",
-                        "--output", "compiled/persona_synthesizer/persona.json"],
-    "cupid evaluate": ["cupid", "evaluate", "--max-instances", "1"],
-    "cupid compile": ["cupid", "compile", "--max-instances", "1"],
-    "lampqa evaluate": ["lampqa", "evaluate", "--max-questions", "1"],
-    "lampqa compile": ["lampqa", "compile", "--max-questions", "1"],
-    "prefdisco evaluate": ["prefdisco", "evaluate", "--max-scenarios", "1"],
-    "prefdisco compile": ["prefdisco", "compile", "--max-scenarios", "2"],
+    "synthesizeme fit": ["--users", "sample_user_01"],
+    "synthesizeme evaluate": ["--users", "sample_user_01"],
+    "synthesizeme compile-persona": ["--train-users", "sample_user_01", "--val-users", "sample_user_02",
+                                     "--output", "compiled/persona.json"],
+    "synthesizeme demo": ["--users", "sample_user_01"],
+    "sensejudge simulate": [*SIMULATION, "--pairs", "runs/pairs.jsonl"],
+    "sensejudge select": ["--pairs", str(PAIRS), "--judge", "compiled/sensejudge.json", "--max-pair-descriptions", "1"],
+    "sensejudge evaluate": ["--pairs", str(PAIRS), "--judge", str(JUDGE), "--output-dir", "runs"],
+    "sensejudge demo": [*SIMULATION, "--pairs", "runs/pairs.jsonl", "--judge", "compiled/sensejudge.json",
+                        "--max-pair-descriptions", "1", "--output-dir", "runs"],
+    "prefdisco compile": ["--max-scenarios", "2", "--output", "compiled/program.json", "--output-dir", "runs"],
+    "prefdisco evaluate": ["--max-scenarios", "1", "--output-dir", "runs"],
+    "prefdisco demo": ["--per-task", "1", "--output-dir", "runs"],
+    "cupid compile": ["--max-instances", "1", "--output", "compiled/program.json", "--output-dir", "runs"],
+    "cupid evaluate": ["--max-instances", "1", "--output-dir", "runs"],
+    "cupid demo": ["--max-instances", "1", "--output-dir", "runs"],
+    "lampqa compile": ["--max-questions", "1", "--output", "compiled/program.json", "--output-dir", "runs"],
+    "lampqa evaluate": ["--max-questions", "1", "--output-dir", "runs"],
+    "lampqa demo": ["--max-questions", "1", "--output-dir", "runs"],
 }
+"""The smallest run of each registered step that calls a model: its flags after `prefcraft <component> <step>`."""
 
-MID_STEP = ["synthesizeme evaluate", "persona compile", "cupid evaluate", "cupid compile", "lampqa evaluate",
-            "prefdisco compile"]  # each component's evaluation, and compiles of both kinds, under faults mid-step
+CALLS_NO_MODEL = {"prefdisco build-scenarios": "turns a question set into scenarios by seeded sampling, offline"}
+
+MID_STEP = {
+    "synthesizeme evaluate": 2, "synthesizeme compile-persona": 2,
+    "sensejudge evaluate": 2, "sensejudge select": 2,
+    "prefdisco evaluate": 2, "prefdisco compile": 2,
+    "cupid evaluate": 2, "cupid compile": 7,  # MIPROv2 proposing instructions
+    "lampqa evaluate": 2, "lampqa compile": 2,
+}
+"""Each component's evaluation-like and compile-like step, and the requests it sends before its faults mid-step."""
+
+
+def test_every_registered_step_that_calls_a_model_has_a_row():
+    registered = {f"{component.name} {step}" for component in COMPONENTS.values() for step in component.steps}
+    assert registered - CALLS_NO_MODEL.keys() == STEPS.keys()
+    assert {step.split()[0] for step in MID_STEP} == COMPONENTS.keys()
+
+
+@pytest.fixture(scope="module")
+def sensejudge_inputs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("sensejudge")
+    server = StandInServer(numbered=True)  # responses that differ make pairs
+    try:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.chdir(folder)
+            write_dialogues(folder)
+            settings = flags(folder, server.api_base)
+            assert main(["sensejudge", "simulate", *SIMULATION, "--pairs", str(PAIRS), *settings]) == 0
+            assert main(["sensejudge", "select", "--pairs", str(PAIRS), "--judge", str(JUDGE),
+                         "--max-pair-descriptions", "1", *settings]) == 0
+    finally:
+        server.close()
+    return folder / SENSEJUDGE_INPUTS
+
+
+def prepare(folder: Path, sensejudge_inputs: Path) -> Path:
+    """`folder` with every row's inputs."""
+    write_dialogues(folder, topics=("QA", "Math"))
+    shutil.copytree(sensejudge_inputs, folder / SENSEJUDGE_INPUTS)
+    return folder
+
+
+def shipped_programs() -> list[tuple[Path, int]]:
+    return sorted((path, path.stat().st_mtime_ns) for path in artifacts.COMPILED_DIR.rglob("*"))
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, sensejudge_inputs):
+    """A fresh working directory with every row's inputs; fails the test if the shipped programs changed."""
+    monkeypatch.chdir(tmp_path)
+    shipped = shipped_programs()
+    yield prepare(tmp_path, sensejudge_inputs)
+    assert shipped_programs() == shipped
+
+
+def argv(step: str, *settings: str) -> list[str]:
+    return [*step.split(), *STEPS[step], *settings]
 
 
 def tracking(tmp_path):
-    return ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")]
+    return ["--tracking-uri", tracking_uri(tmp_path), "--cache-dir", str(tmp_path / "cache")]
 
 
 def assert_one_error_line(error: str, *needles: str) -> None:
@@ -57,123 +136,118 @@ def assert_nothing_finished(tmp_path) -> None:
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_no_endpoint_with_no_serve_is_one_error_naming_the_flag_before_any_call(step, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main([*STEPS[step], "--no-serve", *tracking(tmp_path)]) == 2
+def test_no_endpoint_with_no_serve_is_one_error_naming_the_flag_before_any_call(step, workdir, capsys):
+    assert main(argv(step, "--no-serve", *tracking(workdir))) == 2
     assert_one_error_line(capsys.readouterr().err, "the task model hosted_vllm/", "--task-api-base", "--no-serve")
-    assert_nothing_finished(tmp_path)
-    assert not (tmp_path / "runs").exists() and not (tmp_path / "compiled").exists()
+    assert_nothing_finished(workdir)
+    assert not (workdir / "runs").exists() and not (workdir / "compiled").exists()
 
 
-def test_no_endpoint_names_the_role_whose_model_lacks_one(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    argv = [*STEPS["cupid evaluate"], "--no-serve", "--task-api-base", "http://127.0.0.1:9/v1",
-            "--judge-model", "hosted_vllm/judge", *tracking(tmp_path)]
-    assert main(argv) == 2
+def test_no_endpoint_names_the_role_whose_model_lacks_one(workdir, capsys):
+    settings = ["--no-serve", "--task-api-base", "http://127.0.0.1:9/v1", "--judge-model", "hosted_vllm/judge"]
+    assert main(argv("cupid evaluate", *settings, *tracking(workdir))) == 2
     assert_one_error_line(capsys.readouterr().err, "the judge model hosted_vllm/judge", "--judge-api-base")
 
 
-def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(workdir, monkeypatch, capsys):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    argv = [*STEPS["cupid evaluate"], "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(tmp_path)]
-    assert main(argv) == 2
+    assert main(argv("cupid evaluate", "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(workdir))) == 2
     assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
-    assert_nothing_finished(tmp_path)
+    assert_nothing_finished(workdir)
 
 
 # Unreachable, killed mid-step, slower than the timeout: stand-in servers
 
 
-def output_flags(step, tmp_path):
-    """Where each step writes: compiled programs into a compiled/ folder, results into runs/."""
-    if step == "persona compile":
-        return []
-    output = ["--output", str(tmp_path / "compiled" / "program.json")] if "compile" in step else []
-    component = step.split()[0] in ("cupid", "lampqa", "prefdisco")
-    return [*output, "--output-dir", str(tmp_path / "runs")] if component else output
-
-
-def run_step(step, tmp_path, api_base, *extra):
-    argv = [*STEPS[step], *output_flags(step, tmp_path), *flags(tmp_path, api_base), *extra]
-    return main(argv)
-
-
 @pytest.mark.parametrize("step", STEPS)
-def test_an_unreachable_endpoint_is_one_error_naming_it(step, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+def test_an_unreachable_endpoint_is_one_error_naming_it(step, workdir, capsys):
     api_base = f"http://127.0.0.1:{free_port()}/v1"
-    assert run_step(step, tmp_path, api_base) == 2
+    assert main(argv(step, *flags(workdir, api_base))) == 2
     assert_one_error_line(capsys.readouterr().err, f"model server at {api_base} is unreachable")
-    assert_nothing_finished(tmp_path)
-    assert not (tmp_path / "compiled").exists()
+    assert_nothing_finished(workdir)
+    assert not (workdir / "compiled").exists()
 
 
 @pytest.mark.parametrize("step", MID_STEP)
-def test_a_server_killed_mid_step_is_one_error_naming_it(step, tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    server = StandInServer(die_after=2)
+def test_a_server_killed_mid_step_is_one_error_naming_it(step, workdir, capsys):
+    server = StandInServer(die_after=MID_STEP[step])
     try:
-        assert run_step(step, tmp_path, server.api_base) == 2
+        assert main(argv(step, *flags(workdir, server.api_base))) == 2
     finally:
         server.close()
     assert_one_error_line(capsys.readouterr().err, f"model server at {server.api_base} is unreachable")
-    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
-    assert not (tmp_path / "compiled").exists()
+    assert [run.info.status for run in parent_runs(workdir)] == ["FAILED"]
+    assert not (workdir / "compiled").exists()
 
 
 @pytest.mark.parametrize("step", MID_STEP)
-def test_a_server_slower_than_the_timeout_is_one_error_saying_so_and_gets_no_work_twice(
-    step, tmp_path, monkeypatch, capsys
-):
-    monkeypatch.chdir(tmp_path)
+def test_a_server_slower_than_the_timeout_is_one_error_saying_so_and_gets_no_work_twice(step, workdir, capsys):
     server = StandInServer(delay_s=2.0)
     try:
-        assert run_step(step, tmp_path, server.api_base, "--task-timeout-s", "0.5") == 2
+        assert main(argv(step, *flags(workdir, server.api_base), "--task-timeout-s", "0.5")) == 2
     finally:
         server.close()
     assert_one_error_line(capsys.readouterr().err, f"timed out at {server.api_base} (after 0.5 s)", "--task-timeout-s")
     assert len(server.bodies) <= 2  # what was in flight when the first timed out, one per thread; nothing sent again
-    assert [run.info.status for run in parent_runs(tmp_path)] == ["FAILED"]
-    assert not (tmp_path / "compiled").exists()
+    assert [run.info.status for run in parent_runs(workdir)] == ["FAILED"]
+    assert not (workdir / "compiled").exists()
 
 
-# SIGINT and SIGTERM, in a real process started as a shell starts one in the background: with SIGINT ignored
+def test_sensejudge_select_resumed_after_a_server_died_repeats_no_completed_call(workdir, capsys):
+    """On the stand-in every answer completes at once: those sent before the death are in DSPy's cache."""
+    server = StandInServer(die_after=3)
+    try:
+        assert main(argv("sensejudge select", *flags(workdir, server.api_base))) == 2
+        assert_one_error_line(capsys.readouterr().err, f"model server at {server.api_base} is unreachable")
+        before = [repr(body) for body in server.bodies]
+        server.die_after = None
+        server.bodies.clear()
+        assert main(argv("sensejudge select", "--resume", *flags(workdir, server.api_base))) == 0
+    finally:
+        server.close()
+    assert server.bodies and not set(before) & {repr(body) for body in server.bodies}, "a completed call was sent again"
+    assert [(run.info.status, run.data.tags.get("prefcraft.resumed")) for run in parent_runs(workdir)] == [
+        ("FINISHED", "1")]
+    assert (workdir / "compiled" / "sensejudge.json").is_file()
+
+
+# SIGINT and SIGTERM, each to a real process: the command forked from this one (its imports done, it starts in a
+# second, where `python -m prefcraft.cli` takes half a minute on a busy machine), with SIGINT ignored as a shell
+# starts a command in the background
 
 
 STOPPED = {signal.SIGINT: (130, "prefcraft: interrupted"), signal.SIGTERM: (143, "SIGTERM: stopping")}
-REQUESTS_BEFORE_THE_SIGNAL = {"cupid compile": 7, "cupid evaluate": 2}  # the compile: MIPROv2 proposing instructions
 
 
-@pytest.fixture
-def slow_standin():
-    server = StandInServer(delay_s=1.0)
-    yield server
-    server.close()
+def run_in_background(arguments: list[str]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with open("stderr.txt", "w") as error, contextlib.redirect_stderr(error), open(os.devnull, "w") as out, \
+            contextlib.redirect_stdout(out):
+        sys.exit(main(arguments))
 
 
 @pytest.mark.parametrize("signum", STOPPED, ids=lambda signum: signal.Signals(signum).name)
-@pytest.mark.parametrize("step", REQUESTS_BEFORE_THE_SIGNAL)
-def test_a_signal_stops_the_step_at_once_and_its_run_is_killed(step, signum, slow_standin, tmp_path):
-    compiled = tmp_path / "compiled"
-    argv = [*STEPS[step], *(["--output", str(compiled / "inferrer.json")] if "compile" in step else []),
-            *flags(tmp_path, slow_standin.api_base)]
-    process = subprocess.Popen([sys.executable, "-m", "prefcraft.cli", *argv], cwd=tmp_path, stderr=subprocess.PIPE,
-                               stdout=subprocess.DEVNULL, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+@pytest.mark.parametrize("step", MID_STEP)
+def test_a_signal_stops_the_step_at_once_and_its_run_is_killed(step, signum, workdir):
+    server = StandInServer(delay_s=1.0)
+    process = multiprocessing.get_context("fork").Process(target=run_in_background,
+                                                          args=(argv(step, *flags(workdir, server.api_base)),))
     try:
+        process.start()
         deadline = time.monotonic() + 120
-        while len(slow_standin.bodies) < REQUESTS_BEFORE_THE_SIGNAL[step] and process.poll() is None:
+        while len(server.bodies) < MID_STEP[step] and process.is_alive():
             assert time.monotonic() < deadline, "the step never reached the point of the signal"
             time.sleep(0.05)
-        process.send_signal(signum)
-        sent = len(slow_standin.bodies)
-        _, error = process.communicate(timeout=30)
+        os.kill(process.pid, signum)
+        sent = len(server.bodies)
+        process.join(timeout=30)
     finally:
         process.kill()
+        server.close()
+    error = (workdir / "stderr.txt").read_text()
     code, message = STOPPED[signum]
-    assert process.returncode == code, error
+    assert process.exitcode == code, error
     assert message in error and "Traceback" not in error, error
-    assert len(slow_standin.bodies) <= sent + 2, "requests went on after the signal"  # at most one per thread
-    assert [run.info.status for run in parent_runs(tmp_path)] == ["KILLED"]
-    assert not compiled.exists()
+    assert len(server.bodies) <= sent + 2, "requests went on after the signal"  # at most one per thread
+    assert [run.info.status for run in parent_runs(workdir)] == ["KILLED"]
+    assert not (workdir / "compiled").exists()
