@@ -60,6 +60,8 @@ SMALL_MODEL_FIELD_CHARS = {
     "NextTurn.question": 120,
     "AnswerProblem.response": 400,
     "AnswerProblem.final_answer": 40,
+    "AnswerInDialogue.response": 400,
+    "AnswerInDialogue.final_answer": 40,
     "SolveProblem.response": 400,
     "SolveProblem.final_answer": 40,
     "ReplyAsUser.thought": 120,
