@@ -50,7 +50,9 @@ def evaluate_program(
     with metered() as meter:
         if num_threads > 1:
             _warm_prefix(program, examples[0])
-        result = evaluate(program)
+        # MLflow's autologging would log DSPy's mean score as `eval` on the command's run, beside the same result
+        # under the name the report gives it (and as 0 for the steps of a pipeline that the next step scores)
+        result = evaluate(program, callback_metadata={"disable_logging": True})
     results = [(example, prediction or None, float(score)) for example, prediction, score in result.results]
     if any(prediction is None for _, prediction, _ in results):
         check_reachable(model)
