@@ -92,13 +92,6 @@ def sensejudge_inputs(tmp_path_factory):
     return folder / SENSEJUDGE_INPUTS
 
 
-def prepare(folder: Path, sensejudge_inputs: Path) -> Path:
-    """`folder` with every row's inputs."""
-    write_dialogues(folder, topics=("QA", "Math"))
-    shutil.copytree(sensejudge_inputs, folder / SENSEJUDGE_INPUTS)
-    return folder
-
-
 def shipped_programs() -> list[tuple[Path, int]]:
     return sorted((path, path.stat().st_mtime_ns) for path in artifacts.COMPILED_DIR.rglob("*"))
 
@@ -107,8 +100,10 @@ def shipped_programs() -> list[tuple[Path, int]]:
 def workdir(tmp_path, monkeypatch, sensejudge_inputs):
     """A fresh working directory with every row's inputs; fails the test if the shipped programs changed."""
     monkeypatch.chdir(tmp_path)
+    write_dialogues(tmp_path, topics=("QA", "Math"))
+    shutil.copytree(sensejudge_inputs, tmp_path / SENSEJUDGE_INPUTS)
     shipped = shipped_programs()
-    yield prepare(tmp_path, sensejudge_inputs)
+    yield tmp_path
     assert shipped_programs() == shipped
 
 
