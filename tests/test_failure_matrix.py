@@ -4,8 +4,8 @@ non-zero exit, its MLflow run not FINISHED, and nothing new under `compiled/`.
 Each row is the smallest run of its step, in a folder of its own (the working directory: every path below is
 relative to it). Faults here need no model: no endpoint configured, a stand-in server that is unreachable, dies
 mid-step, answers slower than the timeout, or is slow while the process gets SIGINT or SIGTERM. The faults on the
-real embedded server, and `--resume` after them, are in tests/test_faults.py and tests/test_faults_components.py;
-SenseJudge's `--resume` is here, on a stand-in.
+real embedded server, and runs after them, are in tests/test_faults.py and tests/test_faults_components.py; the
+`--resume` those leave untested is here, on a stand-in.
 """
 
 import contextlib
@@ -188,22 +188,27 @@ def test_a_server_slower_than_the_timeout_is_one_error_saying_so_and_gets_no_wor
     assert not (workdir / "compiled").exists()
 
 
-def test_sensejudge_select_resumed_after_a_server_died_repeats_no_completed_call(workdir, capsys):
+RESUMED = ["sensejudge select", "cupid evaluate", "lampqa evaluate", "prefdisco evaluate"]
+"""The steps whose `--resume` no test on the embedded server runs (tests/test_faults.py resumes SynthesizeMe's;
+tests/test_faults_components.py runs CUPID's, LaMP-QA's and PrefDisco's again without it)."""
+
+
+@pytest.mark.parametrize("step", RESUMED)
+def test_resumed_after_a_server_died_repeats_no_completed_call(step, workdir, capsys):
     """On the stand-in every answer completes at once: those sent before the death are in DSPy's cache."""
     server = StandInServer(die_after=3)
     try:
-        assert main(argv("sensejudge select", *flags(workdir, server.api_base))) == 2
+        assert main(argv(step, *flags(workdir, server.api_base))) == 2
         assert_one_error_line(capsys.readouterr().err, f"model server at {server.api_base} is unreachable")
         before = [repr(body) for body in server.bodies]
         server.die_after = None
         server.bodies.clear()
-        assert main(argv("sensejudge select", "--resume", *flags(workdir, server.api_base))) == 0
+        assert main(argv(step, "--resume", *flags(workdir, server.api_base))) == 0
     finally:
         server.close()
     assert server.bodies and not set(before) & {repr(body) for body in server.bodies}, "a completed call was sent again"
     assert [(run.info.status, run.data.tags.get("prefcraft.resumed")) for run in parent_runs(workdir)] == [
         ("FINISHED", "1")]
-    assert (workdir / "compiled" / "sensejudge.json").is_file()
 
 
 # SIGINT and SIGTERM, each to a real process: the command forked from this one (its imports done, it starts in a
