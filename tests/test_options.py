@@ -101,6 +101,7 @@ def test_a_switch_on_by_default_needs_a_flag_that_turns_it_off():
 
 
 REQUIRED = {("synthesizeme", "compile-persona"): {"train_users": ["a"], "val_users": ["b"], "output": Path("p.json")},
+            ("synthesizeme", "import-persona-prompt"): {"released": Path("r.json"), "output": Path("p.json")},
             ("sensejudge", "simulate"): {"dialogues": Path("d.json")},
             ("sensejudge", "demo"): {"dialogues": Path("d.json")}}
 

@@ -12,6 +12,7 @@ from prefcraft.components.synthesizeme.compile_persona import compile_persona
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, default_persona_prompt, demo_cap, fit_users
 from prefcraft.components.synthesizeme.profiles import load_profiles
+from prefcraft.components.synthesizeme.released_prompt import import_released_persona_prompt
 from prefcraft.components.synthesizeme.report import format_comparison, format_fit_summary, format_report
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.flags import ExecutorOptions, optimizer_config, optimizer_options
@@ -20,7 +21,8 @@ from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 
-HELP = "SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, demo)"
+HELP = ("SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, import-persona-prompt, "
+        "demo)")
 DEMO_METHODS = ["default", "synthesizeme"]
 DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
 # The tour fits two held-out users (the demo fits three): the whole tour stays under 15 minutes.
@@ -101,6 +103,18 @@ class DemoOptions(_Fit, _Data):
         "validation judgment, the first to reach 0.8 winning (the paper)")
 
 
+class ImportPersonaPromptOptions(Options):
+    released: FilePath = option(..., "a persona program released with the SynthesizeMe paper (the reference "
+                                "repository's synthesizeme/prompts/llama3b.json, llama8b.json or llama70b.json)")
+    output: FilePath = option(..., "compiled persona prompt JSON to write, for fit --persona-prompt")
+
+
+def run_import_persona_prompt(options: ImportPersonaPromptOptions, settings: Any, emit: Emit) -> Path:
+    path = import_released_persona_prompt(options.released, options.output)
+    emit(f"released persona prompt imported to {path}; fit from it with --persona-prompt {path}")
+    return path
+
+
 def run_compile_persona(options: CompilePersonaOptions, settings: Any, emit: Emit) -> Path:
     path = compile_persona(settings, options.data or SAMPLE_USERS, options.output, train_users=options.train_users,
                            val_users=options.val_users, fit_config=options.search_config(settings),
@@ -156,6 +170,8 @@ COMPONENT = Component(
         "evaluate": Step("judge a split's pairs in both orders and report accuracy", EvaluateOptions, run_evaluate),
         "compile-persona": Step("optimize the persona prompt (MIPROv2 by default), once", CompilePersonaOptions,
                                 run_compile_persona),
+        "import-persona-prompt": Step("import a persona prompt released with the paper, for fit --persona-prompt",
+                                      ImportPersonaPromptOptions, run_import_persona_prompt),
         "demo": Step("fit sample users, compare with the default judge", DemoOptions, run_demo),
     },
     run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
