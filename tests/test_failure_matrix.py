@@ -57,7 +57,10 @@ STEPS = {
 }
 """The smallest run of each registered step that calls a model: its flags after `prefcraft <component> <step>`."""
 
-CALLS_NO_MODEL = {"prefdisco build-scenarios": "turns a question set into scenarios by seeded sampling, offline"}
+CALLS_NO_MODEL = {
+    "prefdisco build-scenarios": "turns a question set into scenarios by seeded sampling, offline",
+    "synthesizeme import-persona-prompt": "converts a released persona program's file into a compiled prompt",
+}
 
 MID_STEP = {
     "synthesizeme evaluate": 2, "synthesizeme compile-persona": 2,
