@@ -8,6 +8,7 @@ import dspy
 import mlflow
 import pytest
 from dspy.utils import DummyLM
+from sensebench_files import write_dialogues
 
 import prefcraft
 from prefcraft.cli import main
@@ -35,14 +36,6 @@ from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
-
-
-def write_dialogues(tmp_path, count=4, topics=("QA",)):
-    dialogues = [[{"from": "Human", "content": [{"type": "text", "value": f"{topic} question {i}?"}],
-                   "topic": f"sense_bmk:{topic}"}] for topic in topics for i in range(count)]
-    path = tmp_path / "new_sense_bmk.json"
-    path.write_text(json.dumps(dialogues))
-    return path
 
 
 @pytest.fixture
