@@ -20,6 +20,7 @@ def tracking_uri(tmp_path: Path) -> str:
     """An MLflow database in `tmp_path`, copied from an empty one made once: making its tables takes seconds."""
     database = tmp_path / "mlflow.db"
     if not database.exists():
+        tmp_path.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(_empty_database(), database)
     return f"sqlite:///{database}"
 
