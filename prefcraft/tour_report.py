@@ -24,21 +24,28 @@ class TourRow:
 
 
 def format_tour(rows: list[TourRow]) -> str:
+    compared = [row for row in rows if row.comparison and not (row.skipped or row.failed)]
+    cells = {row.component: (row.comparison.metric,
+                             _score(row.comparison.baseline, row.comparison.baseline_score, row.comparison),
+                             _score(row.comparison.personalized, row.comparison.personalized_score, row.comparison))
+             for row in compared}
+    metric, baseline, personalized = (max([least, *(len(texts[column]) for texts in cells.values())])
+                                      for column, least in enumerate((42, 34, 40)))
     lines = ["", "=== the tour, in one table", NOTE,
-             f"{'component':<13} {'metric':<42} {'baseline':<34} {'personalized':<40} {'LM calls':>8} {'wall':>7}"]
+             f"{'component':<13} {'metric':<{metric}} {'baseline':<{baseline}} {'personalized':<{personalized}} "
+             f"{'LM calls':>8} {'wall':>7}"]
     for row in rows:
-        if row.skipped or row.failed:
+        if row.component not in cells:
             status = f"skipped: {row.skipped}" if row.skipped else f"FAILED: {row.failed}"
             lines.append(f"{row.component:<13} {status}")
             continue
-        comparison = row.comparison
-        lines.append(f"{row.component:<13} {comparison.metric:<42} "
-                     f"{_score(comparison.baseline, comparison.baseline_score, comparison):<34} "
-                     f"{_score(comparison.personalized, comparison.personalized_score, comparison):<40} "
+        texts = cells[row.component]
+        lines.append(f"{row.component:<13} {texts[0]:<{metric}} {texts[1]:<{baseline}} {texts[2]:<{personalized}} "
                      f"{row.usage.calls:>8} {_duration(row.seconds):>7}")
     total_calls = sum(row.usage.calls for row in rows)
     total_seconds = sum(row.seconds for row in rows)
-    lines.append(f"{'all':<13} {'':<42} {'':<34} {'':<40} {total_calls:>8} {_duration(total_seconds):>7}")
+    lines.append(f"{'all':<13} {'':<{metric}} {'':<{baseline}} {'':<{personalized}} {total_calls:>8} "
+                 f"{_duration(total_seconds):>7}")
     return "\n".join(lines)
 
 
