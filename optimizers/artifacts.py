@@ -42,13 +42,19 @@ def save_compiled(program: dspy.Module, path: Path, *, program_name: str, **meta
     return path
 
 
-def read_metadata(path: Path) -> dict[str, Any]:
+def read_program_json(path: Path, kind: str = "compiled program") -> Any:
+    """The JSON a saved program file holds; a missing or unreadable file is a CompiledProgramError naming it as
+    `kind`."""
     try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CompiledProgramError(f"compiled program {path} does not exist") from None
+        raise CompiledProgramError(f"{kind} {path} does not exist") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CompiledProgramError(f"compiled program {path} is not valid JSON ({error})") from None
+        raise CompiledProgramError(f"{kind} {path} is not valid JSON ({error})") from None
+
+
+def read_metadata(path: Path) -> dict[str, Any]:
+    state = read_program_json(path)
     if not isinstance(state, dict) or METADATA_KEY not in state:
         raise CompiledProgramError(f"{path} has no '{METADATA_KEY}' metadata block", "was it saved by prefcraft?")
     return state[METADATA_KEY]

@@ -23,7 +23,6 @@ synthesizer (`format_judgments`); a model reads both.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,7 @@ import dspy
 
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER
 from prefcraft.errors import CompiledProgramError
-from prefcraft.optimizers.artifacts import METADATA_KEY, save_compiled
+from prefcraft.optimizers.artifacts import METADATA_KEY, read_program_json, save_compiled
 from prefcraft.programs.persona import PersonaSynthesizer
 
 RELEASED_PREDICTOR = "synthesize.predict"
@@ -56,12 +55,7 @@ def import_released_persona_prompt(released: Path, output: Path) -> Path:
 
 def _read_released(path: Path) -> tuple[dict[str, Any], str | None]:
     """The released predictor's state and the DSPy version that saved it."""
-    try:
-        state = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CompiledProgramError(f"released persona program {path} does not exist") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise CompiledProgramError(f"released persona program {path} is not valid JSON ({error})") from None
+    state = read_program_json(path, "released persona program")
     if isinstance(state, dict) and METADATA_KEY in state:
         raise CompiledProgramError(f"{path} was saved by prefcraft, not released with the paper",
                                    "pass it to --persona-prompt as it is")
