@@ -207,7 +207,7 @@ def _search_problems(component: str, step: str, options: dict[str, Any], search:
                     break
         else:
             for value in values:  # the first bad value is enough
-                if validated_options(component, step, {**options, name: value}, ("search",), problems) is None:
+                if validated_options(component, step, {name: value}, ("search",), problems) is None:
                     break
     return problems
 
