@@ -1,6 +1,7 @@
 """Every benchmark script imports as it runs (benchmarks/ first on the path) and shows its --help without a server, so
 that a renamed import or option cannot break one unnoticed: the benchmarks themselves run only by hand."""
 
+import argparse
 import importlib
 import subprocess
 import sys
@@ -32,3 +33,63 @@ def test_each_script_shows_its_help_without_a_server(script):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:") and "--output" in done.stdout, done.stdout
+
+
+@pytest.fixture
+def structured_outputs(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("structured_outputs")
+
+
+def test_a_structured_output_variant_reads_its_dialect_and_profile(structured_outputs, tmp_path):
+    profile = tmp_path / "bounds.toml"
+    profile.write_text('[small_model]\nstring_chars = 100\n[small_model.field_chars]\n"NextTurn.question" = 50\n')
+    variant = structured_outputs.parse_variant(f"tight=llguidance:{profile}")
+    adapter = variant.adapter()
+    assert (variant.label, adapter.dialect, adapter.bounds.string_chars) == ("tight", "llguidance", 100)
+    assert adapter.bounds.field_chars["NextTurn.question"] == 50
+    assert adapter.bounds.field_chars["ReplyAsUser.reply"] == 120  # the defaults stay under the file's entries
+    assert structured_outputs.parse_variant("after=json_schema:default").adapter().bounds.string_chars == 800
+
+
+@pytest.mark.parametrize(("spec", "message"), [
+    ("before=grammar:default", r"variant before: unknown dialect 'grammar'"),
+    ("before=json_schema:missing.toml", r"profile missing\.toml: No such file"),
+    ("json_schema:default", r"is not LABEL=DIALECT:PROFILE"),
+])
+def test_a_bad_structured_output_variant_is_one_clear_error(structured_outputs, spec, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        structured_outputs.parse_variant(spec)
+
+
+def test_a_profile_file_that_is_not_a_profile_is_named(structured_outputs, tmp_path):
+    profile = tmp_path / "bounds.toml"
+    profile.write_text("[small_model]\nstring_chars = -1\n")
+    with pytest.raises(argparse.ArgumentTypeError, match=rf"profile {profile}: not a small-model profile"):
+        structured_outputs.parse_variant(f"before=json_schema:{profile}")
+
+
+def test_field_lengths_count_the_parsed_calls_strings_against_their_bound(structured_outputs):
+    def call(failure, *strings):
+        return structured_outputs.CallResult(failure, 1.0, 10, 5, strings=list(strings))
+
+    results = [
+        call(None, ("NextTurn.question", 120, 120), ("JudgePreference.reasoning", 30, None)),
+        call(None, ("NextTurn.question", 60, 120), ("JudgePreference.reasoning", 50, None)),
+        call(None, ("NextTurn.question", 114, 120)),
+        call("AdapterParseError", ("NextTurn.question", 500, 120)),  # an unparsed call is left out
+    ]
+    question, reasoning = structured_outputs.field_lengths(results)
+    assert question == structured_outputs.FieldLengths("NextTurn.question", 3, 98.0, 120, 120, 2 / 3)
+    assert reasoning == structured_outputs.FieldLengths("JudgePreference.reasoning", 2, 40.0, 50, None, None)
+    cell = structured_outputs.summarize("after", "NextTurn", results)
+    assert cell.field_lengths == [question, reasoning]
+    row = "| after / NextTurn | NextTurn.question | 3 | 98 / 120 | 120 | 67% |"
+    assert row in structured_outputs.field_table([cell])
+
+
+def test_the_completion_line_gives_each_adapter_against_the_first(structured_outputs):
+    totals = [{"adapter": "before", "calls": 10, "completion_tokens": 880},
+              {"adapter": "after", "calls": 10, "completion_tokens": 440}]
+    line = structured_outputs.completion_line(totals)
+    assert line == "completion tokens per call: before 88.0 (1.00x), after 44.0 (0.50x)"
