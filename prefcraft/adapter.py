@@ -3,15 +3,17 @@
 `SchemaAdapter` is DSPy's JSONAdapter plus one step: before each call it turns the signature's output fields into a
 JSON schema and asks the server to constrain decoding to it. Numbers always get a range; strings and lists get the
 length bounds the adapter is given (the small-model profile's), and none otherwise: then `max_tokens` alone bounds the
-reply. Three dialects:
+reply. Four dialects:
 - "json_schema": the OpenAI structured-outputs form `{"type": "json_schema", "json_schema": {...}}`, which llama.cpp's
   server, vLLM and hosted APIs all take;
 - "llguidance": llama.cpp's `grammar` field in llguidance's form, with JSON that has no free whitespace (through the
   json_schema form, llguidance lets a model write any run of spaces and newlines between tokens);
+- "vllm": vLLM's `structured_outputs` request field (vLLM 0.12 and later) with `disable_any_whitespace`, honoured by its
+  xgrammar and guidance backends;
 - "none": no constraint, the prompt alone asks for JSON.
-The constraint goes in `response_format`, which DSPy's canonical `Request` carries to the engine; a grammar field has
-no place there, so the llguidance dialect asks in the json_schema form with llguidance's options in the schema, and
-prefcraft's engines (`routing.ServerEngine`) move it to the grammar field (`llguidance_in_grammar_field`).
+The constraint goes in `response_format`, which DSPy's canonical `Request` carries to the engine; a server's own field
+has no place there, so the compact dialects ask in the json_schema form with their options marked in the schema, and
+prefcraft's engines (`routing.ServerEngine`) move it to the server's field (`constraint_in_server_field`).
 """
 
 from __future__ import annotations
@@ -22,19 +24,21 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, get_args
 
 import dspy
 import pydantic
 
 from prefcraft.errors import ConfigError
 from prefcraft.lm_cache import evict_unparsed_replies
+from prefcraft.settings import Dialect
 
-Dialect = Literal["json_schema", "llguidance", "none"]
 DIALECTS: tuple[str, ...] = get_args(Dialect)
 COMPACT_JSON = {"whitespace_flexible": False, "key_separator": ":", "item_separator": ","}
 LLGUIDANCE_OPTIONS = "x-guidance"  # the key of llguidance's own options in a JSON schema
 LLGUIDANCE_JSON = "%llguidance {}\nstart: %json "  # an llguidance grammar whose start rule is the JSON schema after it
+VLLM_OPTIONS = "x-vllm"  # marks a schema bound for vLLM's structured_outputs field, with the options to send beside it
+VLLM_COMPACT_JSON = {"disable_any_whitespace": True}
 
 # Bounds checked against llguidance (the grammar engine of xllamacpp's llama.cpp server). It enforces string, list, map
 # and number bounds, but the digits of a number without a range, or of a float without a step, are unbounded: every
@@ -99,17 +103,25 @@ class SchemaAdapter(dspy.JSONAdapter):
 def _response_format(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]:
     if dialect == "llguidance":
         schema = {**schema, LLGUIDANCE_OPTIONS: COMPACT_JSON}
+    elif dialect == "vllm":
+        schema = {**schema, VLLM_OPTIONS: VLLM_COMPACT_JSON}
     return {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
 
 
-def llguidance_in_grammar_field(body: dict[str, Any]) -> None:
-    """Move a `response_format` schema that carries llguidance's options to llama.cpp's `grammar` field, sent in
-    `extra_body`: the server reads those options only from a grammar (its json_schema path lets a model write free
-    whitespace)."""
+def constraint_in_server_field(body: dict[str, Any]) -> None:
+    """Move a `response_format` schema marked for a server's own field there, sent in `extra_body`: llguidance's to
+    llama.cpp's `grammar` (the server reads llguidance's options only from a grammar; its json_schema path lets a model
+    write free whitespace), vLLM's to `structured_outputs` with its options beside the schema."""
     schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
     if LLGUIDANCE_OPTIONS in schema:
-        del body["response_format"]
-        body["extra_body"] = {**(body.get("extra_body") or {}), "grammar": LLGUIDANCE_JSON + json.dumps(schema)}
+        server_field = {"grammar": LLGUIDANCE_JSON + json.dumps(schema)}
+    elif VLLM_OPTIONS in schema:
+        plain = {key: value for key, value in schema.items() if key != VLLM_OPTIONS}
+        server_field = {"structured_outputs": {"json": plain, **schema[VLLM_OPTIONS]}}
+    else:
+        return
+    del body["response_format"]
+    body["extra_body"] = {**(body.get("extra_body") or {}), **server_field}
 
 
 def output_schema(signature: type[dspy.Signature], bounds: LengthBounds | None = None) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import create_model
 
@@ -20,6 +20,7 @@ from prefcraft.optimizers.prompt_optimizer import (
     OptimizerConfig,
 )
 from prefcraft.options import Count, Options, Positive, add_option_flags, option, options_from_args
+from prefcraft.settings import StructuredOutput
 
 ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 
@@ -112,8 +113,9 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
         group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
                            help=f"several base URLs serving the {role} model; calls are spread over them")
-        group.add_argument(f"--{role}-structured-output", choices=["json_schema", "llguidance", "none"],
-                           help=f"json_schema: the {role} model's output is constrained to the signature's schema")
+        group.add_argument(f"--{role}-structured-output", choices=get_args(StructuredOutput),
+                           help=f"how the {role} model's output is constrained to the signature's schema (default auto: "
+                           "compact JSON on a server prefcraft starts, else json_schema)")
         group.add_argument(f"--{role}-max-tokens", type=int, help=f"longest answer of the {role} model")
         group.add_argument(f"--{role}-temperature", type=float, help=f"sampling temperature of the {role} model")
         group.add_argument(f"--{role}-timeout-s", type=float, help=f"seconds one call of the {role} model may take")

@@ -226,9 +226,9 @@ def build_adapter(model: ModelSettings, profile: SmallModelProfile | None = None
     """The structured-output adapter of `model`, bounded by the small-model profile when it is on (Settings'
     `small_model_profile()`); without one, `max_tokens` alone bounds each reply, as in the papers."""
     if profile is None:
-        return SchemaAdapter(dialect=model.structured_output)
+        return SchemaAdapter(dialect=model.dialect)
     bounds = LengthBounds(profile.string_chars, profile.list_items, profile.field_chars, profile.field_items)
-    return SchemaAdapter(dialect=model.structured_output, bounds=bounds)
+    return SchemaAdapter(dialect=model.dialect, bounds=bounds)
 
 
 # The model list is cheap, but a server still busy with the calls that just timed out can take longer than a short call

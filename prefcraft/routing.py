@@ -10,7 +10,7 @@ from dspy.clients.engines import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
 from dspy.lm15 import Request, Response, response_to_events
 
-from prefcraft.adapter import llguidance_in_grammar_field
+from prefcraft.adapter import constraint_in_server_field
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ class ServerEngine(LiteLLMEngine):
         if "max_completion_tokens" in data:
             data["max_tokens"] = data.pop("max_completion_tokens")
         data.pop("n", None)  # one choice, every server's default
-        llguidance_in_grammar_field(data)
+        constraint_in_server_field(data)
         return data
 
 

@@ -38,6 +38,9 @@ from prefcraft.errors import ConfigError
 
 ENV_PREFIX = "PREFCRAFT_"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
+Dialect = Literal["json_schema", "llguidance", "vllm", "none"]
+StructuredOutput = Literal["auto", Dialect]
+SERVED_DIALECTS: dict[str, Dialect] = {"llamacpp": "llguidance", "vllm": "vllm"}  # compact JSON on each served backend
 Role = Literal["task", "prompt", "judge"]
 # The small-model profile's per-field bounds, keyed `Owner.field` (the signature or pydantic model that declares the
 # field): what a 135M model needs so that no call runs to its token budget. A paper-scale model gets none of them.
@@ -101,10 +104,12 @@ class ModelSettings(BaseModel):
         "simple-shuffle", description="how litellm's Router picks one of api_bases for each call"
     )
     api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
-    structured_output: Literal["json_schema", "llguidance", "none"] = Field(
-        "json_schema",
-        description="how constrained decoding is requested: the OpenAI json_schema form (llama.cpp's server, vLLM and "
-        "hosted APIs take it), llama.cpp's llguidance grammar with compact JSON (no free whitespace), or not at all",
+    structured_output: StructuredOutput = Field(
+        "auto",
+        description="how constrained decoding is requested: json_schema, the OpenAI form that every server and hosted "
+        "API takes; llguidance, llama.cpp's grammar with compact JSON (no free whitespace); vllm, vLLM's "
+        "structured_outputs field with compact JSON; none, no constraint; auto, the compact form of the server "
+        "prefcraft starts itself, else json_schema",
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, gt=0)
@@ -117,14 +122,17 @@ class ModelSettings(BaseModel):
     def _one_way_to_each_endpoint(self) -> ModelSettings:
         if self.api_base and self.api_bases:
             raise ValueError("give api_base (one endpoint) or api_bases (several), not both")
-        if self.api_bases and self.structured_output == "llguidance":
-            raise ValueError("structured_output llguidance cannot go through the Router of api_bases: use json_schema")
         if len(self.api_bases) == 1:
             raise ValueError("api_bases needs two or more endpoints; give a single one as api_base")
         repeated = sorted({api_base for api_base in self.api_bases if self.api_bases.count(api_base) > 1})
         if repeated:
             raise ValueError(f"api_bases lists {', '.join(repeated)} more than once")
         return self
+
+    @property
+    def dialect(self) -> Dialect:
+        """The structured-output dialect sent: "auto" left unresolved (a model at an endpoint) is the OpenAI form."""
+        return "json_schema" if self.structured_output == "auto" else self.structured_output
 
     @property
     def endpoints(self) -> list[str]:
@@ -233,9 +241,10 @@ class Settings(BaseSettings):
         return [role for role in roles if not self.model_for(role).endpoints] if self.serve else []
 
     def with_api_base(self, api_base: str) -> Settings:
-        """A copy in which every model that had no api_base points at `api_base`."""
+        """A copy in which every model that had no api_base points at `api_base`, the server prefcraft started: an
+        "auto" structured output becomes that server's compact dialect."""
         updates = {
-            role: self.model_for(role).model_copy(update={"api_base": api_base})
+            role: self.model_for(role).model_copy(update={"api_base": api_base, "structured_output": self.dialect(role)})
             for role in self.roles_needing_server()
         }
         served = self.model_copy(update=updates)
@@ -250,6 +259,14 @@ class Settings(BaseSettings):
         """Whether prefcraft serves `role`'s model: it will start the server, or `with_api_base` pointed at it."""
         api_base = self.model_for(role).api_base
         return role in self.roles_needing_server() or (api_base is not None and api_base == self._served_api_base)
+
+    def dialect(self, role: Role) -> Dialect:
+        """The structured-output dialect of `role`'s calls: "auto" is the compact form of the server prefcraft starts
+        for it, else the OpenAI json_schema form."""
+        model = self.model_for(role)
+        if model.structured_output == "auto" and self.served_here(role):
+            return SERVED_DIALECTS[self.server.backend]
+        return model.dialect
 
     def small_model_profile(self) -> SmallModelProfile | None:
         """The small-model profile when it is on: as `small_model.enabled` says, or, unset, when the task model is the

@@ -172,7 +172,7 @@ def model_params(settings: Settings) -> dict[str, Any]:
         params[f"{role}_api_base"] = settings.endpoint(role)
         params[f"{role}_temperature"] = model.temperature
         params[f"{role}_max_tokens"] = model.max_tokens
-        params[f"{role}_structured_output"] = model.structured_output
+        params[f"{role}_structured_output"] = settings.dialect(role)
     return params
 
 

@@ -17,6 +17,15 @@ from typing import Any
 from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 
+def requested_schema(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema a request constrains its reply to, in whichever server's field it came (the OpenAI
+    response_format, llama.cpp's llguidance grammar, vLLM's structured_outputs); an open object without one."""
+    if "grammar" in body:
+        return json.loads(body["grammar"].split("%json ", 1)[1])
+    if "structured_outputs" in body:
+        return body["structured_outputs"]["json"]
+    return body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
+
 class StandInServer:
     def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None,
                  numbered: bool = False) -> None:
@@ -80,7 +89,7 @@ def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             time.sleep(standin.delay_s)
-            schema = body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
+            schema = requested_schema(body)
             text = f"hi {next(standin.numbers)}" if standin.numbered else "hi"
             self._send({
                 "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": EMBEDDED_MODEL_NAME,

@@ -15,8 +15,8 @@ from prefcraft.adapter import (
     MAX_SAFE_INTEGER,
     LengthBounds,
     SchemaAdapter,
+    constraint_in_server_field,
     declared_names,
-    llguidance_in_grammar_field,
     max_chars,
     output_schema,
 )
@@ -585,16 +585,26 @@ def test_llguidance_asks_for_compact_json_in_the_schema():
 
 def test_llguidance_schema_goes_in_the_grammar_field():
     body = {"model": "m", "response_format": prepared("llguidance")["response_format"], "extra_body": {"top_k": 5}}
-    llguidance_in_grammar_field(body)
+    constraint_in_server_field(body)
     header, embedded = body["extra_body"]["grammar"].split("%json ", 1)
     assert header == "%llguidance {}\nstart: "
     assert json.loads(embedded) == {**output_schema(Bounded, SMALL), "x-guidance": COMPACT_JSON}
     assert body == {"model": "m", "extra_body": {"top_k": 5, "grammar": body["extra_body"]["grammar"]}}
 
 
+def test_vllm_schema_goes_in_structured_outputs_without_whitespace():
+    sent = prepared("vllm")
+    assert sent["max_tokens"] == prepared("json_schema")["max_tokens"]
+    body = {"model": "m", "response_format": sent["response_format"], "extra_body": {"top_k": 5}}
+    constraint_in_server_field(body)
+    assert body == {"model": "m", "extra_body": {"top_k": 5, "structured_outputs": {
+        "json": output_schema(Bounded, SMALL), "disable_any_whitespace": True}}}
+    assert "x-vllm" in sent["response_format"]["json_schema"]["schema"]  # the request DSPy caches is left as it was
+
+
 def test_a_json_schema_stays_in_response_format():
     body = {"model": "m", "response_format": prepared("json_schema")["response_format"]}
-    llguidance_in_grammar_field(body)
+    constraint_in_server_field(body)
     assert body == {"model": "m", "response_format": prepared("json_schema")["response_format"]}
 
 
@@ -615,7 +625,7 @@ def run_on(model, module: dspy.Module, adapter: SchemaAdapter | None = None, **i
 
 def small_adapter(model) -> SchemaAdapter:
     """Tighter bounds than the profile's keep a 135M model's replies (and the tests) short."""
-    return SchemaAdapter(dialect=model.structured_output, bounds=LengthBounds(120, 3))
+    return SchemaAdapter(dialect=model.dialect, bounds=LengthBounds(120, 3))
 
 
 @pytest.mark.server

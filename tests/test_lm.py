@@ -70,7 +70,7 @@ def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
     assert "max_completion_tokens" not in body
 
 
-@pytest.mark.parametrize("dialect", ["json_schema", "llguidance", "none"])
+@pytest.mark.parametrize("dialect", ["json_schema", "llguidance", "vllm", "none"])
 def test_structured_calls_reach_the_server_as_the_adapter_asks_without_a_deprecation_warning(recording_server,
                                                                                             dialect):
     """Every call reaches prefcraft's engine as DSPy's canonical Request (DSPy 3.4 warns on the complete_legacy
@@ -82,15 +82,18 @@ def test_structured_calls_reach_the_server_as_the_adapter_asks_without_a_depreca
         try:
             dspy.Predict(JudgePreference)(conversation="[user]: hi", first_completion="Hello!", second_completion="Hi.")
         except AdapterParseError:
-            assert dialect != "json_schema"  # the stand-in fills the schema of a response_format alone
+            assert dialect == "none"  # the stand-in fills the schema a request carries; without one, it answers "hi"
 
     [body] = recording_server.bodies
     lm_kwargs: dict = {}
     adapter._prepare_response_format(build_lm(model), lm_kwargs, JudgePreference)
     constraint = {"response_format": lm_kwargs["response_format"]} if dialect == "json_schema" else {}
+    schema = lm_kwargs.get("response_format", {}).get("json_schema", {}).get("schema", {})
     if dialect == "llguidance":
-        constraint = {"grammar": "%llguidance {}\nstart: %json "
-                      + json.dumps(lm_kwargs["response_format"]["json_schema"]["schema"])}
+        constraint = {"grammar": "%llguidance {}\nstart: %json " + json.dumps(schema)}
+    if dialect == "vllm":
+        plain = {key: value for key, value in schema.items() if key != "x-vllm"}
+        constraint = {"structured_outputs": {"json": plain, "disable_any_whitespace": True}}
     assert body == {"model": EMBEDDED_MODEL_NAME, "messages": body["messages"], "temperature": 0.0,
                     "max_tokens": lm_kwargs.get("max_tokens", 77), **constraint}
 
@@ -152,7 +155,7 @@ def test_wrong_model_name_is_a_config_error(embedded_model):
 
 
 def judge_once(model: ModelSettings) -> None:
-    with dspy.context(lm=build_lm(model), adapter=SchemaAdapter(dialect=model.structured_output)):
+    with dspy.context(lm=build_lm(model), adapter=SchemaAdapter(dialect=model.dialect)):
         dspy.Predict(JudgePreference)(conversation="[user]: hi", first_completion="Hello!", second_completion="Hi.")
 
 

@@ -77,7 +77,9 @@ REGENERATE = f"{UPDATE_VARIABLE}=1 .venv/bin/python -m pytest tests/test_prompt_
 PROGRAM_MODULES = (prefcraft.programs.cupid, prefcraft.programs.judge, prefcraft.programs.lampqa,
                    prefcraft.programs.memory, prefcraft.programs.persona, prefcraft.programs.prefdisco,
                    prefcraft.programs.responder, prefcraft.programs.sensejudge)
-MODEL = ModelSettings()  # the embedded default: the model string, sampling and structured-output dialect commands use
+# The embedded default: the model string and sampling commands use. The messages are the same in every structured-output
+# dialect; the fake reads the schema from the json_schema form.
+MODEL = ModelSettings()
 PROFILES: dict[str, SmallModelProfile | None] = {"small": SmallModelProfile(), "paper": None}
 """Each snapshot in both profiles: `small`, the small-model profile's defaults (what the embedded default turns on), and
 `paper`, no profile (max_tokens alone bounds a reply)."""
@@ -232,7 +234,7 @@ def run_simulated_responder(profile: SmallModelProfile | None):
     temperature, under the adapter the command gives its responders (SimulationConfig's max_response_chars)."""
     config = SimulationConfig()
     bounds = LengthBounds(string_chars=config.max_response_chars)
-    adapter = SchemaAdapter(dialect=MODEL.structured_output, bounds=bounds)
+    adapter = SchemaAdapter(dialect=MODEL.dialect, bounds=bounds)
     with dspy.context(adapter=adapter):
         responder = Responder(VARIANTS["concise"], temperature=config.response_temperature)
         return responder(conversation=format_conversation(_sample_user_pairs().train[0].context))
@@ -459,7 +461,7 @@ def render(case: Case, profile_name: str) -> str:
         *(f"# {line}" for line in case.description.splitlines()),
         f"# Profile: {described}",
         f"# Model: {MODEL.model} (temperature {MODEL.temperature}, max_tokens {MODEL.max_tokens}); adapter: "
-        f"{type(adapter).__name__}, structured_output {MODEL.structured_output}",
+        f"{type(adapter).__name__}, structured_output {MODEL.dialect}",
         f"# Replies are the capturing fake's (tests/capturing_lm.py). Regenerate: {REGENERATE}",
     ]
     return "\n".join(header) + "\n\n" + render_calls(engine.calls)

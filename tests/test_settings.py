@@ -2,7 +2,6 @@ import os
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from prefcraft.errors import ConfigError
 from prefcraft.settings import (
@@ -26,7 +25,7 @@ def test_defaults_run_every_role_on_the_embedded_server():
     assert settings == Settings()
     assert settings.task.model == f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
     assert settings.task.api_base is None
-    assert settings.task.structured_output == "json_schema"
+    assert settings.task.structured_output == "auto"
     assert settings.task.temperature == 0.0
     assert settings.prompt is None and settings.judge is None
     assert settings.serve is True
@@ -240,10 +239,21 @@ def test_config_file_that_is_not_toml(tmp_path):
 @pytest.mark.parametrize(("name", "small_model"), [("embedded.toml", True), ("vllm-qwen7b.toml", False)])
 def test_the_shipped_experiment_settings_load(name, small_model):
     settings = load_settings(Path(__file__).parents[1] / "experiments" / name, environ={})
-    assert settings.task.structured_output == "json_schema"
+    assert settings.dialect("task") == {"embedded.toml": "llguidance", "vllm-qwen7b.toml": "vllm"}[name]
     assert settings.small_model.enabled is small_model
 
 
-def test_the_llguidance_grammar_cannot_go_through_the_router():
-    with pytest.raises(ValidationError, match="llguidance cannot go through the Router"):
-        ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance")
+def test_auto_is_the_compact_dialect_of_the_server_prefcraft_starts_and_json_schema_elsewhere():
+    assert [Settings().dialect(role) for role in ("task", "prompt", "judge")] == ["llguidance"] * 3
+    served = Settings().with_api_base("http://127.0.0.1:9000/v1")
+    assert served.task.structured_output == "llguidance" and served.dialect("judge") == "llguidance"
+    assert Settings(server={"backend": "vllm"}).with_api_base("http://127.0.0.1:9000/v1").task.dialect == "vllm"
+    elsewhere = Settings(task=ModelSettings(api_base="http://gpu:8000/v1")).with_api_base("http://127.0.0.1:9000/v1")
+    assert elsewhere.dialect("task") == elsewhere.task.dialect == "json_schema"
+    assert Settings(serve=False).dialect("task") == "json_schema"
+    chosen = Settings(task=ModelSettings(structured_output="none")).with_api_base("http://127.0.0.1:9000/v1")
+    assert chosen.task.structured_output == "none"  # a dialect set by name is kept
+
+
+def test_a_compact_dialect_goes_through_the_router_too():
+    assert ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance").dialect == "llguidance"

@@ -194,7 +194,7 @@ def _simulate(
     """Each dialogue's labelled rows (no split yet); failures and identical pairs are counted in `summary`."""
     with lm_context(session, "task"), metered() as responding:
         bounds = LengthBounds(string_chars=config.max_response_chars)
-        adapter = SchemaAdapter(dialect=session.task.structured_output, bounds=bounds)
+        adapter = SchemaAdapter(dialect=session.task.dialect, bounds=bounds)
         with dspy.context(adapter=adapter):
             responses = _respond(dialogues, config, session.num_threads)
     jobs = []
