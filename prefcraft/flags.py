@@ -114,8 +114,8 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
                            help=f"several base URLs serving the {role} model; calls are spread over them")
         group.add_argument(f"--{role}-structured-output", choices=get_args(StructuredOutput),
-                           help=f"how the {role} model's output is constrained to the signature's schema (default auto: "
-                           "compact JSON on a server prefcraft starts, else json_schema)")
+                           help=f"how the {role} model's output is constrained to the signature's schema "
+                           "(default auto: compact JSON on a server prefcraft starts, else json_schema)")
         group.add_argument(f"--{role}-max-tokens", type=int, help=f"longest answer of the {role} model")
         group.add_argument(f"--{role}-temperature", type=float, help=f"sampling temperature of the {role} model")
         group.add_argument(f"--{role}-timeout-s", type=float, help=f"seconds one call of the {role} model may take")

@@ -244,7 +244,9 @@ class Settings(BaseSettings):
         """A copy in which every model that had no api_base points at `api_base`, the server prefcraft started: an
         "auto" structured output becomes that server's compact dialect."""
         updates = {
-            role: self.model_for(role).model_copy(update={"api_base": api_base, "structured_output": self.dialect(role)})
+            role: self.model_for(role).model_copy(
+                update={"api_base": api_base, "structured_output": self.dialect(role)}
+            )
             for role in self.roles_needing_server()
         }
         served = self.model_copy(update=updates)
