@@ -108,7 +108,8 @@ BAD = {
     "a number for a switch": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nuse_shipped = 0\n',
                               "steps.evaluate.use_shipped: Input should be a valid boolean"),
     "bad choice": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = ["all", "everything"]\n',
-                   "steps.evaluate.variants[1]: Input should be 'relevant', 'summaries', 'summaries-per-session' or 'all'"),
+                   "steps.evaluate.variants[1]: Input should be 'relevant', 'summaries', 'summaries-per-session' "
+                   "or 'all'"),
     "empty list for a one-or-more flag": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = []\n',
                                           "steps.evaluate.variants: List should have at least 1 item"),
     "missing required option": ('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\n[steps.select]\n',

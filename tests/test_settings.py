@@ -256,4 +256,5 @@ def test_auto_is_the_compact_dialect_of_the_server_prefcraft_starts_and_json_sch
 
 
 def test_a_compact_dialect_goes_through_the_router_too():
-    assert ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance").dialect == "llguidance"
+    routed = ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance")
+    assert routed.dialect == "llguidance"
