@@ -7,7 +7,8 @@ DSPy cache is the one prefcraft's own `configure_cache` points at: the first run
 re-run in the same session repeats it and should find every answer there. Calls and tokens are prefcraft's usage
 metering (each runner's per-step `LMUsage`, cache hits excluded); the server's prompt-token counters come from
 llama.cpp's /metrics. The result file says how it was made (command line, machine, date and git commit) and is
-replaced in one step, so that a run cut short leaves the last complete one.
+replaced in one step, so that a run cut short leaves the last complete one. A benchmark that compares small-model
+profiles names each as `default` (today's) or a TOML file whose `[small_model]` table sets its bounds.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -29,17 +31,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pydantic
+
 from prefcraft.backends import managed_server
 from prefcraft.backends.metrics import metered_prompt_cache
 from prefcraft.evaluation import StepCost
 from prefcraft.files import write_text_atomic
 from prefcraft.lm import configure_cache
-from prefcraft.settings import ModelSettings, ServerSettings, Settings
+from prefcraft.settings import ModelSettings, ServerSettings, Settings, SmallModelProfile
 from prefcraft.tracking import start_tracking
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPOSITORY = RESULTS.parent.parent
 NOISY_LOGGERS = ("LiteLLM", "httpx", "alembic", "mlflow")
+DEFAULT_PROFILE = "default"
 
 
 def make_parser(doc: str, result_name: str, *, threads: int = 4, timeout_s: float = 600.0) -> argparse.ArgumentParser:
@@ -53,6 +58,25 @@ def make_parser(doc: str, result_name: str, *, threads: int = 4, timeout_s: floa
                         help="litellm model string, with --api-base (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=RESULTS / result_name)
     return parser
+
+
+def load_profile(source: str) -> SmallModelProfile:
+    """Today's small-model profile for "default", else the `[small_model]` table of the TOML file `source`; a file
+    that cannot give one is an argparse error that names it."""
+    if source == DEFAULT_PROFILE:
+        return SmallModelProfile()
+    try:
+        with open(source, "rb") as file:
+            return SmallModelProfile.model_validate(tomllib.load(file)["small_model"])
+    except OSError as error:
+        reason = error.strerror
+    except tomllib.TOMLDecodeError as error:
+        reason = f"not TOML ({error})"
+    except KeyError:
+        reason = "no [small_model] table"
+    except pydantic.ValidationError as error:
+        reason = f"not a small-model profile: {error}"
+    raise argparse.ArgumentTypeError(f"profile {source}: {reason}")
 
 
 def configure_logging(*quiet: str) -> None:

@@ -3,9 +3,12 @@
 `record`: runs one job on the embedded server with an empty DSPy cache and writes every distinct request it sent
 (messages, response format, max_tokens, temperature), in the order sent, to a JSON file. Jobs: `fit` (SynthesizeMe
 for one sample user, default persona prompt, n = m = `--subsets`) and `evaluate` (the default judge over the test
-pairs of four sample users, both orders: one judge, many pairs).
+pairs of four sample users, both orders: one judge, many pairs). The requests are prefcraft's with
+`--structured-output` (default llguidance, the compact JSON of the server prefcraft starts) and the small-model
+`--profile` (`default`, today's, or a TOML file whose `[small_model]` table sets the bounds); the file records both.
 `replay`: sends those requests straight to a freshly started server (no DSPy, no cache) with N concurrent clients,
-under each policy:
+each request's constraint where the server reads it (a compact dialect's in llama.cpp's `grammar`, as prefcraft's
+engine sends it), under each policy:
 - `recorded`: the fit's own order;
 - `candidate-major`: requests grouped by prompt prefix (every message before the last: instructions, persona and
   demos), one group after the other;
@@ -26,9 +29,21 @@ Reported: requests/s of each; prefcraft at `--clients` over the direct client's 
 call, (prefcraft - direct) / prefcraft wall time, at one thread on each side.
 
 Run: .venv/bin/python benchmarks/replay_workload.py record [--job fit|evaluate]
+         [--structured-output llguidance] [--profile default|PATH.toml]
      .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--slots 4]
          [--llama-cpp-python /path/to/python]
      .venv/bin/python benchmarks/replay_workload.py throughput [--clients 4]
+
+Structured outputs before and after, in one session on one machine: before is the OpenAI json_schema form (the model
+may indent its JSON) with the small-model bounds as they were before they were measured; after is llama.cpp's compact
+grammar with today's profile, the default.
+     .venv/bin/python benchmarks/replay_workload.py record --structured-output json_schema \\
+         --profile benchmarks/profiles/bounds-2026-11-25.toml --workload /tmp/before.json
+     .venv/bin/python benchmarks/replay_workload.py record --workload /tmp/after.json
+     .venv/bin/python benchmarks/replay_workload.py replay --workload /tmp/before.json --engines xllamacpp \\
+         --policies steps-prefcraft --output /tmp/replay_before.json
+and the same replay of /tmp/after.json to /tmp/replay_after.json. Each workload's `wall_s` is the fit through
+prefcraft; a replay times the same requests on a fresh server without DSPy.
 """
 
 from __future__ import annotations
@@ -46,6 +61,9 @@ from pathlib import Path
 from typing import Any
 
 from dspy.utils.callback import BaseCallback
+from harness import DEFAULT_PROFILE, load_profile
+
+from prefcraft.adapter import DIALECTS, constraint_in_server_field
 
 RESULTS = Path(__file__).parent / "results"
 POLICIES = ("recorded", "candidate-major", "interleaved", "warm-interleaved", "steps-candidate-major",
@@ -103,7 +121,7 @@ def record(args: argparse.Namespace) -> None:
     from prefcraft.lm import build_adapter, build_lm
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.optimizers import candidate_search
-    from prefcraft.settings import ModelSettings, ServerSettings, SmallModelProfile
+    from prefcraft.settings import ModelSettings, ServerSettings
     from prefcraft.usage import metered
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
@@ -113,13 +131,14 @@ def record(args: argparse.Namespace) -> None:
     candidate_search._score_rung = steps.around_rungs(candidate_search._score_rung)  # benchmark-only: tags steps
     job = fit_job if args.job == "fit" else evaluate_job
     with managed_server(ServerSettings(log_dir=Path(tempfile.mkdtemp()))) as server:
-        model = ModelSettings(api_base=server.base_url, timeout_s=300)
-        adapter = build_adapter(model, SmallModelProfile())
+        model = ModelSettings(api_base=server.base_url, structured_output=args.structured_output, timeout_s=300)
+        adapter = build_adapter(model, args.small_model)
         with dspy.context(lm=build_lm(model), adapter=adapter, callbacks=[recorder]), metered() as meter:
             started = time.perf_counter()
             described = job(users, model, args)
             wall_s = round(time.perf_counter() - started, 1)
-    summary = {"job": args.job, **described, "calls": meter.usage.calls, "wall_s": wall_s,
+    summary = {"job": args.job, **described, "structured_output": args.structured_output, "profile": args.profile,
+               "small_model": args.small_model.model_dump(), "calls": meter.usage.calls, "wall_s": wall_s,
                "requests": list(recorder.requests.values())}
     workload = args.workload or RESULTS / f"{args.job}_workload.json"
     workload.write_text(json.dumps(summary, ensure_ascii=False), encoding="utf-8")
@@ -176,11 +195,10 @@ def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict
     from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
     from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig
     from prefcraft.programs.judge import PreferenceJudge
-    from prefcraft.settings import SmallModelProfile
 
     config = SynthesizeMeConfig(num_persona_subsets=args.subsets, num_demo_candidates=args.subsets,
                                 num_threads=args.clients,
-                                max_demos=SmallModelProfile().max_demos)  # the embedded model's 4k context
+                                max_demos=args.small_model.max_demos)  # the embedded model's 4k context
     synthesizer, _ = load_persona_synthesizer(default_persona_prompt(model.model))
     train, val = train_val_split(users[args.user])
     SynthesizeMe(synthesizer, config).compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
@@ -250,6 +268,8 @@ def post(base_url: str, path: str, body: dict[str, Any], timeout_s: float = 600)
 
 
 def chat_body(request: dict[str, Any], model: str, engine: str) -> dict[str, Any]:
+    """The HTTP body of a recorded request, its constraint where the engine reads it: llama-cpp-python takes any schema
+    as `json_object` + schema; llama.cpp takes a compact dialect's in its own field, as prefcraft's engine sends it."""
     body = {"model": model, "messages": request["messages"], "max_tokens": request["max_tokens"],
             "temperature": request["temperature"]}
     response_format = request["response_format"]
@@ -257,6 +277,8 @@ def chat_body(request: dict[str, Any], model: str, engine: str) -> dict[str, Any
         response_format = {"type": "json_object", "schema": response_format["json_schema"]["schema"]}
     if response_format:
         body["response_format"] = response_format
+    constraint_in_server_field(body)
+    body.update(body.pop("extra_body", {}))  # litellm sends its extra_body fields at the body's top level
     return body
 
 
@@ -355,6 +377,11 @@ def main() -> None:
     parser.add_argument("--workload", type=Path, help="default: benchmarks/results/<job>_workload.json")
     parser.add_argument("--user", default="sample_user_01")
     parser.add_argument("--subsets", type=int, default=10, help="record: n = m, candidates per search")
+    parser.add_argument("--structured-output", choices=DIALECTS, default="llguidance",
+                        help="record: the structured-output dialect prefcraft sends (default: %(default)s)")
+    parser.add_argument("--profile", default=DEFAULT_PROFILE,
+                        help="record: the small-model profile, default (today's) or a TOML file with a [small_model] "
+                        "table (default: %(default)s)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients (the fit's threads)")
     parser.add_argument("--slots", type=int, default=4, help="xllamacpp parallel slots")
     parser.add_argument("--cache-ram-mib", type=int, default=256, help="xllamacpp host-memory prompt cache")
@@ -365,6 +392,10 @@ def main() -> None:
     parser.add_argument("--llama-cpp-python", help="a Python interpreter with llama-cpp-python[server] installed")
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/replay_<job>_<engines>.json")
     args = parser.parse_args()
+    try:
+        args.small_model = load_profile(args.profile)
+    except argparse.ArgumentTypeError as error:
+        parser.error(str(error))
     {"record": record, "replay": replay, "throughput": throughput}[args.mode](args)
 
 

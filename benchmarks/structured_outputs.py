@@ -40,7 +40,6 @@ import random
 import re
 import statistics
 import time
-import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -51,7 +50,7 @@ from typing import Any
 import dspy
 import pydantic
 from dspy.utils.exceptions import AdapterParseError
-from harness import configure_logging, make_parser, model_endpoint, write_result
+from harness import configure_logging, load_profile, make_parser, model_endpoint, write_result
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
@@ -80,7 +79,6 @@ REAL_SHARE = 0.5
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])|\n")  # Latin or CJK sentence end
 FAILURE_SAMPLES = 3
 NEAR_BOUND = 0.95  # a string at least this share of its bound long counts as reaching it
-DEFAULT_PROFILE = "default"
 DEFAULT_VARIANTS = [
     "before=json_schema:benchmarks/profiles/bounds-2026-11-25.toml",
     "compact=llguidance:benchmarks/profiles/bounds-2026-11-25.toml",
@@ -193,24 +191,6 @@ def parse_variant(spec: str) -> Variant:
             f"variant {label}: unknown dialect {dialect!r}, use one of {', '.join(DIALECTS)}"
         )
     return Variant(label, dialect, source, load_profile(source))
-
-
-def load_profile(source: str) -> SmallModelProfile:
-    """Today's small-model profile for "default", else the `[small_model]` table of the TOML file `source`."""
-    if source == DEFAULT_PROFILE:
-        return SmallModelProfile()
-    try:
-        with open(source, "rb") as file:
-            return SmallModelProfile.model_validate(tomllib.load(file)["small_model"])
-    except OSError as error:
-        reason = error.strerror
-    except tomllib.TOMLDecodeError as error:
-        reason = f"not TOML ({error})"
-    except KeyError:
-        reason = "no [small_model] table"
-    except pydantic.ValidationError as error:
-        reason = f"not a small-model profile: {error}"
-    raise argparse.ArgumentTypeError(f"profile {source}: {reason}")
 
 
 @dataclass

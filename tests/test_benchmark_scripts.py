@@ -3,6 +3,8 @@ that a renamed import or option cannot break one unnoticed: the benchmarks thems
 
 import argparse
 import importlib
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,7 +51,7 @@ def test_a_structured_output_variant_reads_its_dialect_and_profile(structured_ou
     assert (variant.label, adapter.dialect, adapter.bounds.string_chars) == ("tight", "llguidance", 100)
     assert adapter.bounds.field_chars["NextTurn.question"] == 50
     assert adapter.bounds.field_chars["ReplyAsUser.reply"] == 120  # the defaults stay under the file's entries
-    assert structured_outputs.parse_variant("after=json_schema:default").adapter().bounds.string_chars == 800
+    assert structured_outputs.parse_variant("after=json_schema:default").adapter().bounds.string_chars == 400
 
 
 @pytest.mark.parametrize(("spec", "message"), [
@@ -93,3 +95,63 @@ def test_the_completion_line_gives_each_adapter_against_the_first(structured_out
               {"adapter": "after", "calls": 10, "completion_tokens": 440}]
     line = structured_outputs.completion_line(totals)
     assert line == "completion tokens per call: before 88.0 (1.00x), after 44.0 (0.50x)"
+
+
+@pytest.fixture
+def replay_workload(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("replay_workload")
+
+
+def recorded_request(dialect):
+    """A request as `record` stores it: the response_format prefcraft's adapter sends for the judge's signature."""
+    from prefcraft.lm import build_adapter
+    from prefcraft.settings import ModelSettings, SmallModelProfile
+    from prefcraft.signatures.judge import JudgePreference
+
+    lm_kwargs = {"max_tokens": 512}
+    adapter = build_adapter(ModelSettings(structured_output=dialect), SmallModelProfile())
+    adapter._prepare_response_format(None, lm_kwargs, JudgePreference)
+    return {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.0, **lm_kwargs}
+
+
+def test_a_replayed_llguidance_request_sends_its_schema_in_the_grammar_field(replay_workload):
+    request = recorded_request("llguidance")
+    schema = request["response_format"]["json_schema"]["schema"]
+    body = replay_workload.chat_body(request, "m", "xllamacpp")
+    assert body == {"model": "m", "messages": request["messages"], "max_tokens": request["max_tokens"],
+                    "temperature": 0.0, "grammar": "%llguidance {}\nstart: %json " + json.dumps(schema)}
+    assert "response_format" in request  # the stored request is replayed again under the next policy
+
+
+def test_a_replayed_json_schema_request_keeps_its_response_format(replay_workload):
+    request = recorded_request("json_schema")
+    assert replay_workload.chat_body(request, "m", "xllamacpp") == {
+        "model": "m", "messages": request["messages"], "max_tokens": request["max_tokens"], "temperature": 0.0,
+        "response_format": request["response_format"]}
+
+
+@pytest.fixture
+def harness(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("harness")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    (None, r"No such file"),
+    ("string_chars = 100\n", r"no \[small_model\] table"),
+    ("[small_model\n", r"not TOML"),
+    ("[small_model]\nstring_chars = -1\n", r"not a small-model profile"),
+])
+def test_a_profile_that_cannot_be_read_is_one_error_naming_its_file(harness, tmp_path, text, message):
+    profile = tmp_path / "bounds.toml"
+    if text is not None:
+        profile.write_text(text)
+    with pytest.raises(argparse.ArgumentTypeError, match=rf"^profile {re.escape(str(profile))}: {message}"):
+        harness.load_profile(str(profile))
+
+
+def test_the_default_profile_is_todays(harness):
+    from prefcraft.settings import SmallModelProfile
+
+    assert harness.load_profile("default") == SmallModelProfile()
