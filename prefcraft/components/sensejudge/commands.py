@@ -1,5 +1,6 @@
 """`prefcraft sensejudge`: preference descriptions written from a user's dev pairs, the subset whose majority vote
-judges best, and the selected judge's accuracy, consistency, position bias and model ranking on test pairs."""
+judges best, and the selected judge's accuracy, consistency and position bias on test pairs; the response models
+ranked by the majority vote of random descriptions per topic (the paper's way) or by the selected judge."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, Literal
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.sensejudge.charts import CHARTS
 from prefcraft.components.sensejudge.simulation import DEFAULT_PERSONA, SimulationConfig
-from prefcraft.components.sensejudge.steps import SENSEJUDGE, Scope, SenseJudgeJob, run_sensejudge
+from prefcraft.components.sensejudge.steps import SENSEJUDGE, RankingJudge, Scope, SenseJudgeJob, run_sensejudge
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import SelectedJudge
@@ -81,6 +82,11 @@ class _Selection(Options):
 class _Evaluation(Options):
     reference_ranking: OneOrMore[str] | None = option(
         None, "reference ranking of the response models, best first (default: the annotator's)", metavar="MODEL")
+    ranking_judge: RankingJudge = option(
+        "random_descriptions", "who decides the comparisons the models are ranked by: the majority vote of "
+        "--ranking-descriptions descriptions drawn at random per topic (the paper's way), or the selected judge")
+    ranking_descriptions: Positive = option(5, "descriptions drawn per topic for the ranking (all of a topic's when "
+                                            "it has fewer)")
     output_dir: FilePath | None = option(None, "where judgments go (default: runs/sensejudge)")
 
 
@@ -108,7 +114,8 @@ class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
 
 def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
     """The job the options describe: the paths given, the simulation and the selection where the step has them."""
-    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking")
+    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking", "ranking_judge",
+             "ranking_descriptions")
     job = SenseJudgeJob(**{name: getattr(options, name) for name in given if getattr(options, name, None) is not None})
     if isinstance(options, _Simulation):
         job.simulation = options.simulation(settings)
@@ -144,8 +151,8 @@ COMPONENT = Component(
         "select": Step("write preference descriptions from each topic's dev pairs and select the subset whose vote is "
                        "best",
                        SelectOptions, run_steps("select")),
-        "evaluate": Step("accuracy, consistency, position bias and model ranking of a selected judge on the test "
-                         "pairs", EvaluateOptions, run_steps("evaluate")),
+        "evaluate": Step("accuracy, consistency and position bias of a selected judge on the test pairs, and the "
+                         "model ranking", EvaluateOptions, run_steps("evaluate")),
         "demo": Step("simulate, select and evaluate on the embedded model", DemoOptions,
                      run_steps("simulate", "select", "evaluate")),
     },

@@ -77,7 +77,8 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
         cells = " ".join(f"{_percent(accuracies.get(topic)):>11}" for topic in topics)
         lines.append(f"  {name:<{NAME_WIDTH}} {cells} {_percent(mean_of(accuracies.values())):>8}")
     ranking = outcome.ranking
-    lines.append(f"model ranking (reference: {ranking.reference_source})")
+    lines.append(f"model ranking (judge: {ranking.judge}, reference: {ranking.reference_source})")
+    lines += [f"  {topic} descriptions drawn: {', '.join(names)}" for topic, names in ranking.drawn.items()]
     lines.append(f"  {'model':<12} {'judge wins':>10} {'Bradley-Terry':>14} {'reference rank':>15}")
     for model in sorted(ranking.judge_wins, key=lambda name: -ranking.judge_wins[name]):
         reference = ranking.reference.get(model)

@@ -69,12 +69,16 @@ class JudgeRow:
 
 @dataclass
 class RankingOutcome:
+    judge: str
+    """Which judge decided the comparisons: the paper's random descriptions per topic, or the selected judge."""
     judge_wins: dict[str, float]
     judge_bradley_terry: dict[str, float]
     reference: dict[str, float]
     reference_source: str
     by_wins: RankCorrelation
     by_bradley_terry: RankCorrelation
+    drawn: dict[str, list[str]] = field(default_factory=dict)
+    """The paper's judge: the names of the descriptions drawn in each topic (all of them where it has fewer)."""
 
 
 @dataclass

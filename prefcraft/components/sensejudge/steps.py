@@ -9,13 +9,17 @@ evaluate: judges each topic's test pairs in both orders under every candidate de
 single description, the selected subset and the reference's average over tied-best subsets come from one set of
 calls; then runs the loaded `SelectedJudge` itself, each pair with its topic's subset (the same prompts: DSPy's cache
 answers them). Every judge's accuracy is reported per topic, as their mean (the paper's Overall) and pooled. The
-models are ranked by the selected judge's wins and by a Bradley-Terry fit, against the annotator's own ranking (by the
-labels' wins) or a given one.
+models are ranked by wins and by a Bradley-Terry fit, against the annotator's own ranking (by the labels' wins) or a
+given one. The ranking judge is by default the paper's (§4.1.3, §4.2.2): in each topic, `ranking_descriptions` (5) of
+its written descriptions drawn at random with the session's seed, their majority vote on each test judgment taken from
+the votes already collected (no more calls; a tie or a failed vote counts by the selection's rules, since the paper
+assumes no ties); or, as an option, the selected judge.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -53,7 +57,7 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
     pair_id,
 )
-from prefcraft.metrics.majority_vote import NO_VOTE, decode_vote, encode_votes
+from prefcraft.metrics.majority_vote import NO_VOTE, UnparseableVote, decode_vote, encode_votes, majority_decisions
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
 from prefcraft.metrics.position_bias import first_position_share
 from prefcraft.metrics.ranking import (
@@ -84,6 +88,7 @@ SENSEJUDGE = "sensejudge"
 RUNS = Path("runs/sensejudge")
 Step = Literal["simulate", "select", "evaluate"]
 Scope = Literal["topic", "all"]
+RankingJudge = Literal["random_descriptions", "selected"]
 ALL_TOPICS = "all"
 """The name of the one selection made over every dev pair (scope "all")."""
 
@@ -102,6 +107,8 @@ class SenseJudgeJob:
     scope: Scope = "topic"
     annotator: str | None = None
     reference_ranking: list[str] | None = None
+    ranking_judge: RankingJudge = "random_descriptions"
+    ranking_descriptions: int = 5
 
 
 def run_sensejudge(
@@ -221,7 +228,11 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
         rule = metadata["optimizer"].get("unparseable_vote", "against")
         tied_best = {topic: float(subset_accuracy(votes[topic], _gold(examples[topic]), [
             tuple(subset) for subset in selections[topic]["record"]["tied_best"]], rule).mean()) for topic in test}
-        ranking = _rank(annotator.test, judgments, annotations, job.reference_ranking)
+        if job.ranking_judge == "selected":
+            ranking = _rank(annotator.test, judgments, annotations, job.reference_ranking, "selected judge")
+        else:
+            ranking = _rank_by_random_descriptions(annotator.test, examples, votes, selections, annotations, job,
+                                                   session.seed, rule)
         outcome = EvaluationOutcome(
             scope=scope, rows=rows, selected=selected, tied_best=tied_best,
             tied_best_subsets=sum(len(selections[topic]["record"]["tied_best"]) for topic in test), ranking=ranking,
@@ -294,9 +305,41 @@ def _row(name: str, judgments: list[Judgment], topic_of: dict[str, str], seed: i
                     {topic: sum(right) / len(right) for topic, right in sorted(by_topic.items())})
 
 
+def draw_descriptions(descriptions: Sequence[str], count: int, seed: int, topic: str) -> list[int]:
+    """The positions of `count` of a topic's written descriptions (the empty one is no preference), drawn at random,
+    the same for a seed and topic whatever the other topics; all of them when there are no more than `count`."""
+    written = [index for index, description in enumerate(descriptions) if description.strip()]
+    if len(written) <= count:
+        return written
+    return sorted(random.Random(f"{seed}/{topic}").sample(written, count))
+
+
+def _rank_by_random_descriptions(
+    test: Sequence[PreferencePair], examples: dict[str, list[dspy.Example]], votes: dict[str, np.ndarray],
+    selections: dict[str, dict], annotations: dict[str, tuple[str, str, str]], job: SenseJudgeJob, seed: int,
+    rule: UnparseableVote,
+) -> RankingOutcome:
+    """The paper's ranking judge: per topic, the majority vote of `job.ranking_descriptions` descriptions drawn at
+    random, on the votes every description already cast."""
+    judgments, drawn = [], {}
+    for topic, topic_votes in votes.items():
+        positions = draw_descriptions(selections[topic]["candidate_descriptions"], job.ranking_descriptions, seed,
+                                      topic)
+        subset = np.zeros((1, len(topic_votes)), dtype=np.int8)
+        subset[0, positions] = 1
+        decisions = majority_decisions(topic_votes, subset, rule)[0]
+        judgments += _judgments(examples[topic], [decode_vote(decision) for decision in decisions])
+        drawn[topic] = [selections[topic]["description_names"][position] for position in positions]
+    fewer = [f"{topic} {len(names)}" for topic, names in drawn.items() if len(names) < job.ranking_descriptions]
+    judge = f"{job.ranking_descriptions} random descriptions per topic, majority vote"
+    if fewer:
+        judge += f"; all of them where a topic has fewer ({', '.join(fewer)})"
+    return _rank(test, judgments, annotations, job.reference_ranking, judge, drawn)
+
+
 def _rank(
     test: Sequence[PreferencePair], judgments: Sequence[Judgment], annotations: dict[str, tuple[str, str, str]],
-    given: Sequence[str] | None,
+    given: Sequence[str] | None, judge: str, drawn: dict[str, list[str]] | None = None,
 ) -> RankingOutcome:
     """The judge's comparisons (each test pair in both orders) and the annotator's (its label) ranked and compared."""
     judged = []
@@ -309,8 +352,8 @@ def _rank(
                 (annotations[pair_id(pair)] for pair in test)]
     reference = ranking_scores(given) if given else win_rates(labelled)
     wins, strengths = win_rates(judged), bradley_terry(judged)
-    return RankingOutcome(judge_wins=wins, judge_bradley_terry=strengths, reference=reference,
-                          reference_source="given" if given else "annotator's wins",
+    return RankingOutcome(judge=judge, drawn=drawn or {}, judge_wins=wins, judge_bradley_terry=strengths,
+                          reference=reference, reference_source="given" if given else "annotator's wins",
                           by_wins=rank_correlation(wins, reference),
                           by_bradley_terry=rank_correlation(strengths, reference))
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import dspy
 import mlflow
+import numpy as np
 import pytest
 from dspy.utils import DummyLM
 from sensebench_files import write_dialogues
@@ -26,16 +27,19 @@ from prefcraft.components.sensejudge.steps import (
     ALL_TOPICS,
     SenseJudgeJob,
     description_names,
+    draw_descriptions,
     evaluate_judge,
     select_descriptions,
 )
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
-from prefcraft.loaders.personal_reward_bench import load_pairs, pair_id
+from prefcraft.loaders.personal_reward_bench import judge_set, load_pairs, pair_id
+from prefcraft.metrics.pairwise import Judgment
 from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
+from prefcraft.usage import LMUsage
 
 
 @pytest.fixture
@@ -103,11 +107,16 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert set(outcome.tied_best) == {"Math", "QA"}
     assert outcome.usage["every_description"].calls == 2 * 4 * 6
     assert set(outcome.ranking.judge_wins) <= {"plain", "concise", "detailed"}
+    assert outcome.ranking.judge == ("5 random descriptions per topic, majority vote; all of them where a topic has "
+                                     "fewer (Math 3, QA 3)")  # the empty description is no preference: not drawn
+    assert outcome.ranking.drawn == {topic: ["dev pair 1", "dev pair 2", "aggregate"] for topic in ("Math", "QA")}
     assert outcome.labels == "simulated"
     assert len((tmp_path / "out" / "sensejudge-judgments.jsonl").read_text().splitlines()) == 12
     text = format_evaluation(outcome)
     assert SIMULATED_NOTE in text and "Kendall tau" in text and "tied-best average" in text
     assert "Accuracy per topic" in text and "selected per topic" in text
+    assert "model ranking (judge: 5 random descriptions per topic" in text
+    assert "  QA descriptions drawn: dev pair 1, dev pair 2, aggregate" in text
 
     with summary.path.open("a") as pairs:
         pairs.write(summary.path.read_text().splitlines()[0].replace('"train"', '"test"') + "\n")
@@ -177,6 +186,69 @@ def test_two_variants_that_answer_alike_make_one_pair_not_two_with_the_same_id(m
                              tmp_path / "pairs.jsonl", config)
     assert (summary.dev_pairs, summary.test_pairs, summary.identical_pairs) == (1, 3, 2)
     assert len({pair_id(pair) for pair in load_pairs(summary.path)}) == 4  # the loader refuses repeated pairs
+
+
+def hand_made_pairs(tmp_path):
+    """One topic, six dev pairs and one test pair; the annotator always prefers model a to model b."""
+    def row(number, split):
+        return {"user_id": "annotator", "split": split, "conversation_id": f"c{number}",
+                "context": [{"role": "user", "content": f"Question {number}?"}],
+                "chosen": {"role": "assistant", "content": f"a answers {number}."},
+                "rejected": {"role": "assistant", "content": f"b answers {number}."},
+                "chosen_model": "a", "rejected_model": "b", "topic": "QA", "labels": "by hand"}
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text("".join(json.dumps(row(number, "train" if number < 6 else "test")) + "\n" for number in range(7)))
+    return path
+
+
+def test_the_papers_ranking_judge_and_the_selected_judge_can_rank_two_models_differently(
+        scripted, monkeypatch, tmp_path):
+    job = job_in(tmp_path, hand_made_pairs(tmp_path))
+    job.max_pair_descriptions = 5  # candidates: none, dev pairs 1 to 5, the aggregate
+    session = Settings(num_threads=1)
+    select_descriptions(session, job)
+    # The test pair in both orders (a first, then b first). The empty description and two written ones vote for a,
+    # four written ones for b: any 5 of the 6 written descriptions hold 3 or more of b's votes, so b wins both.
+    for_a, for_b = [1, -1], [-1, 1]
+    votes = np.array([for_a, for_b, for_b, for_b, for_b, for_a, for_a], dtype=np.int8)
+    monkeypatch.setattr(sensejudge, "collect_votes", lambda judges, examples, **_: votes)
+
+    def selected_prefers_a(judge, pairs, **_):
+        return [Judgment(example.user_id, example.pair_id, example.order, example.preference, True)
+                for example in judge_set(pairs)], LMUsage()
+
+    monkeypatch.setattr(sensejudge, "judge_pairs", selected_prefers_a)
+
+    paper = evaluate_judge(session, job).ranking
+    assert paper.judge == "5 random descriptions per topic, majority vote"
+    assert len(paper.drawn["QA"]) == 5 and "no description" not in paper.drawn["QA"]
+    assert paper.judge_wins == {"a": 0.0, "b": 1.0} and paper.by_wins.kendall_tau == -1.0
+    assert paper.judge_bradley_terry["b"] > paper.judge_bradley_terry["a"]
+
+    job.ranking_judge = "selected"
+    selected = evaluate_judge(session, job).ranking
+    assert selected.judge == "selected judge" and selected.drawn == {}
+    assert selected.judge_wins == {"a": 1.0, "b": 0.0} and selected.by_wins.kendall_tau == 1.0
+    assert paper.reference == selected.reference == {"a": 1.0, "b": 0.0}
+
+
+def test_the_ranking_descriptions_are_drawn_reproducibly_and_all_are_taken_when_fewer():
+    descriptions = ["", *[f"description {number}" for number in range(1, 9)]]
+    drawn = draw_descriptions(descriptions, 5, seed=7, topic="QA")
+    assert len(drawn) == 5 and 0 not in drawn and drawn == sorted(drawn)
+    assert draw_descriptions(descriptions, 5, seed=7, topic="QA") == drawn
+    assert len({tuple(draw_descriptions(descriptions, 5, seed=seed, topic="QA")) for seed in range(10)}) > 1
+    assert draw_descriptions(["", "short", "long"], 5, seed=7, topic="QA") == [1, 2]
+
+
+def test_the_ranking_judge_options_reach_the_job():
+    default = sensejudge_job(parse_step(COMPONENT, "evaluate", []), Settings())
+    assert (default.ranking_judge, default.ranking_descriptions) == ("random_descriptions", 5)
+    options = parse_step(COMPONENT, "demo", ["--dialogues", "d.json", "--ranking-judge", "selected",
+                                             "--ranking-descriptions", "3"])
+    job = sensejudge_job(options, Settings())
+    assert (job.ranking_judge, job.ranking_descriptions) == ("selected", 3)
 
 
 def test_description_names_follow_the_extractor_order():
