@@ -52,14 +52,14 @@ SMALL_MODEL_FIELD_CHARS = {
     "InferPreference.preference": 200,
     "DecomposePreference.analysis": 300,
     "DecomposePreference.checklist": 120,
-    "MatchChecklist.reasoning": 300,
+    "MatchChecklist.reasoning": 200,
     "JudgeResponse.evaluation": 300,
     "GenerateResponse.response": 700,
     "AnswerQuestion.answer": 600,
     "AnswerWithProfile.answer": 600,
-    "AnswerWithPlan.answer": 600,
+    "AnswerWithPlan.answer": 400,
     "PlannedAspect.title": 60,
-    "PlannedAspect.reason": 100,
+    "PlannedAspect.reason": 60,
     "NextTurn.question": 120,
     "AnswerProblem.response": 400,
     "AnswerProblem.final_answer": 40,
@@ -187,7 +187,7 @@ class SmallModelProfile(BaseModel):
         description="turn the profile on or off; unset, it is on when the task model is the bundled SmolLM2 that "
         "prefcraft serves itself, and off for a model with an api_base or another served model",
     )
-    string_chars: PositiveInt = Field(800, description="characters of any free-text output not in field_chars")
+    string_chars: PositiveInt = Field(400, description="characters of any free-text output not in field_chars")
     list_items: PositiveInt = Field(8, description="items of any list, and entries of any map, not in field_items")
     field_chars: dict[FieldKey, PositiveInt] = Field(
         default_factory=lambda: dict(SMALL_MODEL_FIELD_CHARS), description="characters of each string of a field"

@@ -99,15 +99,15 @@ PROFILE_BOUNDS = [
     ("SummarizeSession", "preference", "maxLength", 200),
     ("GenerateResponse", "response", "maxLength", 700),
     ("AnswerQuestion", "answer", "maxLength", 600),
-    ("AnswerWithPlan", "answer", "maxLength", 600),
+    ("AnswerWithPlan", "answer", "maxLength", 400),
     ("PlanAspects", "aspects", "maxItems", 4),
     ("NextTurn", "question", "maxLength", 120),
     ("AnswerProblem", "response", "maxLength", 400),
     ("SolveProblem", "response", "maxLength", 400),
     ("AnswerProblem", "final_answer", "maxLength", 40),
     ("ReplyAsUser", "reply", "maxLength", 120),
-    ("ExtractPreference", "preference", "maxLength", 800),  # no bound of its own: the profile's default
-    ("ExtractInsights", "insights", "maxLength", 800),
+    ("ExtractPreference", "preference", "maxLength", 400),  # no bound of its own: the profile's default
+    ("ExtractInsights", "insights", "maxLength", 400),
 ]
 
 
@@ -129,14 +129,14 @@ def test_the_profile_bounds_a_compiled_copy_of_a_signature_alike(name, field, ke
 
 def test_the_profile_bounds_nested_fields_and_checklist_items():
     aspect = profile_schema(SIGNATURES["PlanAspects"])["properties"]["aspects"]["items"]["properties"]
-    assert (aspect["title"]["maxLength"], aspect["reason"]["maxLength"]) == (60, 100)
+    assert (aspect["title"]["maxLength"], aspect["reason"]["maxLength"]) == (60, 60)
     checklist = profile_schema(SIGNATURES["DecomposePreference"])["properties"]["checklist"]
     assert checklist == {"type": "array", "maxItems": 4, "items": {"type": "string", "maxLength": 120}}
 
 
 def test_the_profile_bounds_a_chain_of_thought_reasoning_by_its_default():
     judge = dspy.ChainOfThought(SIGNATURES["JudgePreference"]).predict.signature
-    assert profile_schema(judge)["properties"]["reasoning"]["maxLength"] == 800
+    assert profile_schema(judge)["properties"]["reasoning"]["maxLength"] == 400
 
 
 def test_without_the_profile_the_adapter_bounds_no_length():
