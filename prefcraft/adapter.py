@@ -188,10 +188,10 @@ def _compact(value: Any) -> str:
 
 def _object_chars(schema: dict[str, Any]) -> float:
     """Braces, the named properties, and as many map entries as maxProperties allows, each with its quotes, colon and
-    comma."""
-    named = sum(len(name) + 4 + max_chars(value) for name, value in schema.get("properties", {}).items())
+    comma and the space after each (COMPACT_JSON's separators)."""
+    named = sum(len(name) + 6 + max_chars(value) for name, value in schema.get("properties", {}).items())
     entries = schema.get("patternProperties", {})
-    entry = max((_key_chars(pattern) + 4 + max_chars(value) for pattern, value in entries.items()), default=0)
+    entry = max((_key_chars(pattern) + 6 + max_chars(value) for pattern, value in entries.items()), default=0)
     return named + schema.get("maxProperties", math.inf if entries else 0) * entry + 2
 
 

@@ -139,7 +139,8 @@ def map_entries(schema: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def longest_text(schema: dict[str, Any]) -> str:
-    """The longest compact JSON text a bounded schema allows."""
+    """The longest compact JSON text a bounded schema allows, with the compact form's separators (a space after each
+    colon and comma)."""
     if "enum" in schema or "const" in schema:
         literals = schema.get("enum", [schema.get("const")])
         return max((json.dumps(value, ensure_ascii=False) for value in literals), key=len)
@@ -149,12 +150,12 @@ def longest_text(schema: dict[str, Any]) -> str:
     if kind == "string":
         return json.dumps("x" * schema["maxLength"])
     if kind == "array":
-        return "[" + ",".join([longest_text(schema["items"])] * schema["maxItems"]) + "]"
+        return "[" + ", ".join([longest_text(schema["items"])] * schema["maxItems"]) + "]"
     if kind == "object":
-        named = [f"{json.dumps(name)}:{longest_text(value)}" for name, value in schema.get("properties", {}).items()]
-        entries = [f'"{longest_key(pattern)}":{longest_text(value)}' for pattern, value in
+        named = [f"{json.dumps(name)}: {longest_text(value)}" for name, value in schema.get("properties", {}).items()]
+        entries = [f'"{longest_key(pattern)}": {longest_text(value)}' for pattern, value in
                    schema.get("patternProperties", {}).items()] * schema.get("maxProperties", 0)  # fmt: skip
-        return "{" + ",".join(named + entries) + "}"
+        return "{" + ", ".join(named + entries) + "}"
     if kind == "boolean":
         return "false"
     if kind == "null":
@@ -465,7 +466,7 @@ def test_max_chars_of_a_stepped_float_counts_its_decimals():
 
 def test_max_chars_of_a_map_counts_every_entry():
     labels = properties(Typed, chars=10, items=3)["labels"]
-    entry = len('"kkkkkkkkkk":"xxxxxxxxxx",')
+    entry = len('"kkkkkkkkkk": "xxxxxxxxxx", ')
     assert max_chars(labels) == 2 + 3 * entry
 
 
@@ -684,5 +685,6 @@ def test_llguidance_dialect_gets_compact_json_that_parses(embedded_model):
         prediction = dspy.ChainOfThought(PlanMenu)(occasion="a birthday dinner")
     assert isinstance(prediction.menu, Menu) and isinstance(prediction.reasoning, str)
     [reply] = lm.history[-1]["outputs"]
-    assert reply.startswith('{"reasoning":"')
-    assert not re.search(r"\s", JSON_STRING.sub('""', reply))  # no whitespace outside the strings
+    assert reply.startswith('{"reasoning": "')
+    outside_strings = JSON_STRING.sub('""', reply)
+    assert not re.search(r"\s", outside_strings.replace(": ", ":").replace(", ", ","))  # one space after each : and ,
