@@ -112,13 +112,17 @@ class _Sending:
         for attempt in range(self.retries + 1):
             count_sent("requests" if attempt == 0 else "retries")
             try:
-                return send()
+                response = send()
             except Exception as error:
                 last = attempt == self.retries or not _connection_failed(error)
                 EndpointFaults.record(endpoint, error, getattr(self, "client_options", {}).get("timeout"), last)
                 if last:
                     raise
                 time.sleep(min(2.0**attempt, 10.0))
+            else:
+                if response.finish_reason == "length":
+                    count_sent("cut_short")
+                return response
         raise AssertionError("unreachable")
 
 

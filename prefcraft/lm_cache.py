@@ -17,6 +17,8 @@ import dspy
 from dspy.clients.cache import Cache
 from dspy.utils.exceptions import AdapterParseError
 
+from prefcraft.usage import count_sent
+
 CUT_SHORT = "length"
 
 # The (request, ignored keys) of each cache read or write inside `evict_unparsed_replies`, shared with the worker
@@ -58,12 +60,14 @@ class ReplyCache(Cache):
 
 @contextmanager
 def evict_unparsed_replies() -> Iterator[None]:
-    """Around an adapter call: when parsing its reply fails, that reply leaves the cache before the error goes on."""
+    """Around an adapter call: when parsing its reply fails, that reply leaves the cache before the error goes on,
+    and the failure is counted in the calling block's usage (`usage.metered`)."""
     replies: list[tuple[dict[str, Any], list[str] | None]] = []
     token = _replies_in_flight.set(replies)
     try:
         yield
     except AdapterParseError:
+        count_sent("unparsed")
         if isinstance(dspy.cache, ReplyCache):
             for request, ignored in replies:
                 dspy.cache.forget(request, ignored)

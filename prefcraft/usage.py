@@ -13,7 +13,7 @@ from typing import Literal
 import dspy
 from dspy.utils.usage_tracker import UsageTracker
 
-Sending = Literal["requests", "retries", "resubmissions"]
+Tally = Literal["requests", "retries", "resubmissions", "cut_short", "unparsed"]
 
 
 @dataclass
@@ -21,7 +21,9 @@ class LMUsage:
     """`calls`: calls a server answered (cache hits excluded). Every HTTP request sent is counted once, as one of
     `requests` (a call's first attempt, failed or not) or `retries` (the same request again, after a broken
     connection). `resubmissions`: calls made again while the same request still waited for its answer (DSPy resubmits
-    slow calls), answered by that request and never sent."""
+    slow calls), answered by that request and never sent. `cut_short`: answers the server ended at `max_tokens`
+    (finish reason `length`): their text stops mid-way, and a structured reply parses only if JSON repair can close
+    it. `unparsed`: calls whose reply the adapter could not parse into the signature's outputs."""
 
     calls: int = 0
     prompt_tokens: int = 0
@@ -29,6 +31,8 @@ class LMUsage:
     requests: int = 0
     retries: int = 0
     resubmissions: int = 0
+    cut_short: int = 0
+    unparsed: int = 0
 
     def __add__(self, other: LMUsage) -> LMUsage:
         return LMUsage(**{name: getattr(self, name) + getattr(other, name) for name in self.__dataclass_fields__})
@@ -41,6 +45,8 @@ class LMUsage:
             f"{prefix}lm_requests": float(self.requests),
             f"{prefix}lm_retries": float(self.retries),
             f"{prefix}lm_resubmissions": float(self.resubmissions),
+            f"{prefix}lm_cut_short": float(self.cut_short),
+            f"{prefix}lm_unparsed": float(self.unparsed),
         }
 
 
@@ -60,22 +66,24 @@ class SharedUsageTracker(UsageTracker):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sent: dict[Sending, int] = {"requests": 0, "retries": 0, "resubmissions": 0}
+        self.sent: dict[Tally, int] = {"requests": 0, "retries": 0, "resubmissions": 0, "cut_short": 0,
+                                        "unparsed": 0}
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, object]) -> SharedUsageTracker:
         return self
 
-    def count(self, sending: Sending, times: int = 1) -> None:
+    def count(self, tally: Tally, times: int = 1) -> None:
         with self._lock:
-            self.sent[sending] += times
+            self.sent[tally] += times
 
 
-def count_sent(sending: Sending) -> None:
-    """Count one request sent (or one resubmission answered without sending) in the calling thread's `metered()`."""
+def count_sent(tally: Tally) -> None:
+    """Count one request sent, one resubmission answered without sending, one answer cut short or one reply left
+    unparsed, in the calling thread's `metered()`."""
     tracker = dspy.settings.usage_tracker
     if isinstance(tracker, SharedUsageTracker):
-        tracker.count(sending)
+        tracker.count(tally)
 
 
 @contextmanager
@@ -92,8 +100,8 @@ def metered() -> Iterator[UsageMeter]:
                 for model, entries in tracker.usage_data.items():
                     parent.usage_data[model].extend(entries)
             if isinstance(parent, SharedUsageTracker):
-                for sending, times in tracker.sent.items():
-                    parent.count(sending, times)
+                for tally, times in tracker.sent.items():
+                    parent.count(tally, times)
             entries = [entry for per_model in tracker.usage_data.values() for entry in per_model]
             meter.usage = LMUsage(
                 calls=len(entries),

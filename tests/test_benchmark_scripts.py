@@ -155,3 +155,14 @@ def test_the_default_profile_is_todays(harness):
     from prefcraft.settings import SmallModelProfile
 
     assert harness.load_profile("default") == SmallModelProfile()
+
+
+def test_the_profile_benchmark_runs_commands_the_cli_accepts(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from prefcraft.cli import make_parser
+
+    profile_off = importlib.import_module("profile_off")
+    for component, argv in profile_off.COMMANDS.items():
+        dialogues = ["--dialogues", "new_sense_bmk.json"] if component == "sensejudge" else []
+        args = make_parser().parse_args([*argv, *dialogues])
+        assert (args.command, args.step) == tuple(argv[:2])

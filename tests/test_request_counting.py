@@ -1,9 +1,11 @@
 """prefcraft counts every HTTP request it sends, as a counting stand-in server receives them: first attempts, retries
 after a broken connection, and calls sent again while the same request waits (sent once, counted apart). A timeout
-is never retried: the slow server would get the same work again."""
+is never retried: the slow server would get the same work again. Answers the server ended at `max_tokens` are counted
+too."""
 
 import dspy
 import pytest
+from cutting_proxy import CuttingProxy
 from openai_standin import StandInServer
 
 from prefcraft.lm import build_adapter, build_lm
@@ -37,7 +39,23 @@ def test_every_request_is_counted_as_the_server_received_it(standin):
     server = standin()
     _, usage = run(ModelSettings(api_base=server.api_base), QUESTIONS)
     assert usage.requests == usage.calls == len(server.bodies) == len(QUESTIONS)
-    assert (usage.retries, usage.resubmissions) == (0, 0)
+    assert (usage.retries, usage.resubmissions, usage.cut_short) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(("mode", "cut_short", "unparsed"), [("length", 4, 4), ("garbled", 0, 4)])
+def test_answers_ended_at_max_tokens_and_replies_left_unparsed_are_counted(standin, mode, cut_short, unparsed):
+    """The proxy halves the last four replies (`{"answer"` is left, which parses into no answer): "length" marks them
+    ended at max_tokens, "garbled" as stopped."""
+    server = standin()
+    proxy = CuttingProxy(server.api_base, mode, cut_after=2)
+    try:
+        _, usage = run(ModelSettings(api_base=proxy.api_base, num_retries=0), QUESTIONS)
+    finally:
+        proxy.close()
+    assert proxy.completions == usage.requests == len(QUESTIONS)
+    assert (usage.cut_short, usage.unparsed) == (cut_short, unparsed)
+    metrics = usage.as_metrics("m_")
+    assert (metrics["m_lm_cut_short"], metrics["m_lm_unparsed"]) == (cut_short, unparsed)
 
 
 def test_a_broken_connection_is_retried_and_the_retries_are_counted_apart(standin):
