@@ -11,8 +11,9 @@
 - "all": infer from every session at once (the paper's zero-shot baseline).
 `PreferenceMatch` is the metric's program: it decomposes the inferred preference into a checklist and runs the matcher
 twice (inferred checklist against the gold preference: precision; gold checklist against the inferred preference:
-recall). `ResponseGenerator` answers with no user context, the prior sessions, or a preference; `ResponseJudge` scores
-a response 1-10 against the gold preference and checklist.
+recall). `ResponseGenerator` answers with no user context, the prior sessions, or a preference; `SummaryResponder`
+answers from the sessions' summaries (the paper's generation with summaries, Table 10); `ResponseJudge` scores a
+response 1-10 against the gold preference and checklist.
 """
 
 from __future__ import annotations
@@ -56,6 +57,21 @@ def _bullets(items: Sequence[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
+def summarize_log(summarize: dspy.Predict, sessions: list[str]) -> str:
+    """The prior sessions as numbered summaries of context and preferences, written by `summarize`: one call over the
+    whole log (`SummarizeSessions`, the paper's) or one call per session (`SummarizeSession`)."""
+    if "dialogue" in summarize.signature.input_fields:  # SummarizeSession, its instructions perhaps compiled
+        summaries = [summarize(dialogue=session) for session in sessions]
+        return number_sessions([_summary_text(summary.context, summary.preference) for summary in summaries])
+    summaries = summarize(sessions=number_sessions(sessions)).summaries
+    return _numbered((summary.session, _summary_text(_bullets(summary.context), _bullets(summary.preferences)))
+                     for summary in summaries)
+
+
+def _summarizer(per_session: bool) -> dspy.Predict:
+    return dspy.Predict(SummarizeSession if per_session else SummarizeSessions)
+
+
 def number_items(items: Sequence[str]) -> str:
     return "\n".join(f"{number}. {item}" for number, item in enumerate(items, 1))
 
@@ -70,10 +86,8 @@ class PreferenceInferrer(dspy.Module):
         self.variant = variant
         if variant == "relevant":
             self.select = dspy.Predict(SelectRelevantSessions)
-        if variant == "summaries":
-            self.summarize = dspy.Predict(SummarizeSessions)
-        if variant == "summaries-per-session":
-            self.summarize = dspy.Predict(SummarizeSession)
+        if variant in ("summaries", "summaries-per-session"):
+            self.summarize = _summarizer(per_session=variant == "summaries-per-session")
         self.infer = dspy.Predict(InferPreference)
 
     def forward(self, sessions: Sequence[str], current_request: str) -> dspy.Prediction:
@@ -89,13 +103,8 @@ class PreferenceInferrer(dspy.Module):
             picked = self.select(sessions=number_sessions(sessions), current_request=current_request).relevant_sessions
             valid = sorted({number for number in picked if number <= len(sessions)}) or every
             return number_sessions(sessions, valid), valid
-        if self.variant == "summaries":
-            summaries = self.summarize(sessions=number_sessions(sessions)).summaries
-            return _numbered((summary.session, _summary_text(_bullets(summary.context), _bullets(summary.preferences)))
-                             for summary in summaries), every
-        if self.variant == "summaries-per-session":
-            summaries = [self.summarize(dialogue=session) for session in sessions]
-            return number_sessions([_summary_text(summary.context, summary.preference) for summary in summaries]), every
+        if self.variant in ("summaries", "summaries-per-session"):
+            return summarize_log(self.summarize, sessions), every
         return number_sessions(sessions), every
 
 
@@ -145,6 +154,22 @@ class ResponseGenerator(dspy.Module):
         else:
             user_context = ""
         return self.generate(user_context=user_context, request=request)
+
+
+class SummaryResponder(dspy.Module):
+    """A response to the request written from the summaries of the prior sessions: first the log summarised (as the
+    `summaries` inferrer does, or one call per session), then the generator given those summaries."""
+
+    def __init__(self, per_session: bool = False):
+        super().__init__()
+        self.summarize = _summarizer(per_session)
+        self.generate = dspy.Predict(GenerateResponse)
+
+    def forward(self, request: str, sessions: Sequence[str]) -> dspy.Prediction:
+        if not sessions:
+            raise ValueError("SummaryResponder needs at least one prior session")
+        summaries = summarize_log(self.summarize, list(sessions))
+        return self.generate(user_context="Summaries of the user's past sessions:\n" + summaries, request=request)
 
 
 class ResponseJudge(dspy.Module):

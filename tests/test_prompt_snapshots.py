@@ -60,6 +60,7 @@ from prefcraft.programs.cupid import (
     PreferenceMatch,
     ResponseGenerator,
     ResponseJudge,
+    SummaryResponder,
 )
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.lampqa import AspectJudge, NoPersonalization, PlanPers, RAGPersonalization
@@ -354,6 +355,14 @@ def run_response_from_sessions(profile: SmallModelProfile | None):
     """A response given the prior sessions."""
     instance = _cupid_instance()
     return ResponseGenerator()(request=instance.current_request, sessions=instance.sessions())
+
+
+@case("cupid", "response_from_summaries", SummaryResponder)
+def run_response_from_summaries(profile: SmallModelProfile | None):
+    """A response written from the prior sessions' summaries (the paper's Table 10): the log summarised in one call,
+    then the generator given the summaries."""
+    instance = _cupid_instance()
+    return SummaryResponder()(request=instance.current_request, sessions=instance.sessions())
 
 
 @case("cupid", "response_from_preference", ResponseGenerator)

@@ -13,6 +13,7 @@ from prefcraft.programs.cupid import (
     PreferenceMatch,
     ResponseGenerator,
     ResponseJudge,
+    SummaryResponder,
     number_sessions,
 )
 from prefcraft.signatures.cupid import (
@@ -137,6 +138,19 @@ def test_an_empty_inferred_checklist_asks_no_matcher_and_covers_no_gold_item():
     assert len(lm.history) == 1  # the decomposer alone
     assert prediction.match.predicted_coverage == [] and prediction.match.precision == 0.0
     assert prediction.match.true_coverage == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(("per_session", "calls"), [(False, 2), (True, 4)])
+def test_the_summary_responder_answers_from_the_summaries_not_the_dialogues(per_session, calls):
+    instance = marked_instance(sessions=3)
+    lm = scripted()
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        prediction = SummaryResponder(per_session)(request=instance.current_request, sessions=instance.sessions())
+    assert prediction.response == "A short answer." and len(lm.history) == calls
+    generation = json.dumps(lm.history[-1]["messages"])
+    assert "Summaries of the user's past sessions" in generation and "dialogue-0" not in generation
+    assert ("A note to a manager." if per_session else "Manager note 2.") in generation
+    assert [marker for marker in GOLD_MARKERS if marker in prompts(lm)] == []
 
 
 def test_generator_takes_sessions_or_a_preference_not_both():

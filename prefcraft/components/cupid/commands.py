@@ -62,8 +62,12 @@ class _Judging(_Data):
     use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
     split: Literal["train", "val", "test", "all"] = option(
         "test", "which instances to evaluate: a split by persona, or all of them")
-    responses: list[Literal["none", "sessions", "inferred", "gold"]] = option(
-        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only)")
+    responses: list[Literal["none", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(
+        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): no "
+        "user context, the prior sessions (the paper's), their summaries (the paper's Table 10; per session: one call "
+        "each), the inferred preference, the gold preference (the paper's oracle)")
+    oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the `sessions` responses "
+                                   "only the prior sessions that share the current preference (gold)")
 
 
 class EvaluateOptions(_Judging, _Source):
@@ -85,7 +89,7 @@ def run_compile(options: CompileOptions, settings: Any, emit: Emit) -> Any:
 def run_evaluate(options: EvaluateOptions, settings: Any, emit: Emit) -> Any:
     job = EvaluationJob(data=options.cupid_data(), variants=options.variants, compiled=options.compiled,
                         split=options.split, use_shipped=options.use_shipped, response_methods=options.responses,
-                        output_dir=options.output_dir)
+                        output_dir=options.output_dir, oracle_sessions=options.oracle_sessions)
     return run_cupid_evaluation(settings, job, emit)
 
 

@@ -56,15 +56,17 @@ class CupidInstance(BaseModel):
     current_checklist: tuple[str, ...] = Field(min_length=1, max_length=MAX_CHECKLIST_ITEMS)
     prior_interactions: tuple[Session, ...] = Field(min_length=1)
 
-    def sessions(self) -> list[str]:
-        """Each prior session's dialogue as text, in chronological order: the only view of the history models get."""
-        return [format_conversation(session.dialogue) for session in self.prior_interactions]
+    def sessions(self, oracle: bool = False) -> list[str]:
+        """Each prior session's dialogue as text, in chronological order: the only view of the history models get.
+        `oracle`: only the sessions that share the current contextual preference (the paper's oracle setting)."""
+        return [format_conversation(session.dialogue) for session in self.prior_interactions
+                if not oracle or session.contextual_preference == self.current_contextual_preference]
 
-    def example(self) -> dspy.Example:
-        """A dspy.Example whose inputs are the dialogues and the request; the gold preference and checklist ride along
-        as labels for metrics."""
+    def example(self, oracle: bool = False) -> dspy.Example:
+        """A dspy.Example whose inputs are the dialogues (`oracle`: only those that share the current preference) and
+        the request; the gold preference and checklist ride along as labels for metrics."""
         return dspy.Example(
-            instance_id=self.instance_id, instance_type=self.instance_type, sessions=self.sessions(),
+            instance_id=self.instance_id, instance_type=self.instance_type, sessions=self.sessions(oracle),
             current_request=self.current_request, gold_preference=self.current_contextual_preference,
             gold_checklist=list(self.current_checklist),
         ).with_inputs(*INFERRER_INPUTS)

@@ -58,6 +58,7 @@ from prefcraft.programs.cupid import (
     PreferenceMatch,
     ResponseGenerator,
     ResponseJudge,
+    SummaryResponder,
 )
 from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
@@ -67,8 +68,10 @@ from prefcraft.tracking import data_digest, log_json, log_metrics, model_params,
 logger = logging.getLogger(__name__)
 
 RUNS = Path("runs/cupid")
-RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")
 DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
+FROM_SESSIONS = {"sessions": ResponseGenerator, "summaries": SummaryResponder,
+                 "summaries-per-session": lambda: SummaryResponder(per_session=True)}
+"""The response methods that read the prior sessions, and the program that answers for each."""
 NOT_SCORED = 0.0
 
 
@@ -94,6 +97,9 @@ class EvaluationJob:
     response_methods: Sequence[str] = DEFAULT_RESPONSE_METHODS
     """Generation methods to run and judge (none of them: inference only)."""
     output_dir: Path = RUNS
+    oracle_sessions: bool = False
+    """The paper's oracle setting: each instance's prior sessions are only those that share its current preference
+    (instances with none are left out and counted)."""
 
 
 def run_cupid_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
@@ -125,19 +131,35 @@ def evaluate_instances(
 ) -> EvaluationOutcome:
     if not instances:
         raise ConfigError(f"no instances in the {job.split} split", "use --split all or fewer validation personas")
-    examples = [instance.example() for instance in instances]
+    without_relevant = None
+    if job.oracle_sessions:
+        instances, without_relevant = _with_relevant_sessions(instances)
+    examples = [instance.example(job.oracle_sessions) for instance in instances]
     inferrers = _inferrers(session, job)
     params = {"program": "cupid", "data": str(job.data.source), "data_digest": data_digest(job.data.source),
               "split": job.split, "instances": len(instances), "skipped_rows": skipped,
+              "sessions": "oracle" if job.oracle_sessions else "all", "oracle_left_out": without_relevant,
               "inferrers": list(inferrers), **model_params(session)}
     with tracked_run("cupid-evaluate", params):
         inference = [infer_and_match(session, name, inferrer, examples) for name, inferrer in inferrers.items()]
         inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
         responses = [respond_and_judge(session, method, examples, inferred) for method in job.response_methods]
         outcome = EvaluationOutcome(str(job.data.source), len(instances), skipped, job.split, inference, responses,
-                                    job.output_dir)
+                                    job.output_dir, without_relevant)
         _write_results(outcome)
     return outcome
+
+
+def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[CupidInstance], int]:
+    """The instances with at least one prior session that shares the current preference, and how many had none."""
+    kept = [instance for instance in instances if instance.sessions(oracle=True)]
+    if not kept:
+        raise ConfigError("no instance has a prior session with its current preference, so the oracle setting has "
+                          "nothing to give", "evaluate without --oracle-sessions")
+    if len(kept) < len(instances):
+        logger.warning("oracle setting: %d instance(s) left out, no prior session shares their current preference",
+                       len(instances) - len(kept))
+    return kept, len(instances) - len(kept)
 
 
 def infer_and_match(
@@ -171,7 +193,8 @@ def respond_and_judge(
     with tracked_run(f"respond-{method}", {"response_method": method}, nested=True):
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
-        generated, generate_cost = run_step(session, ResponseGenerator(), requests, _unscored, "task")
+        generator = FROM_SESSIONS.get(method, ResponseGenerator)()
+        generated, generate_cost = run_step(session, generator, requests, _unscored, "task")
         to_judge = [
             dspy.Example(request=example.current_request, response=prediction.response,
                          preference=example.gold_preference, checklist=example.gold_checklist,
@@ -305,7 +328,7 @@ def _report(results: Sequence[InstanceResult], seed: int) -> MatchReport:
 def _response_example(example: dspy.Example, method: str, inferred: str) -> dspy.Example:
     """The generator's inputs for `method`, with the instance id kept for the results."""
     request = dspy.Example(request=example.current_request, instance_id=example.instance_id)
-    if method == "sessions":
+    if method in FROM_SESSIONS:
         return request.copy(sessions=example.sessions).with_inputs("request", "sessions")
     preference = {"none": "", "inferred": inferred, "gold": example.gold_preference}[method]
     return request.copy(preference=preference).with_inputs("request", "preference")

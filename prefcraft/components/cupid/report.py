@@ -21,24 +21,32 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
              "failed), a missing label is Not covered (labels missing)"]
     if outcome.data == str(SAMPLE_INSTANCES):
         lines.append(f"  {SYNTHETIC_NOTE}")
-    lines.append(f"{'inferrer':<20} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
+    if outcome.oracle_left_out is not None:
+        lines.append("  Oracle setting (the paper's Table 1 and Table 3 Oracle columns): each instance's prior "
+                     "sessions are only those that share its current preference; instances without one left out: "
+                     f"{outcome.oracle_left_out}")
+    names = max([20, *(len(inference.name) for inference in outcome.inference),
+                 *(len(response.method) for response in outcome.responses)])
+    lines.append(f"{'inferrer':<{names}} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
                  f"{'mean F1':<20} {'inference failed':>16} {'matcher failed':>14} {'labels missing':>14}")
     for inference in outcome.inference:
         for kind, report in [("all", inference.overall), *inference.by_type.items()]:
-            lines.append(f"{inference.name:<20} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
+            lines.append(f"{inference.name:<{names}} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
                          f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
                          f"{report.inference_failures:>16} {report.matcher_failures:>14} {report.missing_labels:>14}")
     if outcome.responses:
-        lines.append(f"{'response method':<20} {'judge score 1-10 [95% CI]':<28} {'judge failed (0)':>16} "
+        lines.append(f"{'response method':<{names}} {'judge score 1-10 [95% CI]':<28} {'judge failed (0)':>16} "
                      f"{'unparseable (0)':>15} {'generation failed (left out)':>28}")
         for response in outcome.responses:
             scores = response.scores
-            lines.append(f"{response.method:<20} {_score(scores.score):<28} {scores.judge_failures:>16} "
+            lines.append(f"{response.method:<{names}} {_score(scores.score):<28} {scores.judge_failures:>16} "
                          f"{scores.unparseable:>15} {scores.generation_failures:>28}")
-    lines.append(f"  {'cost per instance, by step':<28} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
+    costs = _costs_by_step(outcome)
+    steps = max([28, *(len(name) for name in costs)])
+    lines.append(f"  {'cost per instance, by step':<{steps}} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "
                  f"{'seconds':>8}  failures / degenerate (all instances)")
-    for name, cost in _costs_by_step(outcome).items():
-        lines.append(f"  {name:<28} {_per_instance(cost, outcome.instances)}")
+    for name, cost in costs.items():
+        lines.append(f"  {name:<{steps}} {_per_instance(cost, outcome.instances)}")
     lines.append(f"results: {outcome.results_dir}")
     return "\n".join(lines)
 

@@ -73,6 +73,9 @@ class EvaluationOutcome:
     inference: list[InferenceOutcome]
     responses: list[ResponseOutcome]
     results_dir: Path
+    oracle_left_out: int | None = None
+    """In the oracle setting, the instances left out because no prior session shares their current preference; None
+    outside it."""
 
 
 @dataclass(frozen=True)

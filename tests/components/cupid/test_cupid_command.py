@@ -134,6 +134,53 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
     assert "judge failed (0)" in format_evaluation(outcome)
 
 
+def with_current_preference_in(instance, *numbers):
+    """`instance` with the prior sessions at 0-based `numbers` sharing its current contextual preference."""
+    row = instance.model_dump()
+    for number in numbers:
+        row["prior_interactions"][number]["contextual_preference"] = row["current_contextual_preference"]
+    return type(instance).model_validate(row)
+
+
+def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_preference(role_models, tmp_path):
+    relevant = with_current_preference_in(marked_instance(sessions=3), 1)
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("sessions",), oracle_sessions=True)
+    outcome = evaluate_instances(Settings(num_threads=1), job, [relevant, marked_instance(sessions=2)])
+
+    assert outcome.instances == 1 and outcome.oracle_left_out == 1  # the second has no session with its preference
+    inference_prompt, response_prompt = (json.dumps(entry["messages"]) for entry in role_models["task"].history)
+    for prompt in (inference_prompt, response_prompt):
+        assert "dialogue-1" in prompt and "dialogue-0" not in prompt and "dialogue-2" not in prompt
+    assert "GOLD-CURRENT-PREFERENCE" not in inference_prompt + response_prompt
+    assert "Oracle setting" in format_evaluation(outcome) and "left out: 1" in format_evaluation(outcome)
+
+
+def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path):
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("summaries",))
+    outcome = evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+    (response,) = outcome.responses
+    assert response.method == "summaries" and response.score.mean == 7
+    assert response.costs["generate"].usage.calls == 2  # the summaries' call and the response's, one instance
+    *_, summarise, generate = (json.dumps(entry["messages"]) for entry in role_models["task"].history)
+    assert "dialogue-0" in summarise and "Summaries of the user's past sessions" in generate
+    assert "dialogue-0" not in generate
+
+
+def test_the_oracle_setting_with_no_relevant_session_anywhere_is_one_clear_error(role_models, tmp_path):
+    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=(), oracle_sessions=True)
+    with pytest.raises(cupid.ConfigError, match="oracle setting has nothing to give"):
+        evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+
+
+def test_outside_the_oracle_setting_every_session_reaches_the_inferrer(role_models, tmp_path):
+    relevant = with_current_preference_in(marked_instance(sessions=3), 1)
+    outcome = evaluate_instances(Settings(num_threads=1), EvaluationJob(use_shipped=False, output_dir=tmp_path,
+                                                                        response_methods=()), [relevant])
+    assert outcome.oracle_left_out is None and "Oracle setting" not in format_evaluation(outcome)
+    prompt = json.dumps(role_models["task"].history[0]["messages"])
+    assert all(f"dialogue-{number}" in prompt for number in range(3))
+
+
 def test_select_instances_skips_bad_rows_when_asked(tmp_path):
     from tests.components.cupid.test_cupid_loader import real_row, write_jsonl
 
@@ -149,7 +196,10 @@ def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
     evaluate_args = parser.parse_args(["cupid", "evaluate", "--variants", "all", "relevant", "--responses"])
     assert evaluate_args.variants == ["all", "relevant"] and evaluate_args.responses == []
     summaries_args = parser.parse_args(["cupid", "evaluate", "--variants", "summaries", "summaries-per-session"])
-    assert summaries_args.variants == ["summaries", "summaries-per-session"]
+    assert summaries_args.variants == ["summaries", "summaries-per-session"] and not summaries_args.oracle_sessions
+    assert parser.parse_args(["cupid", "evaluate", "--oracle-sessions"]).oracle_sessions
+    assert parser.parse_args(["cupid", "evaluate", "--responses", "summaries", "summaries-per-session"]).responses == [
+        "summaries", "summaries-per-session"]
     demo_args = parser.parse_args(["cupid", "demo"])
     assert not hasattr(demo_args, "data")  # the demo reads the bundled sample only
     assert demo_args.max_instances == 3 and demo_args.task_timeout_s == 600.0
