@@ -12,8 +12,9 @@ By default the fit follows the paper and its reference code (DSPy's BootstrapFew
   and kept when that one prediction is right;
 - a demo set holds up to every verified pair as a reasoned demo, topped up with labeled pairs (no reasoning) to
   `labeled_demos` in all, as BootstrapFewShot does: the unshuffled set takes the verified pairs in train order, the
-  labeled-only set the first `labeled_demos` train pairs, each random set a random number of verified pairs from a
-  shuffled train order;
+  labeled-only set the first `labeled_demos` train pairs, and each of n (step 1) or m (step 3) random sets a random
+  number of verified pairs from a shuffled train order: n + 2 candidates in step 1, m + 3 in step 3 with no demos at
+  all, as the reference code's seeds give them;
 - every candidate is scored on every validation judgment; the first in order to reach `stop_at_accuracy` wins, else
   the most accurate (`candidate_search`'s `exhaustive`).
 
@@ -68,8 +69,9 @@ Step3Traces = Literal["bootstrap_with_persona", "from_step1"]
 class SynthesizeMeConfig:
     """Per-user fit settings. Defaults follow the paper (n = m = 10) and its reference code.
 
-    Search: `num_persona_subsets` (n) candidate demo sets in step 1, `num_demo_candidates` (m) in step 3 besides no
-    demos at all; a search stops at the first candidate reaching `stop_at_accuracy`. `search`: `exhaustive` scores
+    Search: `num_persona_subsets` (n) random candidate demo sets in step 1, `num_demo_candidates` (m) in step 3, each
+    beside the unshuffled and the labeled-only sets (and, in step 3, no demos at all); a search stops at the first
+    candidate reaching `stop_at_accuracy`. `search`: `exhaustive` scores
     every candidate on every validation judgment (the paper); `halving` races them one validation pair at a time, then
     on rungs twice as long, keeping the best third each time.
     Demos: `max_demos` caps a set, reasoned and labeled demos together (None: every verified train pair may be a
@@ -235,20 +237,19 @@ class SynthesizeMe(Teleprompter):
         self, train: list[Judged], verified: list[Judged], rng: random.Random, count: int
     ) -> list[list[dspy.Example]]:
         """Candidate demo sets as BootstrapFewShotWithRandomSearch builds them: the verified pairs in train order,
-        the first `labeled_demos` train pairs without reasoning, then verified pairs of random number taken from a
-        shuffled train order; duplicates dropped, `count` at most."""
+        the first `labeled_demos` train pairs without reasoning, then `count` sets of a random number of verified pairs
+        taken from a shuffled train order (labeled pairs alone when none is verified); empty and duplicate sets
+        dropped."""
         by_pair = {pair[0].pair_id: pair for pair in verified}
         most = min(self.config.max_demos or len(train), len(train))
         candidates = [self._demo_set(train, most, by_pair, rng),
                       self._shown(train[: self.config.labeled_demos], rng)[: self.config.max_demos]]
-        for _ in range(8 * count):
-            if len(candidates) >= count or not verified:
-                break
-            candidates.append(self._demo_set(rng.sample(train, len(train)), rng.randint(1, most), by_pair, rng))
+        candidates += [self._demo_set(rng.sample(train, len(train)), rng.randint(1, most), by_pair, rng)
+                       for _ in range(count)]
         unique: dict[tuple[str, ...], list[dspy.Example]] = {}
         for demos in candidates:
             unique.setdefault(tuple(sorted(f"{d.pair_id}:{d.order}:{'reasoning' in d}" for d in demos)), demos)
-        return [demos for demos in unique.values() if demos][:count]
+        return [demos for demos in unique.values() if demos]
 
     def _demo_set(
         self, order: Sequence[Judged], size: int, verified: dict[str, Judged], rng: random.Random

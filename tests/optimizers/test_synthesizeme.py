@@ -186,7 +186,7 @@ def test_with_both_orders_every_candidate_demo_set_shows_as_many_chosen_first_as
     assert len(evidence.verified) == 8
     assert is_balanced(evidence.evidence)
     candidates = optimizer._candidate_demo_sets(evidence.train, evidence.verified, evidence.rng, 10)
-    assert len(candidates) == 10
+    assert len(candidates) == 12  # the unshuffled and the labeled-only sets, then 10 random ones, as the reference's
     assert all(is_balanced(demos) for demos in candidates)
     assert [orders(demos) for demos in candidates[:2]] == [["First", "First", "Second", "Second"]] * 2
 
@@ -208,8 +208,8 @@ def test_real_fit_saves_a_judge_that_loads_back_and_predicts_identically(embedde
         assert record.usage["bootstrap"].calls == 4  # each train pair judged once, nothing else
         assert record.usage["persona_bootstrap"].calls == 4
         assert record.usage["persona"].calls == 1
-        assert len(record.subset_accuracies) <= config.num_persona_subsets
-        assert len(record.demo_accuracies) <= config.num_demo_candidates + 1
+        assert len(record.subset_accuracies) <= config.num_persona_subsets + 2
+        assert len(record.demo_accuracies) <= config.num_demo_candidates + 3
 
         path = save_compiled(judge, tmp_path / "u1.json", program_name="personal_judge", persona=record.persona)
         loaded = PreferenceJudge()

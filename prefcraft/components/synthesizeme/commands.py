@@ -38,8 +38,10 @@ class _Data(Options):
 
 
 class _Search(Options):
-    subsets: Positive = option(10, "n: candidate trace subsets for the persona")
-    demo_candidates: Positive = option(10, "m: candidate demo sets")
+    subsets: Positive = option(10, "n: random candidate trace subsets for the persona (besides the unshuffled and "
+                               "labeled-only ones)")
+    demo_candidates: Positive = option(10, "m: random candidate demo sets (besides no demos, the unshuffled and the "
+                                       "labeled-only ones)")
     max_demos: Positive | None = option(
         None, "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train "
         "pair may be one, as in the paper; with the small-model profile on, its max_demos)")
@@ -94,10 +96,12 @@ class EvaluateOptions(ExecutorOptions, _Data):
 
 
 class DemoOptions(_Fit, _Data):
-    subsets: Positive = option(DEMO_SEARCH_SIZE, "n: candidate trace subsets for the persona")
-    demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: candidate demo sets")
-    # The paper's exhaustive search makes a demo fit 57 LM calls per user where halving makes 39 (n = m = 2, 8 train
-    # and 4 val pairs): a third more calls for the whole demo, in a tour that has to stay under 15 minutes.
+    subsets: Positive = option(DEMO_SEARCH_SIZE, "n: random candidate trace subsets for the persona (besides the "
+                               "unshuffled and labeled-only ones)")
+    demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: random candidate demo sets (besides no demos, the "
+                                       "unshuffled and the labeled-only ones)")
+    # The paper's exhaustive search scores every candidate on every validation judgment; halving drops the weaker
+    # candidates after each rung: fewer calls, in a tour that has to stay under 15 minutes.
     search: Literal["exhaustive", "halving"] = option(
         "halving", "how candidates are scored: successive halving (the demo's default: fewer calls) or each on every "
         "validation judgment, the first to reach 0.8 winning (the paper)")
