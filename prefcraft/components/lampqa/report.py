@@ -10,7 +10,7 @@ from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.report import format_verdict
 
 METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "rag_random": "RAG (random user's profile)",
-                "planpers": "PlanPers",
+                "planpers": "PlanPers (prompted planner)",  # the paper's planner is trained; none can be here
                 "planpers_compiled": "PlanPers, compiled"}
 SHORT_CATEGORIES = {"Art_and_Entertainment": "Arts", "Lifestyle_and_Personal_Development": "Lifestyle",
                     "Society_and_Culture": "Society"}
