@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import signal
 import sys
 import threading
@@ -118,6 +119,9 @@ def main(argv: list[str] | None = None) -> None:
     server = xllamacpp.Server(_params(args))
     print(f"llama.cpp server listening on {server.listening_address}", flush=True)
     stop.wait()
+    # Ending normally would tear the server down, which waits for every generation in flight to finish: a server
+    # whose prefcraft died (its parent-death SIGTERM) would compute on for minutes. Nothing here needs flushing.
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -230,3 +230,31 @@ def test_log_tail_of_a_missing_log_is_empty(tmp_path):
         ["true"], host="127.0.0.1", port=1, served_model_name="m", log_path=tmp_path / "x.log", startup_timeout_s=1
     )
     assert server.log_tail() == ""
+
+
+@pytest.mark.server
+def test_the_llamacpp_server_stops_at_once_while_it_generates():
+    """SIGTERM ends the embedded server even with generations in flight: a server whose prefcraft died gets only that
+    signal (its parent-death signal), and would otherwise compute on until each reply ran to max_tokens."""
+    import threading
+    import urllib.request
+
+    with managed_server(ServerSettings()) as server:
+        body = json.dumps({"model": server.served_model_name, "max_tokens": 4000,
+                           "messages": [{"role": "user", "content": "Write a very long story about a dragon."}]})
+        request = urllib.request.Request(server.base_url + "/chat/completions", body.encode(),
+                                         {"Content-Type": "application/json"})
+
+        def ask() -> None:
+            try:
+                urllib.request.urlopen(request, timeout=120).read()
+            except OSError:
+                pass  # the server went away mid-reply, as it should
+
+        askers = [threading.Thread(target=ask, daemon=True) for _ in range(2)]
+        for asker in askers:
+            asker.start()
+        time.sleep(2.0)
+        started = time.perf_counter()
+        server.stop(grace_s=30.0)
+        assert time.perf_counter() - started < 5.0
