@@ -27,7 +27,7 @@ from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
 from prefcraft.lm_cache import ReplyCache
 from prefcraft.routing import RouterEngine, ServerEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.usage import count_sent
+from prefcraft.usage import count_tally
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -94,7 +94,7 @@ class _Sending:
             if earlier is None:
                 answer = self._waiting[key] = Future()
         if earlier is not None:
-            count_sent("resubmissions")
+            count_tally("resubmissions")
             return _counted_already(earlier.result())
         try:
             result = self._send_with_retries(send, endpoint)
@@ -110,7 +110,7 @@ class _Sending:
 
     def _send_with_retries(self, send: Callable[[], Response], endpoint: str | None) -> Response:
         for attempt in range(self.retries + 1):
-            count_sent("requests" if attempt == 0 else "retries")
+            count_tally("requests" if attempt == 0 else "retries")
             try:
                 response = send()
             except Exception as error:
@@ -121,7 +121,7 @@ class _Sending:
                 time.sleep(min(2.0**attempt, 10.0))
             else:
                 if response.finish_reason == "length":
-                    count_sent("cut_short")
+                    count_tally("cut_short")
                 return response
         raise AssertionError("unreachable")
 

@@ -17,7 +17,7 @@ import dspy
 from dspy.clients.cache import Cache
 from dspy.utils.exceptions import AdapterParseError
 
-from prefcraft.usage import count_sent
+from prefcraft.usage import count_tally
 
 CUT_SHORT = "length"
 
@@ -67,7 +67,7 @@ def evict_unparsed_replies() -> Iterator[None]:
     try:
         yield
     except AdapterParseError:
-        count_sent("unparsed")
+        count_tally("unparsed")
         if isinstance(dspy.cache, ReplyCache):
             for request, ignored in replies:
                 dspy.cache.forget(request, ignored)

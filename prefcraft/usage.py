@@ -66,8 +66,8 @@ class SharedUsageTracker(UsageTracker):
 
     def __init__(self) -> None:
         super().__init__()
-        self.sent: dict[Tally, int] = {"requests": 0, "retries": 0, "resubmissions": 0, "cut_short": 0,
-                                        "unparsed": 0}
+        self.tallies: dict[Tally, int] = {"requests": 0, "retries": 0, "resubmissions": 0, "cut_short": 0,
+                                          "unparsed": 0}
         self._lock = threading.Lock()
 
     def __deepcopy__(self, memo: dict[int, object]) -> SharedUsageTracker:
@@ -75,10 +75,10 @@ class SharedUsageTracker(UsageTracker):
 
     def count(self, tally: Tally, times: int = 1) -> None:
         with self._lock:
-            self.sent[tally] += times
+            self.tallies[tally] += times
 
 
-def count_sent(tally: Tally) -> None:
+def count_tally(tally: Tally) -> None:
     """Count one request sent, one resubmission answered without sending, one answer cut short or one reply left
     unparsed, in the calling thread's `metered()`."""
     tracker = dspy.settings.usage_tracker
@@ -100,12 +100,12 @@ def metered() -> Iterator[UsageMeter]:
                 for model, entries in tracker.usage_data.items():
                     parent.usage_data[model].extend(entries)
             if isinstance(parent, SharedUsageTracker):
-                for tally, times in tracker.sent.items():
+                for tally, times in tracker.tallies.items():
                     parent.count(tally, times)
             entries = [entry for per_model in tracker.usage_data.values() for entry in per_model]
             meter.usage = LMUsage(
                 calls=len(entries),
                 prompt_tokens=sum(int(entry.get("prompt_tokens") or 0) for entry in entries),
                 completion_tokens=sum(int(entry.get("completion_tokens") or 0) for entry in entries),
-                **tracker.sent,
+                **tracker.tallies,
             )

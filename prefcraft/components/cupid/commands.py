@@ -66,8 +66,9 @@ class _Judging(_Data):
         list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): no "
         "user context, the prior sessions (the paper's), their summaries (the paper's Table 10; per session: one call "
         "each), the inferred preference, the gold preference (the paper's oracle)")
-    oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the `sessions` responses "
-                                   "only the prior sessions that share the current preference (gold)")
+    oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the responses from "
+                                   "sessions or summaries only the prior sessions that share the current preference "
+                                   "(gold)")
 
 
 class EvaluateOptions(_Judging, _Source):

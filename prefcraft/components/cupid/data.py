@@ -56,11 +56,16 @@ class CupidInstance(BaseModel):
     current_checklist: tuple[str, ...] = Field(min_length=1, max_length=MAX_CHECKLIST_ITEMS)
     prior_interactions: tuple[Session, ...] = Field(min_length=1)
 
+    def oracle_interactions(self) -> tuple[Session, ...]:
+        """The prior sessions that share the current contextual preference (the paper's oracle setting)."""
+        return tuple(session for session in self.prior_interactions
+                     if session.contextual_preference == self.current_contextual_preference)
+
     def sessions(self, oracle: bool = False) -> list[str]:
         """Each prior session's dialogue as text, in chronological order: the only view of the history models get.
-        `oracle`: only the sessions that share the current contextual preference (the paper's oracle setting)."""
-        return [format_conversation(session.dialogue) for session in self.prior_interactions
-                if not oracle or session.contextual_preference == self.current_contextual_preference]
+        `oracle`: only `oracle_interactions()`."""
+        chosen = self.oracle_interactions() if oracle else self.prior_interactions
+        return [format_conversation(session.dialogue) for session in chosen]
 
     def example(self, oracle: bool = False) -> dspy.Example:
         """A dspy.Example whose inputs are the dialogues (`oracle`: only those that share the current preference) and

@@ -152,7 +152,7 @@ def evaluate_instances(
 
 def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[CupidInstance], int]:
     """The instances with at least one prior session that shares the current preference, and how many had none."""
-    kept = [instance for instance in instances if instance.sessions(oracle=True)]
+    kept = [instance for instance in instances if instance.oracle_interactions()]
     if not kept:
         raise ConfigError("no instance has a prior session with its current preference, so the oracle setting has "
                           "nothing to give", "evaluate without --oracle-sessions")
