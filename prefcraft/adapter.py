@@ -8,8 +8,9 @@ reply. Four dialects:
   server, vLLM and hosted APIs all take;
 - "llguidance": llama.cpp's `grammar` field in llguidance's form, with JSON that has no free whitespace (through the
   json_schema form, llguidance lets a model write any run of spaces and newlines between tokens);
-- "vllm": vLLM's `structured_outputs` request field (vLLM 0.12 and later) with `disable_any_whitespace`, honoured by its
-  xgrammar and guidance backends;
+- "vllm": vLLM's `structured_outputs` request field (vLLM 0.12 and later) with the same compact layout as llguidance's,
+  asked for in the schema's `x-guidance` options: vLLM's guidance backend reads them (the server prefcraft starts runs
+  it); its default xgrammar backend ignores them, and so does vLLM 0.32 a request's own `disable_any_whitespace`;
 - "none": no constraint, the prompt alone asks for JSON.
 The constraint goes in `response_format`, which DSPy's canonical `Request` carries to the engine; a server's own field
 has no place there, so the compact dialects ask in the json_schema form with their options marked in the schema, and
@@ -39,8 +40,7 @@ DIALECTS: tuple[str, ...] = get_args(Dialect)
 COMPACT_JSON = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
 LLGUIDANCE_OPTIONS = "x-guidance"  # the key of llguidance's own options in a JSON schema
 LLGUIDANCE_JSON = "%llguidance {}\nstart: %json "  # an llguidance grammar whose start rule is the JSON schema after it
-VLLM_OPTIONS = "x-vllm"  # marks a schema bound for vLLM's structured_outputs field, with the options to send beside it
-VLLM_COMPACT_JSON = {"disable_any_whitespace": True}
+VLLM_FIELD = "x-vllm"  # marks a schema bound for vLLM's structured_outputs field
 
 # Bounds checked against llguidance (the grammar engine of xllamacpp's llama.cpp server). It enforces string, list, map
 # and number bounds, but the digits of a number without a range, or of a float without a step, are unbounded: every
@@ -55,6 +55,8 @@ MAX_KEY_CHARS = 40
 KEYWORD_CHARS = {"boolean": len("false"), "null": len("null")}
 KEY_LENGTH = re.compile(r"\{1,(\d+)\}\$$")
 DSPY_SIGNATURE_COPY = "StringSignature"  # the class name DSPy gives a signature it builds or copies
+JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+SEPARATOR_SPACE = re.compile(r"([,:]) ")
 
 
 @dataclass(frozen=True)
@@ -106,24 +108,35 @@ def _response_format(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]
     if dialect == "llguidance":
         schema = {**schema, LLGUIDANCE_OPTIONS: COMPACT_JSON}
     elif dialect == "vllm":
-        schema = {**schema, VLLM_OPTIONS: VLLM_COMPACT_JSON}
+        schema = {**schema, LLGUIDANCE_OPTIONS: COMPACT_JSON, VLLM_FIELD: True}
     return {"type": "json_schema", "json_schema": {"name": "outputs", "schema": schema, "strict": True}}
 
 
 def constraint_in_server_field(body: dict[str, Any]) -> None:
     """Move a `response_format` schema marked for a server's own field there, sent in `extra_body`: llguidance's to
     llama.cpp's `grammar` (the server reads llguidance's options only from a grammar; its json_schema path lets a model
-    write free whitespace), vLLM's to `structured_outputs` with its options beside the schema."""
+    write free whitespace), vLLM's to `structured_outputs`, llguidance's options kept in the schema."""
     schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
-    if LLGUIDANCE_OPTIONS in schema:
+    if VLLM_FIELD in schema:
+        plain = {key: value for key, value in schema.items() if key != VLLM_FIELD}
+        server_field = {"structured_outputs": {"json": plain}}
+    elif LLGUIDANCE_OPTIONS in schema:
         server_field = {"grammar": LLGUIDANCE_JSON + json.dumps(schema)}
-    elif VLLM_OPTIONS in schema:
-        plain = {key: value for key, value in schema.items() if key != VLLM_OPTIONS}
-        server_field = {"structured_outputs": {"json": plain, **schema[VLLM_OPTIONS]}}
     else:
         return
     del body["response_format"]
     body["extra_body"] = {**(body.get("extra_body") or {}), **server_field}
+
+
+def asks_vllm_compact(response_format: Mapping[str, Any] | None) -> bool:
+    """Whether a request's constraint (DSPy's canonical form, its schema at the top) is the compact `vllm` dialect's."""
+    return VLLM_FIELD in (response_format or {}).get("schema", {})
+
+
+def has_free_whitespace(reply: str) -> bool:
+    """Whether a JSON reply has whitespace outside its strings beyond the one space after a colon or comma."""
+    outside_strings = JSON_STRING.sub('""', reply)
+    return re.search(r"\s", SEPARATOR_SPACE.sub(r"\1", outside_strings)) is not None
 
 
 def output_schema(signature: type[dspy.Signature], bounds: LengthBounds | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ option groups steps share (optimizer, executor). A step's own flags come from it
 from __future__ import annotations
 
 import argparse
+import shlex
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -122,7 +123,12 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
                        help="never start a server; every model needs an api_base or a hosted provider")
     group.add_argument("--backend", choices=["llamacpp", "vllm"], help="server to start (default llamacpp)")
-    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id (vllm)")
+    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id or folder (vllm); default: the "
+                       "bundled SmolLM2")
+    group.add_argument("--server-executable", help="the vllm executable (default: vllm on PATH; `make vllm` installs "
+                       "one as .venv-vllm/bin/vllm)")
+    group.add_argument("--server-extra-args", type=shlex.split, metavar="'ARGS'",
+                       help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4'")
     group.add_argument("--served-model-name", help="name the server serves the model under")
     group.add_argument("--port", type=int, help="server port (default: a free one)")
     group.add_argument("--slots", type=int, help="llamacpp parallel slots (default 4)")
@@ -143,7 +149,8 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides[role] = {name: value for name, value in values.items() if value is not None}
     server = {"backend": flags.get("backend"), "model": flags.get("server_model"), "port": flags.get("port"),
               "served_model_name": flags.get("served_model_name"), "slots": flags.get("slots"),
-              "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len")}
+              "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len"),
+              "executable": flags.get("server_executable"), "extra_args": flags.get("server_extra_args")}
     if any(value is not None for value in server.values()):
         overrides["server"] = {name: value for name, value in server.items() if value is not None}
     for name in ("serve", "num_threads", "tracking_uri", "experiment", "cache_dir", "resume"):

@@ -3,18 +3,24 @@ spread by litellm's Router."""
 
 from __future__ import annotations
 
+import logging
+import shlex
+import threading
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dspy.clients.engines import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
 from dspy.lm15 import Request, Response, response_to_events
 
-from prefcraft.adapter import constraint_in_server_field
+from prefcraft.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace
+from prefcraft.backends.vllm import compact_structured_outputs_flags
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
     import litellm
+
+logger = logging.getLogger(__name__)
 
 
 class ServerEngine(LiteLLMEngine):
@@ -38,6 +44,36 @@ class ServerEngine(LiteLLMEngine):
         data.pop("n", None)  # one choice, every server's default
         constraint_in_server_field(data)
         return data
+
+    def _response(self, raw: Any, request: Request) -> Response:
+        response = super()._response(raw, request)
+        if asks_vllm_compact(request.config.response_format):
+            CompactReplies.check(getattr(self, "client_options", {}).get("api_base"), response.text or "")
+        return response
+
+
+class CompactReplies:
+    """Whether a vLLM server honours the compact `vllm` dialect: a server started without the guidance backend ignores
+    the layout it asks for, and the model may then write free whitespace, which costs tokens and lets a greedy model
+    loop on it. The first such reply of an endpoint is said once, with the flag that fixes it."""
+
+    warned: ClassVar[set[str | None]] = set()
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def check(cls, endpoint: str | None, reply: str) -> None:
+        if endpoint in cls.warned or not has_free_whitespace(reply):
+            return
+        with cls._lock:
+            if endpoint in cls.warned:
+                return
+            cls.warned.add(endpoint)
+            logger.warning(
+                "the vLLM server at %s ignores the compact JSON that the vllm structured-output dialect asks for (its "
+                "replies carry free whitespace, which costs tokens): start it with %s (prefcraft does when it starts "
+                "vLLM), or use the json_schema dialect", endpoint or "this routed model",
+                shlex.join(compact_structured_outputs_flags()),
+            )
 
 
 def endpoint_router(model: ModelSettings, api_key: str | None) -> litellm.Router:

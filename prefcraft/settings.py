@@ -146,7 +146,10 @@ class ServerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     backend: Literal["llamacpp", "vllm"] = "llamacpp"
-    model: str | None = Field(None, description="GGUF path (llamacpp; default: bundled SmolLM2) or HF id (vllm)")
+    model: str | None = Field(
+        None, description="GGUF path (llamacpp) or Hugging Face id or folder (vllm); default: the bundled SmolLM2 (for "
+        "vllm converted once into a Hugging Face folder under weights_dir)",
+    )
     served_model_name: str = EMBEDDED_MODEL_NAME
     host: str = "127.0.0.1"
     port: int | None = Field(None, description="default: a free port")
@@ -158,8 +161,23 @@ class ServerSettings(BaseModel):
     )
     tensor_parallel_size: int = Field(1, ge=1, description="vllm --tensor-parallel-size")
     max_model_len: int | None = Field(None, description="vllm --max-model-len")
+    dtype: str | None = Field(
+        None, description="vllm --dtype (default: float32 on a machine without a GPU, where vLLM's own choice, "
+        "bfloat16, is slower and answers worse on CPUs without bfloat16 support; vLLM's choice on a GPU)",
+    )
+    enforce_eager: bool | None = Field(
+        None, description="vllm --enforce-eager, no graph compilation (default: on without a GPU, where compiling "
+        "doubles the start-up time)",
+    )
+    cpu_kv_cache_gib: PositiveInt = Field(2, description="vllm on a CPU: GiB of memory for the KV cache")
     extra_args: list[str] = Field(default_factory=list, description="more flags passed to the server as they are")
-    executable: str | None = Field(None, description="vllm executable (default: `vllm` on PATH)")
+    executable: str | None = Field(
+        None, description="vllm executable (default: `vllm` on PATH; `make vllm` installs one in .venv-vllm/bin)"
+    )
+    weights_dir: Path = Field(
+        default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "prefcraft",
+        description="vllm: where the bundled SmolLM2 is kept converted into a Hugging Face folder",
+    )
     startup_timeout_s: float = Field(300.0, gt=0)
     log_dir: Path = Path(".prefcraft/logs")
 
@@ -272,12 +290,12 @@ class Settings(BaseSettings):
 
     def small_model_profile(self) -> SmallModelProfile | None:
         """The small-model profile when it is on: as `small_model.enabled` says, or, unset, when the task model is the
-        bundled SmolLM2: served by prefcraft from the bundled file, or reached at an endpoint under the bundled model's
-        own name (`prefcraft serve` in another shell)."""
+        bundled SmolLM2, whichever backend serves it: served by prefcraft from the bundled weights, or reached at an
+        endpoint under the bundled model's own name (`prefcraft serve` in another shell)."""
         enabled = self.small_model.enabled
         if enabled is None:
             if self.served_here("task"):
-                enabled = self.server.backend == "llamacpp" and self.server.model is None
+                enabled = self.server.model is None
             else:
                 enabled = self.task.endpoints != [] and self.task.model.rsplit("/", 1)[-1] == EMBEDDED_MODEL_NAME
         return self.small_model if enabled else None

@@ -1,9 +1,10 @@
 """A stand-in OpenAI-compatible server for tests without a model: it lists the embedded model's name, answers each
 chat request with JSON that fits the request's schema (strings "hi", the first value of an enum, the lowest number)
 and keeps every request body; with `numbered`, each answer's strings carry the request's number ("hi 3"), so that
-no two answers are alike. `delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups`
-requests are closed unanswered, as by a server that restarts; once `die_after` chat requests came, every request is,
-as by a server killed mid-step."""
+no two answers are alike; with `indent`, answers are pretty-printed, as by a vLLM that ignores compact JSON.
+`delay_s` holds each answer back, as a model server elsewhere would; the first `hang_ups` requests are closed
+unanswered, as by a server that restarts; once `die_after` chat requests came, every request is, as by a server
+killed mid-step."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ def requested_schema(body: dict[str, Any]) -> dict[str, Any]:
 
 class StandInServer:
     def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None,
-                 numbered: bool = False) -> None:
+                 numbered: bool = False, indent: int | None = None) -> None:
         self.delay_s = delay_s
         self.hang_ups = hang_ups
         self.die_after = die_after
         self.numbered = numbered
+        self.indent = indent
         self.numbers = itertools.count(1)
         self.bodies: list[dict[str, Any]] = []
         self.server = _QuietServer(("127.0.0.1", 0), _handler(self))
@@ -94,7 +96,8 @@ def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:
             self._send({
                 "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": EMBEDDED_MODEL_NAME,
                 "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": json.dumps(fill(schema, text))}}],
+                             "message": {"role": "assistant",
+                                         "content": json.dumps(fill(schema, text), indent=standin.indent)}}],
                 "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
             })
 

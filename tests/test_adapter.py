@@ -17,6 +17,7 @@ from prefcraft.adapter import (
     SchemaAdapter,
     constraint_in_server_field,
     declared_names,
+    has_free_whitespace,
     max_chars,
     output_schema,
 )
@@ -593,13 +594,13 @@ def test_llguidance_schema_goes_in_the_grammar_field():
     assert body == {"model": "m", "extra_body": {"top_k": 5, "grammar": body["extra_body"]["grammar"]}}
 
 
-def test_vllm_schema_goes_in_structured_outputs_without_whitespace():
+def test_vllm_schema_goes_in_structured_outputs_with_the_compact_layout_for_guidance():
     sent = prepared("vllm")
     assert sent["max_tokens"] == prepared("json_schema")["max_tokens"]
     body = {"model": "m", "response_format": sent["response_format"], "extra_body": {"top_k": 5}}
     constraint_in_server_field(body)
     assert body == {"model": "m", "extra_body": {"top_k": 5, "structured_outputs": {
-        "json": output_schema(Bounded, SMALL), "disable_any_whitespace": True}}}
+        "json": {**output_schema(Bounded, SMALL), "x-guidance": COMPACT_JSON}}}}
     assert "x-vllm" in sent["response_format"]["json_schema"]["schema"]  # the request DSPy caches is left as it was
 
 
@@ -674,9 +675,6 @@ def test_pydantic_output_is_parsed_into_the_model(embedded_model):
     assert len(prediction.menu.title) <= 120  # the schema's maxLength was enforced
 
 
-JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-
-
 @pytest.mark.server
 def test_llguidance_dialect_gets_compact_json_that_parses(embedded_model):
     lm = build_lm(embedded_model)
@@ -686,5 +684,14 @@ def test_llguidance_dialect_gets_compact_json_that_parses(embedded_model):
     assert isinstance(prediction.menu, Menu) and isinstance(prediction.reasoning, str)
     [reply] = lm.history[-1]["outputs"]
     assert reply.startswith('{"reasoning": "')
-    outside_strings = JSON_STRING.sub('""', reply)
-    assert not re.search(r"\s", outside_strings.replace(": ", ":").replace(", ", ","))  # one space after each : and ,
+    assert not has_free_whitespace(reply)  # one space after each : and ,
+
+
+@pytest.mark.parametrize(
+    ("reply", "free"),
+    [('{"a": "x  y\\n", "b": [1, 2]}', False), ('{"a":1,"b":[1,2]}', False), ('{"a": "say \\"hi\\" "}', False),
+     ('{\n  "a": 1\n}', True), (' {"a": 1}', True), ('{"a":  1}', True), ('{"a": 1 }', True)],
+    ids=["spaced", "bare", "escaped quotes", "pretty", "leading", "two spaces", "before a brace"],
+)
+def test_free_whitespace_is_whitespace_outside_strings_beyond_one_space_after_a_separator(reply, free):
+    assert has_free_whitespace(reply) is free

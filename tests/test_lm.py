@@ -93,7 +93,7 @@ def test_structured_calls_reach_the_server_as_the_adapter_asks_without_a_depreca
         constraint = {"grammar": "%llguidance {}\nstart: %json " + json.dumps(schema)}
     if dialect == "vllm":
         plain = {key: value for key, value in schema.items() if key != "x-vllm"}
-        constraint = {"structured_outputs": {"json": plain, "disable_any_whitespace": True}}
+        constraint = {"structured_outputs": {"json": plain}}
     assert body == {"model": EMBEDDED_MODEL_NAME, "messages": body["messages"], "temperature": 0.0,
                     "max_tokens": lm_kwargs.get("max_tokens", 77), **constraint}
 

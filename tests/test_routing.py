@@ -1,6 +1,7 @@
 """One model on several endpoints: settings, calls spread by litellm's Router, reachability and the cache key."""
 
 import hashlib
+import logging
 import random
 import warnings
 from collections.abc import Callable, Iterator
@@ -17,6 +18,7 @@ from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.flags import settings_overrides
 from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.routing import CompactReplies
 from prefcraft.runtime import check_servers, lm_context, model_session
 from prefcraft.settings import (
     EMBEDDED_MODEL_NAME,
@@ -198,3 +200,33 @@ def test_pairs_are_judged_through_two_real_servers(two_embedded_servers, tmp_pat
     for server, counters in zip(servers, before, strict=True):
         answered = read_prompt_cache(server.base_url) - counters
         assert answered.evaluated + answered.cached > 0, f"{server.base_url} judged nothing"
+
+
+@pytest.mark.parametrize(("indent", "warned"), [(None, False), (2, True)], ids=["compact", "pretty-printed"])
+def test_a_vllm_that_ignores_compact_json_is_named_once_with_the_flag_to_add(indent, warned, caplog, monkeypatch):
+    monkeypatch.setattr(CompactReplies, "warned", set())
+    server = StandInServer(indent=indent, numbered=True)
+    model = ModelSettings(api_base=server.api_base, structured_output="vllm")
+    try:
+        with caplog.at_level(logging.WARNING), dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+            for question in ("one", "two", "three"):
+                dspy.Predict("question -> answer")(question=question)
+    finally:
+        server.close()
+    said = [record.getMessage() for record in caplog.records if "ignores the compact JSON" in record.getMessage()]
+    assert len(said) == (1 if warned else 0)
+    if warned:
+        assert server.api_base in said[0]
+        assert """--structured-outputs-config '{"backend": "guidance", "disable_any_whitespace": true}'""" in said[0]
+
+
+def test_a_json_schema_reply_is_not_checked_for_compactness(monkeypatch):
+    monkeypatch.setattr(CompactReplies, "warned", set())
+    server = StandInServer(indent=2)
+    model = ModelSettings(api_base=server.api_base, structured_output="json_schema")
+    try:
+        with dspy.context(lm=build_lm(model), adapter=build_adapter(model)):
+            dspy.Predict("question -> answer")(question="one")
+    finally:
+        server.close()
+    assert CompactReplies.warned == set()

@@ -149,6 +149,12 @@ def test_the_small_model_profile_is_on_for_the_bundled_model_that_prefcraft_serv
     assert Settings(judge=VLLM).small_model_profile() == settings.small_model  # the task model decides
 
 
+def test_the_small_model_profile_follows_the_bundled_model_onto_vllm():
+    settings = Settings(server=ServerSettings(backend="vllm"))
+    assert settings.small_model_profile() is settings.small_model
+    assert settings.with_api_base("http://127.0.0.1:9000/v1").small_model_profile() is settings.small_model
+
+
 def test_the_small_model_profile_is_on_for_the_bundled_model_served_elsewhere():
     served_apart = Settings(task=ModelSettings(api_base="http://127.0.0.1:9000/v1"), serve=False)
     assert served_apart.small_model_profile() is served_apart.small_model

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from prefcraft.backends.llamacpp import llamacpp_command
 from prefcraft.backends.process import ManagedServer, free_port, list_models
-from prefcraft.backends.vllm import vllm_command
+from prefcraft.backends.vllm import vllm_command, vllm_environment
 from prefcraft.settings import ServerSettings
 
 _COMMANDS = {"llamacpp": llamacpp_command, "vllm": vllm_command}
+_ENVIRONMENTS = {"vllm": vllm_environment}
 
 
 def managed_server(settings: ServerSettings) -> ManagedServer:
@@ -15,6 +16,7 @@ def managed_server(settings: ServerSettings) -> ManagedServer:
     port = settings.port or free_port(settings.host)
     return ManagedServer(
         _COMMANDS[settings.backend](settings, port),
+        environment=_ENVIRONMENTS[settings.backend](settings) if settings.backend in _ENVIRONMENTS else {},
         host=settings.host,
         port=port,
         served_model_name=settings.served_model_name,

