@@ -54,6 +54,11 @@ def make_parser(doc: str, result_name: str, *, threads: int = 4, timeout_s: floa
     parser.add_argument("--timeout-s", type=float, default=timeout_s, help="per call: a loaded machine is slow")
     parser.add_argument("--api-base", help="measure the model of this OpenAI-compatible server instead of starting "
                         "the embedded one")
+    parser.add_argument("--backend", choices=["llamacpp", "vllm"], default="llamacpp",
+                        help="the server started for the bundled model (default: %(default)s)")
+    parser.add_argument("--server-executable", help="with --backend vllm: the vllm executable (.venv-vllm/bin/vllm)")
+    parser.add_argument("--server-extra-args", type=shlex.split, default=[], metavar="'ARGS'",
+                        help="more flags for the started server, as one quoted string")
     parser.add_argument("--model", default=ModelSettings().model,
                         help="litellm model string, with --api-base (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=RESULTS / result_name)
@@ -98,15 +103,18 @@ class Endpoint:
 @contextmanager
 def model_endpoint(args: argparse.Namespace, server: ServerSettings | None = None,
                    **model_fields: Any) -> Iterator[Endpoint]:
-    """The model at `--api-base`, or on the embedded server (`server`'s settings) started for the block; `model_fields`
-    override ModelSettings' defaults. Its scratch folder holds the server's logs and whatever the benchmark writes."""
+    """The model at `--api-base`, or the bundled model on the server `--backend` names (for llama.cpp, `server`'s
+    settings) started for the block; `model_fields` override ModelSettings' defaults. Its scratch folder holds the
+    server's logs and whatever the benchmark writes."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{args.output.stem}-"))
     fields = {"timeout_s": args.timeout_s, **model_fields}
     if args.api_base:
         yield Endpoint(ModelSettings(model=args.model, api_base=args.api_base, **fields), 0.0, scratch)
         return
     started = time.perf_counter()
-    settings = (server or ServerSettings()).model_copy(update={"log_dir": scratch / "logs"})
+    settings = (server or ServerSettings()).model_copy(update={
+        "log_dir": scratch / "logs", "backend": args.backend, "executable": args.server_executable,
+        "extra_args": args.server_extra_args})
     with managed_server(settings) as served:
         yield Endpoint(ModelSettings(api_base=served.base_url, **fields), round(time.perf_counter() - started, 1),
                        scratch)

@@ -26,13 +26,14 @@ earlier request already sent (order-independent: one minus the size of the token
 empty DSPy cache) at 1 thread and at `--clients` threads, recording the requests it sends; the same requests then go
 straight to the server from a plain client at 1, 2, 4 and 8 concurrent clients. Every run gets a fresh server.
 Reported: requests/s of each; prefcraft at `--clients` over the direct client's best; and prefcraft's overhead per
-call, (prefcraft - direct) / prefcraft wall time, at one thread on each side.
+call, (prefcraft - direct) / prefcraft wall time, at one thread on each side. `--engine vllm` measures the same on
+the bundled model served by vLLM (`--vllm-executable`), prefcraft sending its compact `vllm` dialect.
 
 Run: .venv/bin/python benchmarks/replay_workload.py record [--job fit|evaluate]
          [--structured-output llguidance] [--profile default|PATH.toml]
      .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--slots 4]
          [--llama-cpp-python /path/to/python]
-     .venv/bin/python benchmarks/replay_workload.py throughput [--clients 4]
+     .venv/bin/python benchmarks/replay_workload.py throughput [--clients 4] [--engine vllm]
 
 Structured outputs before and after, in one session on one machine: before is the OpenAI json_schema form (the model
 may indent its JSON) with the small-model bounds as they were before they were measured; after is llama.cpp's compact
@@ -156,11 +157,12 @@ def throughput(args: argparse.Namespace) -> None:
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
     rows, requests = [], []
+    dialect = "vllm" if args.engine == "vllm" else "auto"  # prefcraft's compact vLLM dialect; else as before
     for threads in sorted({1, args.clients}):
         dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True)  # a new, empty cache
         recorder = RequestRecorder(StepCounter())
-        with start_engine("xllamacpp", args) as server:
-            model = ModelSettings(api_base=server.base_url, timeout_s=300)
+        with start_engine(args.engine, args) as server:
+            model = ModelSettings(api_base=server.base_url, timeout_s=300, structured_output=dialect)
             adapter = build_adapter(model, SmallModelProfile())
             with dspy.context(lm=build_lm(model), adapter=adapter, callbacks=[recorder]), \
                     metered() as meter:
@@ -172,20 +174,20 @@ def throughput(args: argparse.Namespace) -> None:
                      "requests": meter.usage.calls, "requests_per_s": round(meter.usage.calls / wall_s, 3)})
         logger.info("%s", rows[-1])
     for clients in (1, 2, 4, 8):
-        with start_engine("xllamacpp", args) as server:
-            row = replay_once(server.base_url, "xllamacpp", EMBEDDED_MODEL_NAME, [requests], clients)
+        with start_engine(args.engine, args) as server:
+            row = replay_once(server.base_url, args.engine, EMBEDDED_MODEL_NAME, [requests], clients)
         rows.append({"client": "direct", "clients": clients, "requests": len(requests), **row})
         logger.info("%s", rows[-1])
     prefcraft = {row["clients"]: row for row in rows if row["client"] == "prefcraft"}
     direct = [row for row in rows if row["client"] == "direct"]
     direct_one = next(row for row in direct if row["clients"] == 1)
     result = {
-        "slots": args.slots, "runs": rows,
+        "engine": args.engine, "slots": args.slots, "runs": rows,
         "prefcraft_over_best_direct": round(prefcraft[args.clients]["requests_per_s"]
                                             / max(row["requests_per_s"] for row in direct), 3),
         "overhead_per_call_share": round(1 - direct_one["wall_s"] / prefcraft[1]["wall_s"], 3),
     }
-    output = args.output or RESULTS / "throughput.json"
+    output = args.output or RESULTS / ("throughput.json" if args.engine == "xllamacpp" else "throughput_vllm.json")
     output.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(json.dumps(result, indent=2))
 
@@ -333,6 +335,8 @@ def start_engine(engine: str, args: argparse.Namespace):
     if engine == "xllamacpp":
         return managed_server(ServerSettings(log_dir=log_dir, slots=args.slots, cache_ram_mib=args.cache_ram_mib,
                                              n_threads=2))
+    if engine == "vllm":
+        return managed_server(ServerSettings(backend="vllm", executable=args.vllm_executable, log_dir=log_dir))
     port = free_port()
     command = [args.llama_cpp_python, "-m", "llama_cpp.server", "--model", str(bundled_model_path()),
                "--model_alias", EMBEDDED_MODEL_NAME, "--host", "127.0.0.1", "--port", str(port),
@@ -390,6 +394,10 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["xllamacpp", "llama-cpp-python"],
                         choices=["xllamacpp", "llama-cpp-python"])
     parser.add_argument("--llama-cpp-python", help="a Python interpreter with llama-cpp-python[server] installed")
+    parser.add_argument("--engine", choices=["xllamacpp", "vllm"], default="xllamacpp",
+                        help="throughput: the server measured (default: %(default)s)")
+    parser.add_argument("--vllm-executable", default=".venv-vllm/bin/vllm",
+                        help="with --engine vllm: the vllm executable (default: %(default)s)")
     parser.add_argument("--output", type=Path, help="default: benchmarks/results/replay_<job>_<engines>.json")
     args = parser.parse_args()
     try:
