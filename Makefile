@@ -29,7 +29,7 @@ demo: $(STAMP)
 
 # The `vllm` tests run on the real vLLM of .venv-vllm; required here, so that they cannot be skipped silently.
 test: $(STAMP) $(VLLM_STAMP)
-	PREFCRAFT_TEST_REQUIRE_VLLM=1 $(BIN)/python -m pytest
+	TESTS_REQUIRE_VLLM=1 $(BIN)/python -m pytest
 
 bench-structured: $(STAMP)
 	$(BIN)/python benchmarks/structured_outputs.py $(if $(wildcard $(SENSEBENCH)),--sensebench $(SENSEBENCH))

