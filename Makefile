@@ -41,7 +41,7 @@ bench-replay: $(STAMP)
 	$(BIN)/python benchmarks/replay_workload.py replay --engines xllamacpp
 
 bench-sensejudge: $(STAMP)
-	$(BIN)/python benchmarks/sensejudge_cost.py --dialogues $(SENSEBENCH)
+	$(BIN)/python benchmarks/sensejudge_cost.py --sensebench $(SENSEBENCH)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) .prefcraft runs mlflow.db mlruns

@@ -57,7 +57,7 @@ def run_command(argv: list[str], usage_file: Path) -> int:
 def measure(component: str, profile: str, sensebench: Path | None) -> dict[str, Any]:
     argv = list(COMMANDS[component])
     if component == "sensejudge":
-        argv[2:2] = ["--dialogues", str(sensebench)]
+        argv[2:2] = ["--sensebench", str(sensebench)]
     with tempfile.TemporaryDirectory(prefix=f"profile-{profile}-{component}-") as scratch:
         folder = Path(scratch)
         argv += ["--cache-dir", str(folder / "cache"), "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"]

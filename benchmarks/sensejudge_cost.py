@@ -16,7 +16,7 @@ again in the same cache. The demo writes and selects descriptions per topic. Rep
 - the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the whole demo again in the same cache: its LM requests (expected 0).
 
-Run: .venv/bin/python benchmarks/sensejudge_cost.py [--dialogues ../shared/data/sensebench] [--threads 4]
+Run: .venv/bin/python benchmarks/sensejudge_cost.py [--sensebench ../shared/data/sensebench] [--threads 4]
     [--api-base URL] [--topics QA Math] [--dev-dialogues N] [--test-dialogues N] [--max-pair-descriptions N]
 """
 
@@ -200,7 +200,7 @@ def _percent(value: float) -> str:
 def demo_argv(args: argparse.Namespace, scratch: Path) -> list[str]:
     """The demo's command line: the SenseBench file, the demo flags given here, every file it writes in `scratch`."""
     given = [item for name in DEMO_FLAGS for item in _flag(name, getattr(args, name))]
-    return ["--dialogues", str(args.dialogues), *given, "--pairs", str(scratch / "pairs.jsonl"),
+    return ["--sensebench", str(args.sensebench), *given, "--pairs", str(scratch / "pairs.jsonl"),
             "--judge", str(scratch / "sensejudge.json"), "--output-dir", str(scratch / "out")]
 
 
@@ -210,7 +210,7 @@ def _flag(name: str, value: Any) -> list[str]:
 
 def main() -> None:
     parser = make_parser(__doc__, "sensejudge_cost.json")
-    parser.add_argument("--dialogues", type=Path, default=Path("../shared/data/sensebench"),
+    parser.add_argument("--sensebench", type=Path, default=Path("../shared/data/sensebench"),
                         help="SenseBench's new_sense_bmk.json or its folder")
     add_option_flags(parser.add_argument_group(
         "the demo's options", "as `prefcraft sensejudge demo` takes them, with its defaults: " + " ".join(
@@ -223,7 +223,7 @@ def main() -> None:
         options = parse_step(COMPONENT, "demo", demo_argv(args, endpoint.scratch))
         job = sensejudge_job(options, session)
         runs = cold_then_warm(session, lambda: run(session, job, evaluations))
-    result = {"dialogues": str(args.dialogues), "labels": "simulated", "labels_note": SIMULATED_NOTE,
+    result = {"sensebench": str(args.sensebench), "labels": "simulated", "labels_note": SIMULATED_NOTE,
               **{name: getattr(options, name) for name in DEMO_FLAGS}, "scope": options.scope,
               "variants": list(job.simulation.variants), "threads": args.threads, "model": session.task.model,
               "server_start_seconds": endpoint.start_seconds, **runs}

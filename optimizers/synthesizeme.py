@@ -15,8 +15,12 @@ By default the fit follows the paper and its reference code (DSPy's BootstrapFew
   labeled-only set the first `labeled_demos` train pairs, and each of n (step 1) or m (step 3) random sets a random
   number of verified pairs from a shuffled train order: n + 2 candidates in step 1, m + 3 in step 3 with no demos at
   all, as the reference code's seeds give them;
-- every candidate is scored on every validation judgment; the first in order to reach `stop_at_accuracy` wins, else
-  the most accurate (`candidate_search`'s `exhaustive`).
+- the first candidate in order to reach `stop_at_accuracy` on the validation judgments wins, else the most accurate
+  (the earliest of the tied). `candidate_search`'s `exact` (the default) finds that winner without the calls that
+  cannot change it: a candidate is scored no further once it can no longer win, and the search ends once one is left
+  (scored to the end, for its accuracy); the record says how far each candidate was scored and why it stopped.
+  `search = "exhaustive"` scores every candidate on every judgment, as the reference code does: the same winner, every
+  candidate's full score in the record.
 
 Options that depart from it, each named in `SynthesizeMeConfig`:
 - `verification = "both_orders"`: a pair is verified when the judge is right in both orders, and every demo set shows
@@ -25,7 +29,8 @@ Options that depart from it, each named in `SynthesizeMeConfig`:
   demo once answered "Second" 92% of the time). It costs one more bootstrap call per train pair.
 - `max_demos`: at most this many demos in a set, reasoned and labeled together; a 4k context holds about 4 (the
   small-model profile's `max_demos`).
-- `search = "halving"`: successive halving, fewer calls, but the winner can differ (see `candidate_search`).
+- `search = "halving"`: successive halving, fewer calls than `exhaustive`, but the winner can differ (see
+  `candidate_search`).
 - `step3_traces = "from_step1"`: step 3 draws its demo sets from the step-1 traces, written without the persona,
   instead of bootstrapping again: one bootstrap pass fewer.
 A judge that verifies no pair leaves the persona to be written from labeled pairs only (no reasoning), and the demo
@@ -70,10 +75,11 @@ class SynthesizeMeConfig:
     """Per-user fit settings. Defaults follow the paper (n = m = 10) and its reference code.
 
     Search: `num_persona_subsets` (n) random candidate demo sets in step 1, `num_demo_candidates` (m) in step 3, each
-    beside the unshuffled and the labeled-only sets (and, in step 3, no demos at all); a search stops at the first
-    candidate reaching `stop_at_accuracy`. `search`: `exhaustive` scores
-    every candidate on every validation judgment (the paper); `halving` races them one validation pair at a time, then
-    on rungs twice as long, keeping the best third each time.
+    beside the unshuffled and the labeled-only sets (and, in step 3, no demos at all); the first candidate reaching
+    `stop_at_accuracy` wins, else the most accurate (the earliest of the tied). `search`: `exact` finds that winner (the
+    paper's) with the calls that cannot change it left out; `exhaustive` scores every candidate on every validation
+    judgment (the reference code: the same winner, every score complete); `halving` races them one validation pair at
+    a time, then on rungs twice as long, keeping the best third each time (the winner can differ).
     Demos: `max_demos` caps a set, reasoned and labeled demos together (None: every verified train pair may be a
     reasoned demo, as in the paper); `labeled_demos` tops a set up with labeled pairs. `verification` and
     `step3_traces`: see the module.
@@ -86,7 +92,7 @@ class SynthesizeMeConfig:
     max_demos: int | None = None
     labeled_demos: int = 4
     stop_at_accuracy: float | None = 0.8
-    search: SearchStrategy = "exhaustive"
+    search: SearchStrategy = "exact"
     verification: Verification = "one_order"
     step3_traces: Step3Traces = "bootstrap_with_persona"
     num_threads: int = 4
@@ -104,7 +110,9 @@ class FitRecord:
     """Train pairs the step-1 judge got right (in the order shown, or in both with `both_orders`)."""
     persona: str
     subset_accuracies: list[float | None] = field(default_factory=list)
+    """Step 1's candidates' validation accuracies; None for a candidate the search did not score to the end."""
     demo_accuracies: list[float | None] = field(default_factory=list)
+    """Step 3's, the same way."""
     val_accuracy: float = 0.0
     demos: int = 0
     evidence_demos: list[dict[str, object]] = field(default_factory=list)
@@ -114,6 +122,15 @@ class FitRecord:
     usage: dict[str, LMUsage] = field(default_factory=dict)
     failed_calls: dict[str, int] = field(default_factory=dict)
     """Calls that raised (server errors, unparseable replies) per step; each scored as a wrong judgment."""
+    subset_scores: list[dict[str, object]] = field(default_factory=list)
+    """Step 1's candidates as the search left them: correct answers, judgments judged of the total, failed calls, and
+    why it stopped ("complete"; `exact`: "cannot win" or "not needed"; `halving`: "dropped")."""
+    demo_scores: list[dict[str, object]] = field(default_factory=list)
+    """Step 3's, the same way."""
+    chosen_subset: int = 0
+    """The index in `subset_scores` of the candidate the persona was written from."""
+    chosen_demos: int = 0
+    """The index in `demo_scores` of the demo set the judge keeps (0: no demos)."""
 
     @property
     def total_usage(self) -> LMUsage:
@@ -138,6 +155,8 @@ class PersonaEvidence:
     rng: random.Random
     usage: dict[str, LMUsage]
     failed_calls: dict[str, int] = field(default_factory=dict)
+    subset_scores: list[dict[str, object]] = field(default_factory=list)
+    chosen_subset: int = 0
 
     @property
     def past_judgments(self) -> str:
@@ -189,7 +208,9 @@ class SynthesizeMe(Teleprompter):
             verified_pairs=len(evidence.verified), persona=persona, subset_accuracies=evidence.subset_accuracies,
             demo_accuracies=_accuracies(search), val_accuracy=search.best.accuracy, demos=len(judge.demos),
             evidence_demos=[dict(demo) for demo in evidence.evidence], verified_with_persona=verified_with_persona,
-            usage=usage, failed_calls=failed_calls,
+            usage=usage, failed_calls=failed_calls, subset_scores=evidence.subset_scores,
+            demo_scores=_candidate_records(search), chosen_subset=evidence.chosen_subset,
+            chosen_demos=search.best_index,
         )  # fmt: skip
         return judge
 
@@ -215,6 +236,7 @@ class SynthesizeMe(Teleprompter):
             evidence=subsets[search.best_index], subset_accuracies=_accuracies(search), rng=rng,
             usage={"bootstrap": bootstrap.usage, "persona_evidence": evidence_meter.usage},
             failed_calls={"bootstrap": bootstrap_failures, "persona_evidence": search.failed},
+            subset_scores=_candidate_records(search), chosen_subset=search.best_index,
         )  # fmt: skip
 
     def _bootstrap(self, judge: PreferenceJudge, train: list[Judged]) -> tuple[list[Judged], int]:
@@ -335,3 +357,7 @@ def format_judgments(traces: list[dspy.Example]) -> str:
 
 def _accuracies(search: SearchResult) -> list[float | None]:
     return [score.accuracy if score.complete else None for score in search.scores]
+
+
+def _candidate_records(search: SearchResult) -> list[dict[str, object]]:
+    return [score.as_record() for score in search.scores]

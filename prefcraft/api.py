@@ -21,6 +21,7 @@ import dspy
 
 from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate_methods, load_personal_judge
 from prefcraft.components.synthesizeme.fit import FitSummary, default_persona_prompt, fit_users
+from prefcraft.components.synthesizeme.profiles import load_profiles
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
@@ -141,17 +142,22 @@ def fit(
 def evaluate(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("default",),
     users: Sequence[str] | None = None, fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test",
-    output_dir: str | Path = DEFAULT_RESULTS_DIR, executor: Executor = "local", address: str | None = None,
+    output_dir: str | Path = DEFAULT_RESULTS_DIR, demographics: str | Path | None = None,
+    allow_fitted_pairs: bool = False, executor: Executor = "local", address: str | None = None,
 ) -> dict[str, MethodOutcome]:
-    """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, and from the judges in
-    `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
+    """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, `demographics` from the
+    PRISM survey or a local copy given as `demographics`, and from the judges in `fitted_dir`: `demos`, `persona`,
+    `synthesizeme`); each outcome's `report` holds accuracy with its interval. `allow_fitted_pairs` lets the methods
+    that learned from the train and val pairs judge them (optimistic: for debugging).
     Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as
     `prefcraft synthesizeme evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call
     (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
+    profiles = load_profiles(demographics) if demographics else None
     return evaluate_methods(settings or load_settings(), data, methods=methods, users=users, split=split, fitted=fitted,
-                            output_dir=Path(output_dir), executor=executor, address=address)
+                            profiles=profiles, output_dir=Path(output_dir), allow_fitted_pairs=allow_fitted_pairs,
+                            executor=executor, address=address)
 
 
 def _as_text(conversation: Conversation) -> str:

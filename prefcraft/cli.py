@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from importlib.metadata import version
 from typing import Any
 
 import dspy
@@ -15,7 +16,14 @@ from prefcraft.commands.serve import serve
 from prefcraft.components.component import Emit
 from prefcraft.console import configure_logging, echo, results_on_stdout
 from prefcraft.errors import PrefcraftError
-from prefcraft.flags import CommandParser, add_settings_flags, add_step_flags, settings_overrides
+from prefcraft.flags import (
+    CommandParser,
+    add_server_settings_flags,
+    add_settings_flags,
+    add_step_flags,
+    add_verbose_flag,
+    settings_overrides,
+)
 from prefcraft.options import options_from_args
 from prefcraft.registry import COMPONENTS, run_step
 from prefcraft.settings import load_settings
@@ -24,18 +32,24 @@ from prefcraft.settings import load_settings
 CROSS_CUTTING = {"tour": tour_cli, "experiment": experiment_cli, "report": report_cli, "sweep": sweep_cli}
 
 
+DESCRIPTION = """DSPy programs that personalize an LLM to one user, from five papers (one command each), compiled
+against the papers' metrics and tracked in MLflow. Start with `prefcraft tour`: every component's demo on the embedded
+model (a 135M model prefcraft serves itself, which proves the plumbing, not the papers' effects), one table at the end.
+Then `prefcraft <component> --help`."""
+
+
 def make_parser() -> argparse.ArgumentParser:
-    parser = CommandParser(prog="prefcraft", description=__doc__)
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="debug logging, third-party libraries' info and debug lines included")
+    parser = CommandParser(prog="prefcraft", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"prefcraft {version('prefcraft')}")
     commands = parser.add_subparsers(dest="command", required=True)
     for component in COMPONENTS.values():
         steps = commands.add_parser(component.name, help=component.help).add_subparsers(dest="step", required=True)
         for name, step in component.steps.items():
             add_step_flags(steps.add_parser(name, help=step.help, description=step.help), step)
-    add_settings_flags(commands.add_parser("serve", help="start a model server and keep it up"))
+    add_server_settings_flags(commands.add_parser("serve", help="start a model server and keep it up"))
     for name, module in CROSS_CUTTING.items():
         module.add_steps(commands.add_parser(name, help=module.HELP), add_settings_flags)
+    add_verbose_flag(parser)
     return parser
 
 

@@ -50,6 +50,7 @@ def _import_ray() -> Any:
         import ray
     except ImportError:
         raise ConfigError(
-            "--executor ray needs Ray, which is not installed", "pip install 'prefcraft[distributed]'"
+            "--executor ray needs Ray, which is not installed",
+            "pip install -e '.[distributed]' in the prefcraft checkout (make does it)"
         ) from None
     return ray

@@ -9,6 +9,7 @@ in the `[settings]` tables, which are the tables of a `--config` settings file.
 from __future__ import annotations
 
 import logging
+import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -31,6 +32,10 @@ OPTIONS_HINT = ("a step's options are its flags, '-' written '_' (`--max-instanc
 
 
 EXPERIMENT_KEYS = {"name", "description", "component", "steps"}  # a settings file has none of them
+DATA_SOURCE_OPTIONS = ("data", "demographics")
+"""Options that name what a step reads: a local file (or folder) or a Hugging Face dataset."""
+LOCAL_DATA_SUFFIXES = {".json", ".jsonl", ".parquet"}
+HUB_DATASET_NAME = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
 class Experiment(BaseModel):
@@ -127,7 +132,8 @@ def experiment_settings(experiment: Experiment, config_file: Path | None, overri
 
 
 def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, dict[str, Any]]:
-    """Each step's options, validated by its job type; problems are added to `problems`."""
+    """Each step's options, validated by its job type, and their data sources (`check_data_sources`); problems are
+    added to `problems`."""
     component, steps = table.get("component"), table.get("steps")
     if component not in COMPONENTS or not isinstance(steps, dict):
         return {}  # the experiment's own validation has reported it
@@ -142,7 +148,34 @@ def _validated_steps(table: dict[str, Any], problems: list[str]) -> dict[str, di
         values = validated_options(component, step, options, ("steps", step), problems)
         if values is not None:
             validated[step] = values
+    check_data_sources(validated, problems)
     return validated
+
+
+def check_data_sources(steps: dict[str, dict[str, Any]], problems: list[str]) -> None:
+    """Each step's `data` and `demographics` name an existing local file or folder, a file an earlier step writes
+    (its `output`), or a well-formed Hugging Face dataset name (`owner/name`, or a canonical `name`). A value is read as
+    a local path when it ends in .json, .jsonl or .parquet, starts with /, . or ~, or has more than one /."""
+    written: set[Path] = set()
+    for step, options in steps.items():
+        for name in DATA_SOURCE_OPTIONS:
+            value = options.get(name)
+            if isinstance(value, str) and (problem := _data_source_problem(value, written)):
+                problems.append(f"steps.{step}.{name}: {problem}")
+        if isinstance(options.get("output"), str | Path):
+            written.add(Path(options["output"]).expanduser())
+
+
+def _data_source_problem(value: str, written: set[Path]) -> str | None:
+    path = Path(value).expanduser()
+    looks_local = path.suffix in LOCAL_DATA_SUFFIXES or value.startswith(("/", ".", "~")) or value.count("/") > 1
+    if path.exists() or path in written:
+        return None
+    if looks_local:
+        return f"{value}: no such file or folder (nor does an earlier step of this file write it)"
+    if not HUB_DATASET_NAME.fullmatch(value):
+        return f"{value!r} is neither an existing file nor a Hugging Face dataset name (owner/name)"
+    return None
 
 
 def validated_options(component: str, step: str, options: dict[str, Any], key: tuple[str, ...],

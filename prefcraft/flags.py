@@ -9,7 +9,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import create_model
+from pydantic import BaseModel, create_model
 
 from prefcraft.components.component import Component, Step
 from prefcraft.executors import Executor
@@ -20,8 +20,16 @@ from prefcraft.optimizers.prompt_optimizer import (
     MIPROv2Config,
     OptimizerConfig,
 )
-from prefcraft.options import Count, Options, Positive, add_option_flags, option, options_from_args
-from prefcraft.settings import StructuredOutput
+from prefcraft.options import (
+    Count,
+    Options,
+    Positive,
+    add_option_flags,
+    add_renamed_flag,
+    option,
+    options_from_args,
+)
+from prefcraft.settings import ModelSettings, ServerSettings, Settings, StructuredOutput
 
 ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 
@@ -52,8 +60,8 @@ class ExecutorOptions(Options):
     """Where a step's independent work items run (prefcraft/executors.py)."""
 
     executor: Executor = option(
-        "local", "run work items here, one after another, or each as a Ray task (ray: pip install "
-        "'prefcraft[distributed]')")
+        "local", "run work items here, one after another, or each as a Ray task (ray: `pip install -e "
+        "'.[distributed]'` in the checkout; make does it)")
     address: str | None = option(None, "Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
 
 
@@ -64,17 +72,20 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
-                      metric_calls: int = 400, metric_threshold: float = 0.5) -> type[Options]:
-    """Which DSPy optimizer compiles the program, and its budget (defaults: the paper's, given by the step)."""
+                      metric_calls: int = 400, metric_threshold: float = 0.5,
+                      budget_from: str | None = None) -> type[Options]:
+    """Which DSPy optimizer compiles the program, and its budget, given by the step; `budget_from` names the paper
+    the MIPROv2 budget comes from, when one gives it (SynthesizeMe's App. F), else none is claimed."""
+    source = f"; {budget_from}: {{}}" if budget_from else ""
     group = "optimizer"
     return create_model(
         "OptimizerOptions", __base__=Options,
         optimizer=(Literal[tuple(CONFIGS)], option(
-            MIPROv2Config.name, "miprov2 (the papers'), gepa (reflective; the prompt model reflects) or bootstrap_rs "
-            "(random demo sets, the cheap baseline)", group=group)),
-        candidates=(Positive, option(candidates, f"instruction candidates (miprov2) or demo sets (bootstrap_rs); "
-                                     f"paper: {candidates}", group=group)),
-        trials=(Positive, option(trials, f"miprov2 trials (paper: {trials})", group=group)),
+            MIPROv2Config.name, "miprov2 (DSPy's MIPROv2: instructions and demos together), gepa (reflective; the "
+            "prompt model reflects) or bootstrap_rs (random demo sets, the cheap baseline)", group=group)),
+        candidates=(Positive, option(candidates, "instruction candidates (miprov2) or demo sets (bootstrap_rs)"
+                                     f"{source.format(candidates)}", group=group)),
+        trials=(Positive, option(trials, f"miprov2 trials{source.format(trials)}", group=group)),
         max_bootstrapped_demos=(Count, option(bootstrapped_demos, "demos bootstrapped from the program's own "
                                               "successful traces, per predictor", group=group)),
         max_labeled_demos=(Count, option(labeled_demos, "demos taken as they are from the training examples, per "
@@ -104,40 +115,99 @@ def optimizer_config(options: Any, settings: Any) -> OptimizerConfig:
     )  # fmt: skip
 
 
+def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
+    """-v/--verbose on `parser` and on every command and step under it, so that it is taken anywhere on the line.
+    Below the top, unset unless given (SUPPRESS), so that a `-v` before the command stands."""
+    for depth, command in _commands(parser):
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS if depth else False,
+                             help="debug logging, third-party libraries' info and debug lines included")
+
+
+def _commands(parser: argparse.ArgumentParser, depth: int = 0) -> list[tuple[int, argparse.ArgumentParser]]:
+    below = [command for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+             for command in action.choices.values()]
+    return [(depth, parser)] + [found for command in below for found in _commands(command, depth + 1)]
+
+
+SETTINGS_GROUP = "shared settings (each over the config file and PREFCRAFT_* variables; defaults: prefcraft's own)"
+
+
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("settings (override the config file and PREFCRAFT_* environment variables)")
+    """The settings flags of a command that runs programs: models, server, threads, tracking, cache."""
+    group = parser.add_argument_group(SETTINGS_GROUP)
     group.add_argument("--config", type=Path, help="TOML settings file")
+    _add_model_flags(group)
+    group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
+                       help="never start a server: every hosted_vllm/ model needs an api_base (a hosted API's model, "
+                       "openai/... and the like, never needs one)")
+    _add_server_flags(group)
+    group.add_argument("--threads", dest="num_threads", type=int, metavar="N",
+                       help=f"parallel LM calls (default: {_default(Settings, 'num_threads')})")
+    group.add_argument("--seed", type=int, help=f"seed of every random choice: samples, demo sets, optimizers "
+                       f"(default: {_default(Settings, 'seed')})")
     group.add_argument("--resume", action="store_true", default=None,
                        help="continue this command's interrupted MLflow run (same params) instead of opening a new one")
-    for role in ("task", "prompt", "judge"):
-        group.add_argument(f"--{role}-model", help=f"litellm model string of the {role} model")
-        group.add_argument(f"--{role}-api-base", help=f"OpenAI-compatible base URL of the {role} model")
+    group.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {_default(Settings, 'tracking_uri')})")
+    group.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
+                       help=f"MLflow experiment the runs go to (default: {_default(Settings, 'experiment')})")
+    add_renamed_flag(group, "--experiment", "--mlflow-experiment")
+    group.add_argument("--cache-dir", type=Path,
+                       help=f"DSPy cache directory (default: {_default(Settings, 'cache_dir')})")
+
+
+def add_server_settings_flags(parser: argparse.ArgumentParser) -> None:
+    """The settings flags of `prefcraft serve`: the config file and the server it starts."""
+    group = parser.add_argument_group(SETTINGS_GROUP)
+    group.add_argument("--config", type=Path, help="TOML settings file")
+    _add_server_flags(group)
+
+
+def _add_model_flags(group: argparse._ArgumentGroup) -> None:
+    purposes = {"task": "the model the programs run on", "prompt": "the model optimizers propose prompts with",
+                "judge": "the model metrics grade with"}
+    for role, purpose in purposes.items():
+        def default(name: str, role: str = role) -> str:
+            return f"(default: {_default(ModelSettings, name) if role == 'task' else 'as the task model'})"
+
+        group.add_argument(f"--{role}-model", metavar="LITELLM_MODEL",
+                           help=f"{purpose}: a litellm model string {default('model')}")
+        group.add_argument(f"--{role}-api-base", metavar="URL", help=f"OpenAI-compatible base URL of the {role} model "
+                           f"(default: {'a server prefcraft starts' if role == 'task' else 'as the task model'})")
         group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
                            help=f"several base URLs serving the {role} model; calls are spread over them")
         group.add_argument(f"--{role}-structured-output", choices=get_args(StructuredOutput),
                            help=f"how the {role} model's output is constrained to the signature's schema "
-                           "(default auto: compact JSON on a server prefcraft starts, else json_schema)")
-        group.add_argument(f"--{role}-max-tokens", type=int, help=f"longest answer of the {role} model")
-        group.add_argument(f"--{role}-temperature", type=float, help=f"sampling temperature of the {role} model")
-        group.add_argument(f"--{role}-timeout-s", type=float, help=f"seconds one call of the {role} model may take")
-    group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
-                       help="never start a server; every model needs an api_base or a hosted provider")
-    group.add_argument("--backend", choices=["llamacpp", "vllm"], help="server to start (default llamacpp)")
-    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id or folder (vllm); default: the "
-                       "bundled SmolLM2")
+                           "(default: auto, compact JSON on a server prefcraft starts, else json_schema)")
+        group.add_argument(f"--{role}-max-tokens", type=int, metavar="N",
+                           help=f"longest answer of the {role} model {default('max_tokens')}")
+        group.add_argument(f"--{role}-temperature", type=float, metavar="T",
+                           help=f"sampling temperature of the {role} model {default('temperature')}")
+        group.add_argument(f"--{role}-timeout-s", type=float, metavar="SECONDS",
+                           help=f"seconds one call of the {role} model may take {default('timeout_s')}")
+
+
+def _add_server_flags(group: argparse._ArgumentGroup) -> None:
+    group.add_argument("--backend", choices=["llamacpp", "vllm"],
+                       help=f"server to start (default: {_default(ServerSettings, 'backend')})")
+    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id or folder (vllm) (default: the "
+                       "bundled SmolLM2)")
     group.add_argument("--server-executable", help="the vllm executable (default: vllm on PATH; `make vllm` installs "
                        "one as .venv-vllm/bin/vllm)")
     group.add_argument("--server-extra-args", type=shlex.split, metavar="'ARGS'",
                        help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4'")
-    group.add_argument("--served-model-name", help="name the server serves the model under")
+    group.add_argument("--served-model-name", help=f"name the server serves the model under "
+                       f"(default: {_default(ServerSettings, 'served_model_name')})")
     group.add_argument("--port", type=int, help="server port (default: a free one)")
-    group.add_argument("--slots", type=int, help="llamacpp parallel slots (default 4)")
-    group.add_argument("--tensor-parallel-size", type=int, help="vllm --tensor-parallel-size")
-    group.add_argument("--max-model-len", type=int, help="vllm --max-model-len")
-    group.add_argument("--threads", dest="num_threads", type=int, help="parallel LM calls")
-    group.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
-    group.add_argument("--experiment", help="MLflow experiment name")
-    group.add_argument("--cache-dir", type=Path, help="DSPy cache directory")
+    group.add_argument("--slots", type=int, metavar="N",
+                       help=f"llamacpp parallel slots (default: {_default(ServerSettings, 'slots')})")
+    group.add_argument("--tensor-parallel-size", type=int, metavar="N", help="vllm --tensor-parallel-size "
+                       f"(default: {_default(ServerSettings, 'tensor_parallel_size')})")
+    group.add_argument("--max-model-len", type=int, metavar="TOKENS",
+                       help="vllm --max-model-len (default: the model's)")
+
+
+def _default(model: type[BaseModel], name: str) -> Any:
+    return model.model_fields[name].default
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -153,17 +223,21 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
               "executable": flags.get("server_executable"), "extra_args": flags.get("server_extra_args")}
     if any(value is not None for value in server.values()):
         overrides["server"] = {name: value for name, value in server.items() if value is not None}
-    for name in ("serve", "num_threads", "tracking_uri", "experiment", "cache_dir", "resume"):
+    for name in ("serve", "num_threads", "seed", "tracking_uri", "experiment", "cache_dir", "resume"):
         if flags.get(name) is not None:
             overrides[name] = flags[name]
     return overrides
 
 
 def add_step_flags(parser: argparse.ArgumentParser, step: Step) -> None:
-    """A step's command line: its own flags first, then the settings group (models, server, tracking)."""
+    """A step's command line: its own flags first (the required ones leading), then the shared settings group (models,
+    server, tracking). The usage line names the required flags and the two groups, not all forty flags."""
     add_option_flags(parser, step.options)
     add_settings_flags(parser)
     parser.set_defaults(**step.settings_defaults)
+    required = [f"{action.option_strings[0]} {action.metavar or action.dest.upper()}"
+                f"{' ...' if action.nargs in ('+', '*') else ''}" for action in parser._actions if action.required]
+    parser.usage = " ".join(["%(prog)s", *required, "[flags of this step]", "[shared settings]"])
 
 
 @cache
@@ -171,7 +245,7 @@ def settings_flag_names() -> frozenset[str]:
     """Every settings flag's dest: a name an experiment sets in its [settings] tables, not as a step's option."""
     probe = CommandParser(add_help=False)
     add_settings_flags(probe)
-    return frozenset(action.dest for action in probe._actions)
+    return frozenset(action.dest for action in probe._actions if action.help != argparse.SUPPRESS)
 
 
 def step_parser(component: Component, step: str) -> CommandParser:

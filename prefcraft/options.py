@@ -9,7 +9,7 @@ import argparse
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
+from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -26,29 +26,76 @@ OneOrMore = Annotated[list[T], Field(min_length=1)]
 
 
 class Options(BaseModel):
-    """A step's options. Strict: a file says what it means, so "3" is no int and 1 is no bool."""
+    """A step's options. Strict: a file says what it means, so "3" is no int and 1 is no bool. `renamed_options`: the
+    names options had before (old: new), refused as flags and in files, naming the new one."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
+    renamed_options: ClassVar[dict[str, str]] = {}
 
 
 def option(default: Any, help: str, *, flag: str | None = None, group: str | None = None,
-           metavar: str | None = None) -> Any:
+           metavar: str | None = None, renamed: dict[str, str] | None = None) -> Any:
     """A field of an Options model with its flag's help; `flag` names a switch whose name differs from the field's
-    (`--no-shipped` for `use_shipped`), `group` the help section it is listed under. `...` as default: required."""
-    extra = {key: value for key, value in (("flag", flag), ("group", group), ("metavar", metavar)) if value}
+    (`--no-shipped` for `use_shipped`), `group` the help section it is listed under, `renamed` the values it took
+    before under other names (old: new), refused naming the new one. `...` as default: required."""
+    given = (("flag", flag), ("group", group), ("metavar", metavar), ("renamed", renamed))
+    extra = {key: value for key, value in given if value}
     return Field(default, description=help, json_schema_extra=extra or None)
 
 
+def renamed_value(options: type[Options], name: str, value: Any) -> str | None:
+    """What `value` of option `name` is called now, if it is a former name; else None."""
+    field = options.model_fields.get(name)
+    extra = field.json_schema_extra if field is not None and isinstance(field.json_schema_extra, dict) else {}
+    return extra.get("renamed", {}).get(value) if isinstance(value, str) else None
+
+
+@dataclass(eq=False)  # hashable (argparse looks types up in a dict), though it holds a dict
+class RenamedValues:
+    """A flag's type that refuses a value's former name, naming the new one, and passes every other value on."""
+
+    renamed: dict[str, str]
+
+    def __call__(self, value: str) -> str:
+        if value in self.renamed:
+            raise argparse.ArgumentTypeError(f"'{value}' is now '{self.renamed[value]}'")
+        return value
+
+
 def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) -> None:
-    """A flag per field of `options`, in the fields' order; the fields of one group under one heading."""
+    """A flag per field of `options`, the required ones first, then in the fields' order; the fields of one group under
+    one heading."""
     groups: dict[str, Any] = {}
-    for name, field in options.model_fields.items():
+    fields = sorted(options.model_fields.items(), key=lambda item: not item[1].is_required())
+    for name, field in fields:
         extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
         target = parser
         if extra.get("group"):
             target = groups.setdefault(extra["group"], parser.add_argument_group(extra["group"]))
         target.add_argument(extra.get("flag") or f"--{name.replace('_', '-')}", dest=name,
                             **_flag_spec(name, field, extra))
+    for old, new in options.renamed_options.items():
+        add_renamed_flag(parser, as_flag(old), as_flag(new))
+
+
+def as_flag(name: str) -> str:
+    return f"--{name.replace('_', '-')}"
+
+
+class Renamed(argparse.Action):
+    """A flag's former spelling: refused, naming the new one."""
+
+    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any):
+        super().__init__(option_strings, dest, nargs="*", help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None):
+        parser.error(f"{option} is now {self.new}")
+
+
+def add_renamed_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str, new: str) -> None:
+    parser.add_argument(old, action=Renamed, new=new, dest=f"renamed_{old.lstrip('-').replace('-', '_')}",
+                        default=argparse.SUPPRESS)
 
 
 def options_from_args(options: type[Options], args: argparse.Namespace) -> Options:
@@ -63,7 +110,15 @@ def check_options(options: type[Options], given: dict[str, Any], key: tuple[str,
     try:
         return options.model_validate(given)
     except ValidationError as error:
-        problems += [format_problem(issue, key, command, settings_names) for issue in error.errors()]
+        for issue in error.errors():
+            name = str(issue["loc"][0]) if issue["loc"] else ""
+            where = ".".join((*key, *map(str, issue["loc"])))
+            if issue["type"] == "extra_forbidden" and name in options.renamed_options:
+                problems.append(f"{where}: now called {options.renamed_options[name]}")
+            elif (new := renamed_value(options, name, issue.get("input"))) is not None:
+                problems.append(f"{where}: '{issue['input']}' is now '{new}'")
+            else:
+                problems.append(format_problem(issue, key, command, settings_names))
         return None
 
 
@@ -100,11 +155,15 @@ def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, 
         annotation, metadata = _unwrap(get_args(annotation)[0], [])
     if get_origin(annotation) is Literal:
         spec["choices"] = get_args(annotation)
+        if extra.get("renamed"):
+            spec["type"] = RenamedValues(extra["renamed"])
     elif annotation in (int, float):
         spec["type"] = Bounded(annotation, ge=_bound(metadata, annotated_types.Ge, "ge"),
                                le=_bound(metadata, annotated_types.Le, "le"))
+        spec.setdefault("metavar", "N" if annotation is int else "X")
     elif annotation is Path:
         spec["type"] = Path
+        spec.setdefault("metavar", "PATH")
     elif annotation is not str:
         raise TypeError(f"{name}: no flag for options of type {annotation}")
     return spec

@@ -38,6 +38,7 @@ from prefcraft.errors import ConfigError
 
 ENV_PREFIX = "PREFCRAFT_"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
+SELF_HOSTED_PROVIDER = "hosted_vllm/"  # litellm's provider for any OpenAI-compatible server of one's own
 Dialect = Literal["json_schema", "llguidance", "vllm", "none"]
 StructuredOutput = Literal["auto", Dialect]
 SERVED_DIALECTS: dict[str, Dialect] = {"llamacpp": "llguidance", "vllm": "vllm"}  # compact JSON on each served backend
@@ -93,7 +94,7 @@ class ModelSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model: str = Field(f"hosted_vllm/{EMBEDDED_MODEL_NAME}", description="litellm model string")
+    model: str = Field(f"{SELF_HOSTED_PROVIDER}{EMBEDDED_MODEL_NAME}", description="litellm model string")
     api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     api_bases: list[str] = Field(
         default_factory=list,
@@ -133,6 +134,12 @@ class ModelSettings(BaseModel):
     def dialect(self) -> Dialect:
         """The structured-output dialect sent: "auto" left unresolved (a model at an endpoint) is the OpenAI form."""
         return "json_schema" if self.structured_output == "auto" else self.structured_output
+
+    @property
+    def self_hosted(self) -> bool:
+        """Whether the model runs on an OpenAI-compatible server of one's own (litellm's `hosted_vllm/` provider: vLLM,
+        llama.cpp), rather than on a hosted API."""
+        return self.model.startswith(SELF_HOSTED_PROVIDER)
 
     @property
     def endpoints(self) -> list[str]:
@@ -238,7 +245,9 @@ class Settings(BaseSettings):
     task: ModelSettings = Field(default_factory=ModelSettings, description="the model a program runs on")
     prompt: ModelSettings | None = Field(None, description="proposer model for optimizers (default: task)")
     judge: ModelSettings | None = Field(None, description="grader model for metrics (default: task)")
-    serve: bool = Field(True, description="start the configured server for every model that has no api_base")
+    serve: bool = Field(
+        True, description="start the configured server for every self-hosted (hosted_vllm/) model that has no api_base"
+    )
     server: ServerSettings = Field(default_factory=ServerSettings)
     cache_dir: Path = Path(".prefcraft/cache")
     tracking_uri: str = "sqlite:///mlflow.db"
@@ -255,8 +264,12 @@ class Settings(BaseSettings):
         return getattr(self, role) or self.task
 
     def roles_needing_server(self) -> list[Role]:
+        """The roles whose model prefcraft serves: a self-hosted model (`hosted_vllm/`) with no endpoint. A hosted
+        API's model (`openai/...`, any other litellm provider) is reached by litellm with its key variable."""
         roles: tuple[Role, ...] = ("task", "prompt", "judge")
-        return [role for role in roles if not self.model_for(role).endpoints] if self.serve else []
+        if not self.serve:
+            return []
+        return [role for role in roles if not self.model_for(role).endpoints and self.model_for(role).self_hosted]
 
     def with_api_base(self, api_base: str) -> Settings:
         """A copy in which every model that had no api_base points at `api_base`, the server prefcraft started: an

@@ -34,7 +34,7 @@ from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, mod
 
 SWEEPS_DIR = Path("runs/sweeps")
 # Components whose compile returns a CompileOutcome (a verdict and its usage). SynthesizeMe's compile-persona returns
-# only a path: nothing to score a trial by.
+# its verdict alone, without the usage a trial is scored by.
 SweepComponent = Literal[tuple(name for name, component in COMPONENTS.items() if component.sweepable)]  # type: ignore[valid-type]
 SETTINGS_PARAMETERS = ("task.temperature", "prompt.temperature")  # not the judge's: it grades every trial alike
 TRIAL_PATHS = ("output", "output_dir")  # each trial's own, under runs/sweeps/<name>/trial-<n>/: nothing is shipped

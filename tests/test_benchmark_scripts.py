@@ -163,6 +163,6 @@ def test_the_profile_benchmark_runs_commands_the_cli_accepts(monkeypatch):
 
     profile_off = importlib.import_module("profile_off")
     for component, argv in profile_off.COMMANDS.items():
-        dialogues = ["--dialogues", "new_sense_bmk.json"] if component == "sensejudge" else []
-        args = make_parser().parse_args([*argv, *dialogues])
+        sensebench = ["--sensebench", "new_sense_bmk.json"] if component == "sensejudge" else []
+        args = make_parser().parse_args([*argv, *sensebench])
         assert (args.command, args.step) == tuple(argv[:2])

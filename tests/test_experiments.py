@@ -113,7 +113,7 @@ BAD = {
     "empty list for a one-or-more flag": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = []\n',
                                           "steps.evaluate.variants: List should have at least 1 item"),
     "missing required option": ('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\n[steps.select]\n',
-                                "steps.simulate.dialogues: required option of 'prefcraft sensejudge simulate' is "
+                                "steps.simulate.sensebench: required option of 'prefcraft sensejudge simulate' is "
                                 "missing"),
     "missing required option of a SynthesizeMe step": (
         'name = "t"\ncomponent = "synthesizeme"\n[steps.compile-persona]\nval_users = ["a"]\noutput = "p.json"\n',
@@ -127,7 +127,28 @@ BAD = {
                                    "steps.evaluate: Input should be a valid dictionary"),
     "no steps": ('name = "t"\ncomponent = "lampqa"\nsteps = {}\n', "steps: Dictionary should have at least 1 item"),
     "no name": ('component = "lampqa"\n[steps.demo]\n', "name: missing"),
+    "a data file that does not exist": (
+        'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "/nonexistent/file.jsonl"\n',
+        "steps.evaluate.data: /nonexistent/file.jsonl: no such file or folder"),
+    "a relative data file that does not exist": (
+        'name = "t"\ncomponent = "synthesizeme"\n[steps.evaluate]\ndata = "pairs.jsonl"\n',
+        "steps.evaluate.data: pairs.jsonl: no such file or folder"),
+    "a malformed dataset name": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "kixlab CUPID"\n',
+                                 "steps.evaluate.data: 'kixlab CUPID' is neither an existing file nor a Hugging Face "
+                                 "dataset name"),
+    "a demographics file that does not exist": (
+        'name = "t"\ncomponent = "synthesizeme"\n[steps.evaluate]\ndemographics = "survey.parquet"\n',
+        "steps.evaluate.demographics: survey.parquet: no such file or folder"),
 }
+
+
+def test_data_may_be_a_dataset_name_an_existing_file_or_what_an_earlier_step_writes(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pairs.jsonl").write_text("")
+    for data in ("kixlab/CUPID", "squad", "pairs.jsonl", str(tmp_path / "pairs.jsonl")):
+        load_experiment(write(tmp_path, f'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "{data}"\n'))
+    load_experiment(write(tmp_path, 'name = "t"\ncomponent = "prefdisco"\n[steps.build-scenarios]\n'
+                                    'output = "runs/s.jsonl"\n[steps.evaluate]\ndata = "runs/s.jsonl"\n'))
 
 
 @pytest.mark.parametrize("case", BAD)

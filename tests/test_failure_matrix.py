@@ -31,7 +31,7 @@ SENSEJUDGE_INPUTS = Path("sensejudge")
 """A labelled pairs file and the judge selected on it, made by `simulate` and `select` on a stand-in: what `select`
 and `evaluate` read."""
 PAIRS, JUDGE = SENSEJUDGE_INPUTS / "pairs.jsonl", SENSEJUDGE_INPUTS / "sensejudge.json"
-SIMULATION = ["--dialogues", "new_sense_bmk.json", "--dev-dialogues", "1", "--test-dialogues", "1",
+SIMULATION = ["--sensebench", "new_sense_bmk.json", "--dev-dialogues", "1", "--test-dialogues", "1",
               "--variants", "concise", "detailed"]
 
 STEPS = {

@@ -72,7 +72,7 @@ def test_the_help_lists_groups_metavars_and_defaults():
     parser = CommandParser(prog="t")
     add_option_flags(parser, Example)
     text = " ".join(parser.format_help().split())
-    assert "split: --share SHARE held-out share (default: 0.25)" in text
+    assert "split: --share X held-out share (default: 0.25)" in text
     assert "--responses [NAME ...] responses, none allowed (default: x y)" in text
     assert "--no-cache without the cache" in text and "--users USERS [USERS ...] users to fit" in text
 
@@ -102,8 +102,8 @@ def test_a_switch_on_by_default_needs_a_flag_that_turns_it_off():
 
 REQUIRED = {("synthesizeme", "compile-persona"): {"train_users": ["a"], "val_users": ["b"], "output": Path("p.json")},
             ("synthesizeme", "import-persona-prompt"): {"released": Path("r.json"), "output": Path("p.json")},
-            ("sensejudge", "simulate"): {"dialogues": Path("d.json")},
-            ("sensejudge", "demo"): {"dialogues": Path("d.json")}}
+            ("sensejudge", "simulate"): {"sensebench": Path("d.json")},
+            ("sensejudge", "demo"): {"sensebench": Path("d.json")}}
 
 
 @pytest.mark.parametrize(("component", "step"), [(component.name, step) for component in COMPONENTS.values()

@@ -68,7 +68,7 @@ def test_fitted_users_are_saved_logged_and_resumed_by_either_executor(two_ray_wo
 
 def test_the_ray_executor_without_ray_names_the_extra_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # as if it were not installed
-    with pytest.raises(ConfigError, match=r"prefcraft\[distributed\]"):
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[distributed\]'"):
         list(ray_map(str, [1]))
 
 

@@ -118,6 +118,11 @@ def test_roles_needing_server():
     hosted_task = ModelSettings(api_base="http://127.0.0.1:8000/v1")
     assert Settings(task=hosted_task).roles_needing_server() == []  # prompt and judge inherit the task's endpoint
     assert Settings(task=hosted_task, judge=ModelSettings()).roles_needing_server() == ["judge"]
+    # a hosted API's model is never served, nor pointed at the server of the others
+    hosted_api = ModelSettings(model="openai/gpt-4o-mini")
+    assert Settings(prompt=hosted_api).roles_needing_server() == ["task", "judge"]
+    assert Settings(task=hosted_api).roles_needing_server() == []
+    assert Settings(prompt=hosted_api).with_api_base("http://127.0.0.1:9000/v1").model_for("prompt") == hosted_api
 
 
 def test_with_api_base_points_only_unserved_models_at_the_server():

@@ -25,7 +25,7 @@ def llamacpp_command(settings: ServerSettings, port: int) -> list[str]:
     if importlib.util.find_spec("xllamacpp") is None:
         raise ConfigError(
             "xllamacpp (llama.cpp's server) is not installed",
-            "run `pip install 'prefcraft[embedded]'` (the Makefile does this)",
+            "run `pip install -e '.[embedded]'` in the prefcraft checkout (the Makefile does this)",
         )
     model = Path(settings.model) if settings.model else bundled_model_path()
     if not model.is_file():

@@ -1,7 +1,7 @@
 """`prefcraft report`: one self-contained HTML page of the runs in an MLflow store (issue 20).
 
-It reads the store the other commands logged to (the same `--tracking-uri`, `--experiment` and `--config` settings)
-and calls no model.
+It reads the store the other commands logged to (the same `--tracking-uri`, `--mlflow-experiment` and `--config`
+settings) and calls no model.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.options import Bounded
+from prefcraft.options import Bounded, add_renamed_flag
 
 HELP = "write one self-contained HTML page (tables and figures) of the runs in an MLflow store"
 DEFAULT_OUTPUT = Path("runs/report.html")
@@ -22,7 +22,9 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     """No steps, and of the settings only where the store is: the report starts no server and calls no model."""
     parser.add_argument("--config", type=Path, help="TOML settings file (its tracking_uri and experiment)")
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default sqlite:///mlflow.db)")
-    parser.add_argument("--experiment", help="MLflow experiment name (default prefcraft)")
+    parser.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
+                        help="MLflow experiment name (default: prefcraft)")
+    add_renamed_flag(parser, "--experiment", "--mlflow-experiment")
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the page to write")
     parser.add_argument("--runs", type=Bounded(int, ge=1), default=DEFAULT_RUNS,
                         help="the N most recent top-level runs, with everything under them")

@@ -62,7 +62,8 @@ def read_store(uri: str, experiment: str, max_runs: int) -> Store:
     found = client.get_experiment_by_name(experiment)
     if found is None:
         names = ", ".join(sorted(e.name for e in client.search_experiments())) or "none"
-        raise ConfigError(f"no experiment named {experiment!r} in {uri}", f"choose one with --experiment: {names}")
+        raise ConfigError(f"no experiment named {experiment!r} in {uri}",
+                          f"choose one with --mlflow-experiment: {names}")
     records, token = [], None
     while True:
         page = client.search_runs([found.experiment_id], order_by=["attributes.start_time DESC"],

@@ -51,9 +51,9 @@ def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_pat
 
 def test_search_flag_chooses_how_candidates_are_scored():
     settings = Settings(num_threads=2)
-    assert parse_step(SYNTHESIZEME, "fit", []).search_config(settings).search == "exhaustive"  # the paper's
-    halving = parse_step(SYNTHESIZEME, "fit", ["--search", "halving"])
-    assert halving.search_config(settings).search == "halving"
+    assert parse_step(SYNTHESIZEME, "fit", []).search_config(settings).search == "exact"  # the paper's winner
+    for search in ("exhaustive", "halving"):
+        assert parse_step(SYNTHESIZEME, "fit", ["--search", search]).search_config(settings).search == search
 
 
 @pytest.mark.server
@@ -96,7 +96,7 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
     statuses = {(run.info.run_name, run.info.status) for run in runs}
     assert ("too_few", "FAILED") in statuses  # the skipped user's child run, in both fit commands
     assert all(status == "FINISHED" for name, status in statuses if name != "too_few")
-    assert by_name["fit-synthesizeme"].data.params["search"] == "exhaustive"
+    assert by_name["fit-synthesizeme"].data.params["search"] == "exact"
     evaluate_run = by_name["evaluate"]
     assert 0.0 <= evaluate_run.data.metrics["synthesizeme_accuracy"] <= 1.0
     assert evaluate_run.data.metrics["default_lm_calls"] >= 0

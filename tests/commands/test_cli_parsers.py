@@ -5,6 +5,8 @@ import argparse
 import pytest
 
 from prefcraft.cli import main, make_parser
+from prefcraft.errors import ConfigError
+from prefcraft.experiments import load_experiment
 from prefcraft.registry import COMPONENTS
 
 
@@ -42,8 +44,50 @@ def test_a_misspelt_flag_stops_before_anything_runs(command, capsys):
 def test_the_help_shows_each_default():
     text = " ".join(PARSERS["prefcraft cupid compile"].format_help().split())
     assert "personas held out for testing (default: 2)" in text
-    assert "--optimizer {miprov2,gepa,bootstrap_rs} miprov2 (the papers')" in text and "(default: miprov2)" in text
+    assert "--optimizer {miprov2,gepa,bootstrap_rs} miprov2 (DSPy's MIPROv2" in text
+    assert "(default: miprov2)" in text and "paper" not in text.split("--candidates")[1].split("--max-b")[0]
     assert "(default: None)" not in text and "(default: False)" not in text
+    # the shared settings show theirs too: prefcraft's own, under any config file or variable
+    for shown in ("longest answer of the task model (default: 512)", "(default: hosted_vllm/SmolLM2-135M-Instruct)",
+                  "parallel LM calls (default: 4)", "seconds one call of the task model may take (default: 300.0)",
+                  "longest answer of the judge model (default: as the task model)", "(default: 0)"):
+        assert shown in text, shown
+
+
+def test_a_step_lists_its_required_flags_first_and_in_its_usage_line():
+    text = PARSERS["prefcraft synthesizeme compile-persona"].format_help()
+    usage, options = text.split("\noptions:")
+    assert "--train-users USER ... --val-users USER ... --output PATH" in " ".join(usage.split())
+    flags = [line.split()[0] for line in options.splitlines() if line.startswith("  --")]
+    assert flags[:3] == ["--train-users", "--val-users", "--output"]
+
+
+@pytest.mark.parametrize("argv", [["-v", "cupid", "evaluate"], ["cupid", "evaluate", "--verbose"],
+                                  ["cupid", "-v", "evaluate"], ["experiment", "check", "x.toml", "-v"], ["tour", "-v"],
+                                  ["serve", "--verbose"]])
+def test_verbose_is_taken_anywhere_on_the_line(argv):
+    assert make_parser().parse_args(argv).verbose is True
+    assert make_parser().parse_args([word for word in argv if word not in ("-v", "--verbose")]).verbose is False
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0 and capsys.readouterr().out.startswith("prefcraft 0.")
+
+
+@pytest.mark.parametrize("command", ["cupid evaluate", "report"])
+def test_a_renamed_flag_is_refused_naming_the_new_one(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        make_parser().parse_args([*command.split(), "--experiment", "mine"])
+    assert exited.value.code == 2 and "--experiment is now --mlflow-experiment" in capsys.readouterr().err
+    assert make_parser().parse_args([*command.split(), "--mlflow-experiment", "mine"]).experiment == "mine"
+
+
+def test_serve_takes_the_servers_settings_only():
+    flags = {option for action in PARSERS["prefcraft serve"]._actions for option in action.option_strings}
+    assert {"--backend", "--server-model", "--slots", "--config"} <= flags
+    assert not flags & {"--no-serve", "--resume", "--tracking-uri", "--task-model"}
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -70,6 +114,27 @@ def test_every_component_is_one_command_with_its_steps(component, capsys):
                                      for step in component.steps])
 def test_a_steps_own_options_come_before_the_settings_group(command):
     options = PARSERS[f"prefcraft {command}"].format_help().split("\noptions:")[1]  # after the usage lines
-    own, settings = options.split("settings (override the config file")
+    own, settings = options.split("shared settings (")
     assert "--task-model" in settings and "--task-model" not in own
     assert own.count("\n  --") >= 1  # at least one option of the step's own (or --help alone for none)
+
+
+def test_a_former_option_name_is_refused_naming_the_new_one(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        make_parser().parse_args(["sensejudge", "simulate", "--dialogues", "bench.json"])
+    assert exited.value.code == 2 and "--dialogues is now --sensebench" in capsys.readouterr().err
+    experiment = tmp_path / "sensejudge.toml"
+    experiment.write_text('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\ndialogues = "bench.json"\n')
+    with pytest.raises(ConfigError, match=r"steps\.simulate\.dialogues: now called sensebench"):
+        load_experiment(experiment)
+
+
+def test_a_former_value_is_refused_naming_the_new_one(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exited:
+        make_parser().parse_args(["lampqa", "evaluate", "--split", "validation"])
+    assert exited.value.code == 2 and "argument --split: 'validation' is now 'val'" in capsys.readouterr().err
+    assert make_parser().parse_args(["lampqa", "evaluate", "--split", "val"]).split == "val"
+    experiment = tmp_path / "lampqa.toml"
+    experiment.write_text('name = "t"\ncomponent = "lampqa"\n[steps.evaluate]\nsplit = "validation"\n')
+    with pytest.raises(ConfigError, match=r"steps\.evaluate\.split: 'validation' is now 'val'"):
+        load_experiment(experiment)

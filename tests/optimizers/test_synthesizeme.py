@@ -122,6 +122,28 @@ def test_by_default_each_train_pair_is_judged_once_and_kept_when_that_judgment_i
     assert record.usage["persona_bootstrap"].calls == 4 and record.verified_with_persona == 2
 
 
+def test_the_exact_search_fits_the_judge_the_exhaustive_one_fits_in_fewer_calls_and_says_why_each_stopped(
+        user_with):
+    user = user_with(train=4, val=2)
+    fits = {}
+    for search in ("exact", "exhaustive"):
+        config = SynthesizeMeConfig(num_persona_subsets=10, num_demo_candidates=10, num_threads=1, search=search)
+        with dspy.context(lm=always_second_lm()):
+            fits[search] = SynthesizeMe(PersonaSynthesizer(), config).compile(PreferenceJudge(), **sets(user))
+    exact, exhaustive = fits["exact"].fit_record, fits["exhaustive"].fit_record
+    assert SynthesizeMeConfig().search == "exact"
+    assert fits["exact"].demos == fits["exhaustive"].demos
+    assert (exact.evidence_demos, exact.val_accuracy) == (exhaustive.evidence_demos, exhaustive.val_accuracy)
+    for step, scores in (("persona_evidence", "subset_scores"), ("demo_search", "demo_scores")):
+        assert exact.usage[step].calls < exhaustive.usage[step].calls == 4 * len(getattr(exhaustive, scores))
+        assert all(score["stopped"] == "complete" and score["judged"] == 4 for score in getattr(exhaustive, scores))
+    # Every candidate answers "Second": 2 of 4. The first is complete; each later one, asked first the judgments
+    # the others got wrong, cannot beat it after two wrong answers (ties go to the earlier one).
+    assert [(score["judged"], score["stopped"]) for score in exact.demo_scores] == (
+        [(4, "complete")] + [(2, "cannot win")] * (len(exact.demo_scores) - 1))
+    assert exact.demo_accuracies == [0.5] + [None] * (len(exact.demo_scores) - 1)
+
+
 def test_step_three_bootstraps_the_train_pairs_again_with_the_persona_in_the_instructions(user_with):
     user = user_with(train=4, val=2)
     lm = oracle_lm(user)

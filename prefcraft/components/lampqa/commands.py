@@ -13,7 +13,7 @@ from typing import Any, Literal
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.lampqa.charts import CHARTS
 from prefcraft.components.lampqa.compilation import CompileJob, run_lampqa_compile
-from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS
+from prefcraft.components.lampqa.data import CONFIGS, DATA_SPLITS, SAMPLE_QUESTIONS
 from prefcraft.components.lampqa.evaluation import (
     DEFAULT_METHODS,
     EvaluationJob,
@@ -72,13 +72,15 @@ class _Methods(_Data):
         list(DEFAULT_METHODS),
         "no personalization, RAG over the profile, RAG over a random other user's profile (seeded: the paper's "
         "control), PlanPers (plan the aspects, then answer)")
-    compiled: FilePath | None = option(None, "compiled PlanPers to compare (default: the one shipped for the task "
-                                       "model)")
+    compiled: FilePath | None = option(
+        None, "compiled PlanPers to compare (default: the one compiled/index.json registers for the task model, "
+        "if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled PlanPers", flag="--no-shipped")
 
 
 class EvaluateOptions(_Methods, _Source):
-    split: Literal["train", "validation", "test"] = option("test", "which questions to answer")
+    split: Literal["train", "val", "test"] = option("test", "which questions to answer",
+                                                    renamed={"validation": "val"})
 
 
 class DemoOptions(_Methods):
@@ -95,7 +97,8 @@ def run_compile(options: CompileOptions, settings: Any, emit: Emit) -> Any:
 
 
 def run_evaluate(options: EvaluateOptions | DemoOptions, settings: Any, emit: Emit) -> Any:
-    job = EvaluationJob(data=options.lampqa_data(), split=getattr(options, "split", "test"), methods=options.methods,
+    job = EvaluationJob(data=options.lampqa_data(), split=DATA_SPLITS[getattr(options, "split", "test")],
+                        methods=options.methods,
                         compiled=options.compiled, use_shipped=options.use_shipped, retrieval=options.retrieval(),
                         output_dir=options.output_dir)
     return run_lampqa_evaluation(settings, job, emit)

@@ -26,6 +26,8 @@ from prefcraft.loaders.personal_reward_bench import read_rows
 HUB_DATASET = "alireza7/LaMP-QA"
 CONFIGS = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
 SPLITS = ("train", "validation", "test")
+DATA_SPLITS = {"train": "train", "val": "validation", "test": "test"}
+"""The dataset's split for each `--split` (prefcraft's one name for every component's validation split: val)."""
 SUFFIXES = (".jsonl", ".json", ".parquet")
 SAMPLE_QUESTIONS = Path(__file__).resolve().parent / "sample"
 PROGRAM_INPUTS = ("question", "profile")

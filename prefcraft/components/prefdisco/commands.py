@@ -66,8 +66,9 @@ class _Conditions(_Data):
     forced_questions: Count | None = option(
         None, "ask exactly this many questions (the paper's Figure 5) instead of deciding")
     collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
-    compiled: FilePath | None = option(None, "compiled asker to compare (default: the one shipped for the task "
-                                       "model)")
+    compiled: FilePath | None = option(
+        None, "compiled asker to compare (default: the one compiled/index.json registers for the task model, "
+        "if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled asker", flag="--no-shipped")
 
 

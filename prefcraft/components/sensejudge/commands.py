@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.sensejudge.charts import CHARTS
@@ -26,8 +26,9 @@ class _Pairs(Options):
 
 
 class _Simulation(Options):
-    dialogues: FilePath = option(..., "SenseBench's new_sense_bmk.json or its folder (not shipped: no licence "
-                                 "upstream)")
+    renamed_options: ClassVar[dict[str, str]] = {"dialogues": "sensebench"}
+    sensebench: FilePath = option(..., "SenseBench's new_sense_bmk.json or its folder (not shipped: no licence "
+                                  "upstream)")
     topics: OneOrMore[str] | None = option(None, "SenseBench topics to draw dialogues from (default: every topic of "
                                            "the file, as in the paper)", metavar="TOPIC")
     dev_dialogues: Positive = option(4, "dialogues per topic whose pairs are dev pairs")
@@ -114,7 +115,7 @@ class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
 
 def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
     """The job the options describe: the paths given, the simulation and the selection where the step has them."""
-    given = ("pairs", "judge", "output_dir", "dialogues", "annotator", "reference_ranking", "ranking_judge",
+    given = ("pairs", "judge", "output_dir", "sensebench", "annotator", "reference_ranking", "ranking_judge",
              "ranking_descriptions")
     job = SenseJudgeJob(**{name: getattr(options, name) for name in given if getattr(options, name, None) is not None})
     if isinstance(options, _Simulation):
@@ -140,7 +141,7 @@ def compare(outcomes: dict[str, Any]) -> Comparison:
 
 
 def _demo_argv(sensebench: Path | None) -> list[str] | None:
-    return ["demo", "--dialogues", str(sensebench)] if sensebench else None
+    return ["demo", "--sensebench", str(sensebench)] if sensebench else None
 
 
 COMPONENT = Component(

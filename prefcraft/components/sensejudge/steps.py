@@ -100,7 +100,7 @@ class SenseJudgeJob:
     pairs: Path = RUNS / "pairs.jsonl"
     judge: Path = RUNS / "sensejudge.json"
     output_dir: Path = RUNS
-    dialogues: Path | None = None
+    sensebench: Path | None = None
     simulation: SimulationConfig = field(default_factory=SimulationConfig)
     selection: SubsetSelectionConfig = field(default_factory=SubsetSelectionConfig)
     max_pair_descriptions: int | None = 10
@@ -116,14 +116,14 @@ def run_sensejudge(
 ) -> dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome]:
     """Run `steps` in order on one model session (one server for all of them); returns each step's outcome."""
     if "simulate" in steps:
-        if job.dialogues is None:
-            raise ConfigError("simulate needs the SenseBench dialogues", "pass --dialogues PATH")
-        sampled = sample_dialogues(job.dialogues, job.simulation)
+        if job.sensebench is None:
+            raise ConfigError("simulate needs the SenseBench dialogues", "pass --sensebench PATH")
+        sampled = sample_dialogues(job.sensebench, job.simulation)
     with model_session(settings) as session:
         start_tracking(session)
         outcomes: dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome] = {}
         if "simulate" in steps:
-            outcomes["simulate"] = simulate_pairs(session, sampled, job.dialogues, job.pairs, job.simulation)
+            outcomes["simulate"] = simulate_pairs(session, sampled, job.sensebench, job.pairs, job.simulation)
             emit(format_simulation(outcomes["simulate"]))
         if "select" in steps:
             outcomes["select"] = select_descriptions(session, job)

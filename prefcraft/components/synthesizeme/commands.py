@@ -16,10 +16,12 @@ from prefcraft.components.synthesizeme.released_prompt import import_released_pe
 from prefcraft.components.synthesizeme.report import format_comparison, format_fit_summary, format_report
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.flags import ExecutorOptions, optimizer_config, optimizer_options
+from prefcraft.optimizers.compile_selection import CompileVerdict
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
+from prefcraft.report import format_verdict
 
 HELP = ("SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, import-persona-prompt, "
         "demo)")
@@ -33,6 +35,9 @@ class _Data(Options):
     data: str | None = option(None, "PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
                               "(default: the bundled synthetic sample users)")
     users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
+
+
+class _Judged(_Data):
     split: Literal["train", "val", "test"] = option("test", "which pairs to judge")
     output_dir: FilePath = option(Path("runs/latest"), "where result files go")
 
@@ -45,9 +50,11 @@ class _Search(Options):
     max_demos: Positive | None = option(
         None, "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train "
         "pair may be one, as in the paper; with the small-model profile on, its max_demos)")
-    search: Literal["exhaustive", "halving"] = option(
-        "exhaustive", "how candidates are scored: each on every validation judgment, the first to reach 0.8 winning "
-        "(the paper), or successive halving (fewer calls; the winner can differ)")
+    search: Literal["exact", "exhaustive", "halving"] = option(
+        "exact", "how candidates are scored: the first to reach 0.8 on the validation judgments wins, else the most "
+        "accurate (the paper), found with the calls that cannot change the choice left out (exact) or with every "
+        "candidate scored on every judgment (exhaustive: the same winner, every score in the record); or successive "
+        "halving (fewer calls still; the winner can differ)")
     verification: Literal["one_order", "both_orders"] = option(
         "one_order", "step 1 keeps a train pair judged right in the one order it is shown in (the paper), or only "
         "one judged right in both orders, with demo sets balanced by order (a guard against position bias; one more "
@@ -65,7 +72,8 @@ class _Search(Options):
 
 class _Fit(_Search):
     persona_prompt: FilePath | None = option(
-        None, "compiled persona prompt JSON (default: the one shipped for the task model)")
+        None, "compiled persona prompt JSON (default: the one compiled/index.json registers for the task model, if "
+        "any, else the uncompiled prompt)")
     fitted_dir: FilePath = option(Path("runs/fitted"), "where fitted users go")
 
 
@@ -73,8 +81,8 @@ class FitOptions(ExecutorOptions, _Fit, _Data):
     pass
 
 
-class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10,
-                                                       labeled_demos=6), _Search):
+class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6,
+                                              budget_from="SynthesizeMe, App. F"), _Search):
     data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
     train_users: OneOrMore[str] = option(..., "users whose traces the persona prompt is optimized on",
                                          metavar="USER")
@@ -83,7 +91,7 @@ class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstra
     output: FilePath = option(..., "compiled JSON to write")
 
 
-class EvaluateOptions(ExecutorOptions, _Data):
+class EvaluateOptions(ExecutorOptions, _Judged):
     methods: OneOrMore[str] = option(["default"], "default, demographics, memory, demos, persona, synthesizeme")
     fitted_dir: FilePath = option(Path("runs/fitted"), "fitted users' JSON files")
     demographics: str | None = option(
@@ -95,16 +103,21 @@ class EvaluateOptions(ExecutorOptions, _Data):
         "(optimistic: for debugging, not for reporting)")
 
 
-class DemoOptions(_Fit, _Data):
+class DemoOptions(_Fit, _Judged):
+    users: OneOrMore[str] | None = option(None, "user ids to fit and judge (default: the three demo users, "
+                                          f"{', '.join(DEMO_USERS)}; with --data, all)")
     subsets: Positive = option(DEMO_SEARCH_SIZE, "n: random candidate trace subsets for the persona (besides the "
                                "unshuffled and labeled-only ones)")
     demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: random candidate demo sets (besides no demos, the "
                                        "unshuffled and the labeled-only ones)")
-    # The paper's exhaustive search scores every candidate on every validation judgment; halving drops the weaker
-    # candidates after each rung: fewer calls, in a tour that has to stay under 15 minutes.
-    search: Literal["exhaustive", "halving"] = option(
-        "halving", "how candidates are scored: successive halving (the demo's default: fewer calls) or each on every "
-        "validation judgment, the first to reach 0.8 winning (the paper)")
+    # Halving, in a tour that has to stay under 15 minutes: its rungs take at most 18 and 20 calls for the 4 and 5
+    # candidates of 8 judgments a demo fit searches. The paper's rule, even decided exactly, needs the first one's 8
+    # and, when every candidate scores 4 of 8 (as nearly all of a 135M judge's do), at least 4 of each later one's:
+    # 20 and 24 at least.
+    search: Literal["exact", "exhaustive", "halving"] = option(
+        "halving", "how candidates are scored: successive halving (the demo's default: fewer calls; the winner can "
+        "differ), or the paper's rule, the first to reach 0.8 winning, decided with the calls that cannot change the "
+        "choice left out (exact) or with every candidate on every validation judgment (exhaustive)")
 
 
 class ImportPersonaPromptOptions(Options):
@@ -119,12 +132,12 @@ def run_import_persona_prompt(options: ImportPersonaPromptOptions, settings: Any
     return path
 
 
-def run_compile_persona(options: CompilePersonaOptions, settings: Any, emit: Emit) -> Path:
-    path = compile_persona(settings, options.data or SAMPLE_USERS, options.output, train_users=options.train_users,
-                           val_users=options.val_users, fit_config=options.search_config(settings),
-                           prompt_config=optimizer_config(options, settings))
-    emit(f"compiled persona prompt written to {path}")
-    return path
+def run_compile_persona(options: CompilePersonaOptions, settings: Any, emit: Emit) -> CompileVerdict:
+    verdict = compile_persona(settings, options.data or SAMPLE_USERS, options.output, train_users=options.train_users,
+                              val_users=options.val_users, fit_config=options.search_config(settings),
+                              prompt_config=optimizer_config(options, settings))
+    emit("compile-persona:\n" + format_verdict(verdict, "persona judge accuracy"))
+    return verdict
 
 
 def run_fit(options: FitOptions | DemoOptions, settings: Any, emit: Emit, users: list[str] | None = None) -> Any:

@@ -43,7 +43,8 @@ BUILT_WITH_MODEL = {"memory"}  # methods whose judge takes model calls to build:
 LEARNS_FROM_CONTEXT = NEEDS_FIT | {"memory"}  # methods shown each user's train and val pairs with their labels
 MEMORY_HEADING = "What is known about this user from their past interactions"
 DEMOGRAPHICS_HEADING = "The user's demographic profile"
-DEMOGRAPHICS_HINT = f"pass --demographics with the PRISM survey ({PRISM_SURVEY}, config survey) or a local copy of it"
+DEMOGRAPHICS_HINT = (f"give the PRISM survey ({PRISM_SURVEY}, config survey) or a local copy of it: --demographics "
+                     "on the command line, demographics= in prefcraft.evaluate")
 
 
 @dataclass

@@ -245,7 +245,7 @@ def test_the_ranking_descriptions_are_drawn_reproducibly_and_all_are_taken_when_
 def test_the_ranking_judge_options_reach_the_job():
     default = sensejudge_job(parse_step(COMPONENT, "evaluate", []), Settings())
     assert (default.ranking_judge, default.ranking_descriptions) == ("random_descriptions", 5)
-    options = parse_step(COMPONENT, "demo", ["--dialogues", "d.json", "--ranking-judge", "selected",
+    options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--ranking-judge", "selected",
                                              "--ranking-descriptions", "3"])
     job = sensejudge_job(options, Settings())
     assert (job.ranking_judge, job.ranking_descriptions) == ("selected", 3)
@@ -256,7 +256,7 @@ def test_description_names_follow_the_extractor_order():
 
 
 def test_the_demo_flags_build_a_small_job():
-    options = parse_step(COMPONENT, "demo", ["--dialogues", "d.json", "--variants", "concise", "plain"])
+    options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--variants", "concise", "plain"])
     job = sensejudge_job(options, Settings(num_threads=2))
     assert job.simulation.variants == ("concise", "plain") and job.simulation.topics == ("QA", "Math")
     assert (job.simulation.dev_dialogues, job.simulation.test_dialogues) == (1, 1)
@@ -264,14 +264,14 @@ def test_the_demo_flags_build_a_small_job():
 
 
 def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
-    assert main(["sensejudge", "simulate", "--dialogues", str(tmp_path / "absent.json")]) == 2
+    assert main(["sensejudge", "simulate", "--sensebench", str(tmp_path / "absent.json")]) == 2
     assert "file not found" in capsys.readouterr().err
     source = write_dialogues(tmp_path)
-    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--variants", "plain", "rude"]) == 2
+    assert main(["sensejudge", "simulate", "--sensebench", str(source), "--variants", "plain", "rude"]) == 2
     assert "variants must be two or more" in capsys.readouterr().err
-    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--dev-dialogues", "9"]) == 2
+    assert main(["sensejudge", "simulate", "--sensebench", str(source), "--dev-dialogues", "9"]) == 2
     assert "cannot draw 9 dev" in capsys.readouterr().err
-    assert main(["sensejudge", "simulate", "--dialogues", str(source), "--topics", "QA", "Poetry"]) == 2
+    assert main(["sensejudge", "simulate", "--sensebench", str(source), "--topics", "QA", "Poetry"]) == 2
     assert "no dialogues of the topics Poetry" in capsys.readouterr().err
 
 
@@ -286,7 +286,7 @@ def test_sensejudge_demo_on_real_sensebench_dialogues(embedded_server, tmp_path,
     a dev and a test pair per topic, 3 candidate descriptions per topic."""
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "256",
              "--task-timeout-s", "300", "--threads", "4", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
-             "--cache-dir", str(tmp_path / "cache"), "--dialogues", str(SENSEBENCH),
+             "--cache-dir", str(tmp_path / "cache"), "--sensebench", str(SENSEBENCH),
              "--pairs", str(tmp_path / "pairs.jsonl"), "--judge", str(tmp_path / "sensejudge.json"),
              "--output-dir", str(tmp_path / "out"), "--dev-dialogues", "1", "--test-dialogues", "1",
              "--variants", "concise", "detailed", "--max-pair-descriptions", "1", "--max-context-chars", "200",

@@ -5,6 +5,7 @@ import logging
 
 import pytest
 
+import prefcraft
 from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
 from prefcraft.errors import ConfigError
@@ -36,7 +37,7 @@ def test_demographics_without_profiles_fails_before_any_model_call(monkeypatch, 
     monkeypatch.setattr(evaluate, "model_session", no_models)
     with pytest.raises(ConfigError, match="no demographic profile") as caught:
         evaluate_methods(Settings(), data, methods=["default", "demographics"], profiles=profiles)
-    assert "--demographics" in caught.value.hint
+    assert "--demographics" in caught.value.hint and "demographics=" in caught.value.hint
 
 
 def test_users_without_a_profile_are_left_out_of_demographics_only(offline, data, caplog):
@@ -48,3 +49,12 @@ def test_users_without_a_profile_are_left_out_of_demographics_only(offline, data
     assert "no demographic profile for 1 user(s), left out of demographics: ['u2']" in warning
     default_judge, demographics_judge = offline["u1"]
     assert PROFILE not in default_judge and PROFILE in demographics_judge
+
+
+def test_the_python_api_runs_the_demographics_method_from_a_survey_file(offline, data, tmp_path):
+    survey = tmp_path / "survey.jsonl"
+    survey.write_text(json.dumps({"user_id": "u1", "age": "25-34 years old", "gender": "Female"}) + "\n")
+    outcomes = prefcraft.evaluate(Settings(), data=data, methods=["default", "demographics"], demographics=survey,
+                                  fitted_dir=tmp_path / "fitted", output_dir=tmp_path / "results")
+    assert list(outcomes["demographics"].report.per_user) == ["u1"]
+    assert "Age: 25-34 years old\nGender: Female" in offline["u1"][1]

@@ -27,8 +27,8 @@ def test_threads_do_not_force_a_refit(tmp_path):
 
 def test_every_setting_that_changes_a_fit_is_named(tmp_path):
     path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
-    changes = ({"search": "halving"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3}, {"seed": 1},
-               {"max_demos": 7}, {"verification": "both_orders"}, {"step3_traces": "from_step1"})
+    changes = ({"search": "halving"}, {"search": "exhaustive"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3},
+               {"seed": 1}, {"max_demos": 7}, {"verification": "both_orders"}, {"step3_traces": "from_step1"})
     for change in changes:
         expected = {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(**change))}
         reason = _refit_reason(path, expected)
@@ -42,7 +42,7 @@ def test_a_judge_fitted_before_the_steps_followed_the_paper_is_fitted_again(tmp_
     settings = fit_settings(SynthesizeMeConfig())
     assert settings["val_fraction"] == VAL_FRACTION == 0.3
     assert (settings["verification"], settings["step3_traces"], settings["search"]) == (
-        "one_order", "bootstrap_with_persona", "exhaustive")
+        "one_order", "bootstrap_with_persona", "exact")
     before = {**{name: value for name, value in settings.items() if name not in ("verification", "step3_traces")},
               "demo_orders": "balanced", "search": "halving", "max_demos": 4}
     path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
