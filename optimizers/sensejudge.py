@@ -12,9 +12,11 @@ in the order `prefcraft.scheduling` gives (every description's first call alone,
 descriptions). Every description judges every example, as in the reference. With `stop_when_perfect` (off by default)
 the subsets of the descriptions judged so far are scored after each round, and once one is right on every judgment
 the remaining descriptions are never judged: that saves calls, but a later description that would tie is never
-seen, so the tied-best set (which the reference averages over) can be smaller. A failed call is counted in
-`failed_calls` and, by default, as a vote against the response the user chose (`unparseable_vote`, as the reference
-counts an unparseable decision; "abstain" leaves it out).
+seen, so the tied-best set (which the reference averages over) can be smaller. Unlike SynthesizeMe's searches
+(`candidate_search`'s `exact`), no pruning here leaves the result unchanged: every tied-best subset counts, and until a
+description has voted on every judgment, any of its votes can make or break a tie in some subset that holds it. A
+failed call is counted in `failed_calls` and, by default, as a vote against the response the user chose
+(`unparseable_vote`, as the reference counts an unparseable decision; "abstain" leaves it out).
 
 Search, from the votes alone (no LM calls). Up to `exhaustive_limit` descriptions (12: 4,095 subsets), every non-empty
 subset, as the reference does. Beyond, a beam search: the `beam_width` best subsets of each size are extended by one

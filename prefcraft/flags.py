@@ -24,6 +24,7 @@ from prefcraft.options import (
     Count,
     Options,
     Positive,
+    Renamed,
     add_option_flags,
     add_renamed_flag,
     option,
@@ -162,28 +163,42 @@ def add_server_settings_flags(parser: argparse.ArgumentParser) -> None:
     _add_server_flags(group)
 
 
-def _add_model_flags(group: argparse._ArgumentGroup) -> None:
-    purposes = {"task": "the model the programs run on", "prompt": "the model optimizers propose prompts with",
-                "judge": "the model metrics grade with"}
-    for role, purpose in purposes.items():
-        def default(name: str, role: str = role) -> str:
-            return f"(default: {_default(ModelSettings, name) if role == 'task' else 'as the task model'})"
+MODEL_FLAGS = ("api-base", "api-bases", "structured-output", "max-tokens", "temperature", "timeout-s")
 
-        group.add_argument(f"--{role}-model", metavar="LITELLM_MODEL",
-                           help=f"{purpose}: a litellm model string {default('model')}")
-        group.add_argument(f"--{role}-api-base", metavar="URL", help=f"OpenAI-compatible base URL of the {role} model "
-                           f"(default: {'a server prefcraft starts' if role == 'task' else 'as the task model'})")
-        group.add_argument(f"--{role}-api-bases", nargs="+", metavar="URL",
-                           help=f"several base URLs serving the {role} model; calls are spread over them")
-        group.add_argument(f"--{role}-structured-output", choices=get_args(StructuredOutput),
-                           help=f"how the {role} model's output is constrained to the signature's schema "
-                           "(default: auto, compact JSON on a server prefcraft starts, else json_schema)")
-        group.add_argument(f"--{role}-max-tokens", type=int, metavar="N",
-                           help=f"longest answer of the {role} model {default('max_tokens')}")
-        group.add_argument(f"--{role}-temperature", type=float, metavar="T",
-                           help=f"sampling temperature of the {role} model {default('temperature')}")
-        group.add_argument(f"--{role}-timeout-s", type=float, metavar="SECONDS",
-                           help=f"seconds one call of the {role} model may take {default('timeout_s')}")
+
+def _add_model_flags(group: argparse._ArgumentGroup) -> None:
+    """The task model's flags in full; the prompt and judge models' (each defaulting to the task model's) listed once
+    in their --<role>-model entry, so that the help stays short."""
+    defaults = {name: _default(ModelSettings, name) for name in ("model", "max_tokens", "temperature", "timeout_s")}
+    helps = {
+        "model": f"the model the programs run on: a litellm model string (default: {defaults['model']})",
+        "api-base": "OpenAI-compatible base URL of the task model (default: a server prefcraft starts)",
+        "api-bases": "several base URLs serving the task model; calls are spread over them",
+        "structured-output": "how the task model's output is constrained to the signature's schema (default: auto, "
+                             "compact JSON on a server prefcraft starts, else json_schema)",
+        "max-tokens": f"longest answer of the task model (default: {defaults['max_tokens']})",
+        "temperature": f"sampling temperature of the task model (default: {defaults['temperature']})",
+        "timeout-s": f"seconds one call of the task model may take (default: {defaults['timeout_s']})",
+    }
+    purposes = {"prompt": "the model optimizers propose prompts with", "judge": "the model metrics grade with"}
+    for role in ("task", *purposes):
+        twins = ", ".join(f"--{role}-{name}" for name in MODEL_FLAGS)
+        for name, spec in _model_flag_specs().items():
+            if role == "task":
+                text = helps[name]
+            elif name == "model":
+                text = (f"{purposes[role]}: a litellm model string (default: the task model); {twins} set it as "
+                        "the --task-* flags set the task model")
+            else:
+                text = argparse.SUPPRESS
+            group.add_argument(f"--{role}-{name}", help=text, **spec)
+
+
+def _model_flag_specs() -> dict[str, dict[str, Any]]:
+    return {"model": {"metavar": "LITELLM_MODEL"}, "api-base": {"metavar": "URL"},
+            "api-bases": {"nargs": "+", "metavar": "URL"}, "structured-output": {"choices": get_args(StructuredOutput)},
+            "max-tokens": {"type": int, "metavar": "N"}, "temperature": {"type": float, "metavar": "T"},
+            "timeout-s": {"type": float, "metavar": "SECONDS"}}
 
 
 def _add_server_flags(group: argparse._ArgumentGroup) -> None:
@@ -245,7 +260,7 @@ def settings_flag_names() -> frozenset[str]:
     """Every settings flag's dest: a name an experiment sets in its [settings] tables, not as a step's option."""
     probe = CommandParser(add_help=False)
     add_settings_flags(probe)
-    return frozenset(action.dest for action in probe._actions if action.help != argparse.SUPPRESS)
+    return frozenset(action.dest for action in probe._actions if not isinstance(action, Renamed))
 
 
 def step_parser(component: Component, step: str) -> CommandParser:

@@ -40,7 +40,7 @@ STEPS = {
     "synthesizeme compile-persona": ["--train-users", "sample_user_01", "--val-users", "sample_user_02",
                                      "--output", "compiled/persona.json"],
     "synthesizeme demo": ["--users", "sample_user_01"],
-    "sensejudge simulate": [*SIMULATION, "--pairs", "runs/pairs.jsonl"],
+    "sensejudge simulate": [*SIMULATION, "--output", "runs/pairs.jsonl"],
     "sensejudge select": ["--pairs", str(PAIRS), "--judge", "compiled/sensejudge.json", "--max-pair-descriptions", "1"],
     "sensejudge evaluate": ["--pairs", str(PAIRS), "--judge", str(JUDGE), "--output-dir", "runs"],
     "sensejudge demo": [*SIMULATION, "--pairs", "runs/pairs.jsonl", "--judge", "compiled/sensejudge.json",
@@ -87,7 +87,7 @@ def sensejudge_inputs(tmp_path_factory):
             monkeypatch.chdir(folder)
             write_dialogues(folder)
             settings = flags(folder, server.api_base)
-            assert main(["sensejudge", "simulate", *SIMULATION, "--pairs", str(PAIRS), *settings]) == 0
+            assert main(["sensejudge", "simulate", *SIMULATION, "--output", str(PAIRS), *settings]) == 0
             assert main(["sensejudge", "select", "--pairs", str(PAIRS), "--judge", str(JUDGE),
                          "--max-pair-descriptions", "1", *settings]) == 0
     finally:
@@ -147,9 +147,11 @@ def test_no_endpoint_names_the_role_whose_model_lacks_one(workdir, capsys):
     assert_one_error_line(capsys.readouterr().err, "the judge model hosted_vllm/judge", "--judge-api-base")
 
 
-def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(workdir, monkeypatch, capsys):
+@pytest.mark.parametrize("serve", [["--no-serve"], []], ids=["no-serve", "default"])
+def test_a_hosted_model_without_its_key_is_one_error_naming_the_variable(serve, workdir, monkeypatch, capsys):
+    # a hosted API's model needs no server: without --no-serve none is started either, and its calls go to the API
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert main(argv("cupid evaluate", "--no-serve", "--task-model", "openai/gpt-4o-mini", *tracking(workdir))) == 2
+    assert main(argv("cupid evaluate", *serve, "--task-model", "openai/gpt-4o-mini", *tracking(workdir))) == 2
     assert_one_error_line(capsys.readouterr().err, "openai/gpt-4o-mini", "OPENAI_API_KEY is not set")
     assert_nothing_finished(workdir)
 

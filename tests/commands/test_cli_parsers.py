@@ -41,7 +41,8 @@ def test_a_misspelt_flag_stops_before_anything_runs(command, capsys):
     assert "unrecognized arguments: --candidate 3" in capsys.readouterr().err
 
 
-def test_the_help_shows_each_default():
+def test_the_help_shows_each_default(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # no line broken inside a flag's name
     text = " ".join(PARSERS["prefcraft cupid compile"].format_help().split())
     assert "personas held out for testing (default: 2)" in text
     assert "--optimizer {miprov2,gepa,bootstrap_rs} miprov2 (DSPy's MIPROv2" in text
@@ -50,8 +51,10 @@ def test_the_help_shows_each_default():
     # the shared settings show theirs too: prefcraft's own, under any config file or variable
     for shown in ("longest answer of the task model (default: 512)", "(default: hosted_vllm/SmolLM2-135M-Instruct)",
                   "parallel LM calls (default: 4)", "seconds one call of the task model may take (default: 300.0)",
-                  "longest answer of the judge model (default: as the task model)", "(default: 0)"):
+                  "(default: 0)", "--judge-max-tokens, --judge-temperature, --judge-timeout-s set it as the --task-* "
+                  "flags set the task model"):
         assert shown in text, shown
+    assert make_parser().parse_args(["cupid", "compile", "--judge-max-tokens", "64"]).judge_max_tokens == 64
 
 
 def test_a_step_lists_its_required_flags_first_and_in_its_usage_line():
@@ -123,6 +126,11 @@ def test_a_former_option_name_is_refused_naming_the_new_one(capsys, tmp_path):
     with pytest.raises(SystemExit) as exited:
         make_parser().parse_args(["sensejudge", "simulate", "--dialogues", "bench.json"])
     assert exited.value.code == 2 and "--dialogues is now --sensebench" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # simulate writes the pairs: --output, as every step that writes a file
+        make_parser().parse_args(["sensejudge", "simulate", "--sensebench", "b.json", "--pairs", "p.jsonl"])
+    assert "--pairs is now --output" in capsys.readouterr().err
+    demo = make_parser().parse_args(["sensejudge", "demo", "--sensebench", "b.json", "--pairs", "p.jsonl"])
+    assert str(demo.pairs) == "p.jsonl"  # the demo writes and reads them
     experiment = tmp_path / "sensejudge.toml"
     experiment.write_text('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\ndialogues = "bench.json"\n')
     with pytest.raises(ConfigError, match=r"steps\.simulate\.dialogues: now called sensebench"):

@@ -11,7 +11,14 @@ from typing import Any, ClassVar, Literal
 from prefcraft.components.component import Comparison, Component, Demo, Emit, Step
 from prefcraft.components.sensejudge.charts import CHARTS
 from prefcraft.components.sensejudge.simulation import DEFAULT_PERSONA, SimulationConfig
-from prefcraft.components.sensejudge.steps import SENSEJUDGE, RankingJudge, Scope, SenseJudgeJob, run_sensejudge
+from prefcraft.components.sensejudge.steps import (
+    DEFAULT_PAIRS,
+    SENSEJUDGE,
+    RankingJudge,
+    Scope,
+    SenseJudgeJob,
+    run_sensejudge,
+)
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import SelectedJudge
@@ -21,8 +28,8 @@ DEMO_TOPICS = ["QA", "Math"]  # two of SenseBench's eight, with short requests: 
 
 
 class _Pairs(Options):
-    pairs: FilePath | None = option(None, "labelled pairs, PersonalRewardBench schema (simulate writes them; default: "
-                                    "runs/sensejudge/pairs.jsonl)")
+    pairs: FilePath | None = option(None, "labelled pairs to read, PersonalRewardBench schema (default: "
+                                    f"{DEFAULT_PAIRS}, where simulate writes them)")
 
 
 class _Simulation(Options):
@@ -91,8 +98,9 @@ class _Evaluation(Options):
     output_dir: FilePath | None = option(None, "where judgments go (default: runs/sensejudge)")
 
 
-class SimulateOptions(_Simulation, _Pairs):
-    pass
+class SimulateOptions(_Simulation):
+    renamed_options: ClassVar[dict[str, str]] = {"dialogues": "sensebench", "pairs": "output"}
+    output: FilePath | None = option(None, f"labelled pairs to write (default: {DEFAULT_PAIRS})")
 
 
 class SelectOptions(_Selection, _Judge, _Pairs):
@@ -104,7 +112,10 @@ class EvaluateOptions(_Evaluation, _Judge, _Pairs):
 
 
 class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
-    """About 150 LM calls."""
+    """At most 128 LM calls (docs/sensejudge.md)."""
+
+    pairs: FilePath | None = option(None, f"labelled pairs, written by the simulation and read by the selection and "
+                                    f"the evaluation (default: {DEFAULT_PAIRS})")
 
     topics: OneOrMore[str] | None = option(DEMO_TOPICS, "SenseBench topics to draw dialogues from", metavar="TOPIC")
     dev_dialogues: Positive = option(1, "dialogues per topic whose pairs are dev pairs")
@@ -118,6 +129,8 @@ def sensejudge_job(options: Options, settings: Any) -> SenseJudgeJob:
     given = ("pairs", "judge", "output_dir", "sensebench", "annotator", "reference_ranking", "ranking_judge",
              "ranking_descriptions")
     job = SenseJudgeJob(**{name: getattr(options, name) for name in given if getattr(options, name, None) is not None})
+    if isinstance(options, SimulateOptions) and options.output is not None:
+        job.pairs = options.output
     if isinstance(options, _Simulation):
         job.simulation = options.simulation(settings)
     if isinstance(options, _Selection):

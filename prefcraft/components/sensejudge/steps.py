@@ -86,6 +86,7 @@ logger = logging.getLogger(__name__)
 
 SENSEJUDGE = "sensejudge"
 RUNS = Path("runs/sensejudge")
+DEFAULT_PAIRS = RUNS / "pairs.jsonl"
 Step = Literal["simulate", "select", "evaluate"]
 Scope = Literal["topic", "all"]
 RankingJudge = Literal["random_descriptions", "selected"]
@@ -97,7 +98,7 @@ ALL_TOPICS = "all"
 class SenseJudgeJob:
     """Where each step reads and writes, and its settings."""
 
-    pairs: Path = RUNS / "pairs.jsonl"
+    pairs: Path = DEFAULT_PAIRS
     judge: Path = RUNS / "sensejudge.json"
     output_dir: Path = RUNS
     sensebench: Path | None = None

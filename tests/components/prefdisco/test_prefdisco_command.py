@@ -129,8 +129,10 @@ def test_a_bad_scenario_file_fails_before_any_server_starts(tmp_path, capsys):
 
 @pytest.mark.server
 def test_prefdisco_demo_end_to_end_on_the_embedded_server(embedded_server, tmp_path, capsys):
-    """Tiny but real: one scenario, one question, three conditions, graded; then a re-run served from the cache."""
-    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "200",
+    """Tiny but real: one scenario, one question, three conditions, graded; then a re-run served from the cache. The
+    default max_tokens (512) holds every reply the small-model profile bounds: with 200, a reply that repeats itself
+    ("20, 20, ...") ran out of tokens inside the response, before its final answer."""
+    flags = ["--no-serve", "--task-api-base", embedded_server.base_url,
              "--task-timeout-s", "300", "--threads", "2", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
              "--cache-dir", str(tmp_path / "cache"), "--output-dir", str(tmp_path / "out"), "--max-scenarios", "1",
              "--max-turns", "1", "--forced-questions", "1", "--no-shipped"]
