@@ -7,6 +7,7 @@ import pytest
 from prefcraft.cli import main, make_parser
 from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
+from prefcraft.flags import settings_overrides
 from prefcraft.registry import COMPONENTS
 
 
@@ -146,3 +147,19 @@ def test_a_former_value_is_refused_naming_the_new_one(capsys, tmp_path):
     experiment.write_text('name = "t"\ncomponent = "lampqa"\n[steps.evaluate]\nsplit = "validation"\n')
     with pytest.raises(ConfigError, match=r"steps\.evaluate\.split: 'validation' is now 'val'"):
         load_experiment(experiment)
+
+
+def test_fit_takes_no_flag_it_would_not_use(capsys):
+    # fit judges no split and writes no result file: its --split and --output-dir did nothing
+    for flag in ("--split", "--output-dir"):
+        with pytest.raises(SystemExit):
+            make_parser().parse_args(["synthesizeme", "fit", flag, "x"])
+        assert f"unrecognized arguments: {flag} x" in capsys.readouterr().err
+    assert make_parser().parse_args(["synthesizeme", "demo", "--split", "val"]).split == "val"  # the demo judges
+
+
+def test_the_seed_is_a_flag_as_the_help_of_the_steps_it_seeds_says():
+    args = make_parser().parse_args(["prefdisco", "build-scenarios", "--personas", "3", "--seed", "7"])
+    assert settings_overrides(args)["seed"] == 7 and "seeded by --seed" in PARSERS[
+        "prefcraft prefdisco build-scenarios"].format_help()
+    assert "seed" not in settings_overrides(make_parser().parse_args(["prefdisco", "build-scenarios"]))
