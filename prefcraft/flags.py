@@ -27,6 +27,7 @@ from prefcraft.options import (
     Renamed,
     add_option_flags,
     add_renamed_flag,
+    as_flag,
     option,
     options_from_args,
 )
@@ -163,7 +164,16 @@ def add_server_settings_flags(parser: argparse.ArgumentParser) -> None:
     _add_server_flags(group)
 
 
-MODEL_FLAGS = ("api-base", "api-bases", "structured-output", "max-tokens", "temperature", "timeout-s")
+MODEL_FLAG_SPECS: dict[str, dict[str, Any]] = {
+    "model": {"metavar": "LITELLM_MODEL"},
+    "api_base": {"metavar": "URL"},
+    "api_bases": {"nargs": "+", "metavar": "URL"},
+    "structured_output": {"choices": get_args(StructuredOutput)},
+    "max_tokens": {"type": int, "metavar": "N"},
+    "temperature": {"type": float, "metavar": "T"},
+    "timeout_s": {"type": float, "metavar": "SECONDS"},
+}
+"""Each of ROLE_FLAGS' argparse settings, the same for every role."""
 
 
 def _add_model_flags(group: argparse._ArgumentGroup) -> None:
@@ -172,18 +182,18 @@ def _add_model_flags(group: argparse._ArgumentGroup) -> None:
     defaults = {name: _default(ModelSettings, name) for name in ("model", "max_tokens", "temperature", "timeout_s")}
     helps = {
         "model": f"the model the programs run on: a litellm model string (default: {defaults['model']})",
-        "api-base": "OpenAI-compatible base URL of the task model (default: a server prefcraft starts)",
-        "api-bases": "several base URLs serving the task model; calls are spread over them",
-        "structured-output": "how the task model's output is constrained to the signature's schema (default: auto, "
+        "api_base": "OpenAI-compatible base URL of the task model (default: a server prefcraft starts)",
+        "api_bases": "several base URLs serving the task model; calls are spread over them",
+        "structured_output": "how the task model's output is constrained to the signature's schema (default: auto, "
                              "compact JSON on a server prefcraft starts, else json_schema)",
-        "max-tokens": f"longest answer of the task model (default: {defaults['max_tokens']})",
+        "max_tokens": f"longest answer of the task model (default: {defaults['max_tokens']})",
         "temperature": f"sampling temperature of the task model (default: {defaults['temperature']})",
-        "timeout-s": f"seconds one call of the task model may take (default: {defaults['timeout_s']})",
+        "timeout_s": f"seconds one call of the task model may take (default: {defaults['timeout_s']})",
     }
     purposes = {"prompt": "the model optimizers propose prompts with", "judge": "the model metrics grade with"}
     for role in ("task", *purposes):
-        twins = ", ".join(f"--{role}-{name}" for name in MODEL_FLAGS)
-        for name, spec in _model_flag_specs().items():
+        twins = ", ".join(as_flag(f"{role}_{name}") for name in ROLE_FLAGS if name != "model")
+        for name in ROLE_FLAGS:
             if role == "task":
                 text = helps[name]
             elif name == "model":
@@ -191,14 +201,7 @@ def _add_model_flags(group: argparse._ArgumentGroup) -> None:
                         "the --task-* flags set the task model")
             else:
                 text = argparse.SUPPRESS
-            group.add_argument(f"--{role}-{name}", help=text, **spec)
-
-
-def _model_flag_specs() -> dict[str, dict[str, Any]]:
-    return {"model": {"metavar": "LITELLM_MODEL"}, "api-base": {"metavar": "URL"},
-            "api-bases": {"nargs": "+", "metavar": "URL"}, "structured-output": {"choices": get_args(StructuredOutput)},
-            "max-tokens": {"type": int, "metavar": "N"}, "temperature": {"type": float, "metavar": "T"},
-            "timeout-s": {"type": float, "metavar": "SECONDS"}}
+            group.add_argument(as_flag(f"{role}_{name}"), help=text, **MODEL_FLAG_SPECS[name])
 
 
 def _add_server_flags(group: argparse._ArgumentGroup) -> None:

@@ -72,8 +72,7 @@ def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) ->
         target = parser
         if extra.get("group"):
             target = groups.setdefault(extra["group"], parser.add_argument_group(extra["group"]))
-        target.add_argument(extra.get("flag") or f"--{name.replace('_', '-')}", dest=name,
-                            **_flag_spec(name, field, extra))
+        target.add_argument(extra.get("flag") or as_flag(name), dest=name, **_flag_spec(name, field, extra))
     for old, new in options.renamed_options.items():
         add_renamed_flag(parser, as_flag(old), as_flag(new))
 
@@ -112,7 +111,7 @@ def check_options(options: type[Options], given: dict[str, Any], key: tuple[str,
     except ValidationError as error:
         for issue in error.errors():
             name = str(issue["loc"][0]) if issue["loc"] else ""
-            where = ".".join((*key, *map(str, issue["loc"])))
+            where = problem_key((*key, *issue["loc"]))
             if issue["type"] == "extra_forbidden" and name in options.renamed_options:
                 problems.append(f"{where}: now called {options.renamed_options[name]}")
             elif (new := renamed_value(options, name, issue.get("input"))) is not None:
@@ -125,7 +124,7 @@ def check_options(options: type[Options], given: dict[str, Any], key: tuple[str,
 def format_problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None = None,
                    settings_names: frozenset[str] = frozenset()) -> str:
     loc = (*prefix, *issue["loc"])
-    key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    key = problem_key(loc)
     if issue["type"] == "extra_forbidden" and command and loc[-1] in settings_names:
         return f"{key}: a settings flag, not an option of {command}: set it in the [settings] tables"
     if issue["type"] == "extra_forbidden":
@@ -133,6 +132,11 @@ def format_problem(issue: Any, prefix: tuple[str, ...] = (), command: str | None
     if issue["type"] == "missing":
         return f"{key}: required option of {command} is missing" if command else f"{key}: missing"
     return f"{key}: {issue['msg']}"
+
+
+def problem_key(loc: tuple[Any, ...]) -> str:
+    """Where a problem is, as a file names it: `steps.evaluate.variants[1]`."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
 
 
 def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, Any]:
