@@ -24,12 +24,14 @@ from harness import (
     write_result,
 )
 
-from prefcraft.components.cupid.evaluation import CupidData, EvaluationJob, evaluate_instances, select_instances
+from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
+from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.settings import Settings
+from prefcraft.tracking import MLflowTracker
 
 
-def run(session: Settings, job: EvaluationJob, instances: list) -> Measured:
-    outcome = evaluate_instances(session, job, instances)
+def run(session: Settings, options: EvaluateOptions, instances: list) -> Measured:
+    outcome = evaluate_instances(session, MLflowTracker(), options, instances)
     steps = [(inference.name, step, cost) for inference in outcome.inference for step, cost in inference.costs.items()]
     steps += [(f"respond {response.method}", step, cost) for response in outcome.responses
               for step, cost in response.costs.items()]
@@ -45,11 +47,11 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=["all"])
     args = parser.parse_args()
     configure_logging()
-    instances, _ = select_instances(CupidData(max_instances=args.instances), "test")
+    instances, _ = select_instances(EvaluateOptions(max_instances=args.instances), "test")
     with model_endpoint(args) as endpoint:
         session = session_settings(args, endpoint)
-        job = EvaluationJob(variants=args.variants, use_shipped=False, output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, job, instances))
+        options = EvaluateOptions(variants=args.variants, use_shipped=False, output_dir=endpoint.scratch / "out")
+        runs = cold_then_warm(session, lambda: run(session, options, instances))
     result = {"instances": len(instances), "variants": args.variants, "threads": args.threads,
               "model": session.task.model, **runs}
     write_result(args.output, result)

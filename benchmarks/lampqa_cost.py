@@ -24,20 +24,17 @@ from harness import (
     write_result,
 )
 
-from prefcraft.components.lampqa.evaluation import (
-    EvaluationJob,
-    LampQAData,
-    RetrievalConfig,
-    evaluate_methods,
-    method_programs,
-)
+from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
+from prefcraft.components.lampqa.options import EvaluateOptions
 from prefcraft.settings import Settings
+from prefcraft.small_model import field_bounds
+from prefcraft.tracking import MLflowTracker
 
 
-def run(session: Settings, job: EvaluationJob) -> Measured:
-    loaded = job.data.load(job.split)
-    programs, compiled = method_programs(job, session.task.model)
-    outcome = evaluate_methods(session, job, loaded, programs, compiled)
+def run(session: Settings, options: EvaluateOptions) -> Measured:
+    loaded = select_questions(options, options.questions_split)
+    programs, compiled = method_programs(options, session.task.model)
+    outcome = evaluate_methods(session, MLflowTracker(), options, loaded, programs, compiled)
     return Measured(
         steps=[step_row(cost, outcome.questions, "question", method=name, step=step)
                for name, method in outcome.methods.items() for step, cost in method.cost.items()],
@@ -53,12 +50,12 @@ def main() -> None:
     configure_logging()
     with model_endpoint(args) as endpoint:
         session = session_settings(args, endpoint)
-        job = EvaluationJob(data=LampQAData(max_questions=args.questions_per_category), use_shipped=False,
-                            retrieval=RetrievalConfig(k=args.k), output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, job))
+        options = EvaluateOptions(max_questions=args.questions_per_category, use_shipped=False, k=args.k,
+                                  output_dir=endpoint.scratch / "out")
+        runs = cold_then_warm(session, lambda: run(session, options))
     result = {"questions": 3 * args.questions_per_category, "k": args.k, "threads": args.threads,
               "model": session.task.model,
-              "answer_bound_chars": session.small_model_profile().field_chars["AnswerWithPlan.answer"], **runs}
+              "answer_bound_chars": field_bounds(session.small_model_profile())[0]["AnswerWithPlan.answer"], **runs}
     write_result(args.output, result)
     print_summary(result, args.output)
 

@@ -28,22 +28,18 @@ from harness import (
     write_result,
 )
 
-from prefcraft.components.prefdisco.evaluation import (
-    DISCOVERY,
-    EvaluationJob,
-    PrefDiscoData,
-    evaluate_conditions,
-    select_scenarios,
-)
+from prefcraft.components.prefdisco.evaluation import DISCOVERY, evaluate_conditions, select_scenarios
+from prefcraft.components.prefdisco.options import EvaluateOptions
 from prefcraft.settings import Settings
+from prefcraft.tracking import MLflowTracker
 
 
-def run(session: Settings, job: EvaluationJob, scenarios: list) -> Measured:
-    outcome = evaluate_conditions(session, job, scenarios)
+def run(session: Settings, options: EvaluateOptions, scenarios: list) -> Measured:
+    outcome = evaluate_conditions(session, MLflowTracker(), options, scenarios)
     dialogues = [json.loads(line) for line in outcome.results_path.read_text(encoding="utf-8").splitlines()]
     discovery = [row for row in dialogues if row["condition"] == DISCOVERY and row["failed"] != "generation"]
     predicted = {
-        "discovery_generation": sum(2 * len(row["turns"]) + 1 + (len(row["turns"]) < job.max_turns)
+        "discovery_generation": sum(2 * len(row["turns"]) + 1 + (len(row["turns"]) < options.max_turns)
                                     for row in discovery),
         "grading_per_condition": sum(len(s.criteria) + 1 for s in scenarios),
     }
@@ -61,13 +57,12 @@ def main() -> None:
     parser.add_argument("--max-turns", type=int, default=2)
     args = parser.parse_args()
     configure_logging()
-    data = PrefDiscoData(max_scenarios=args.scenarios)
-    scenarios = select_scenarios(data, "test")
+    scenarios = select_scenarios(EvaluateOptions(max_scenarios=args.scenarios), "test")
     with model_endpoint(args) as endpoint:
         session = session_settings(args, endpoint)
-        job = EvaluationJob(data=data, max_turns=args.max_turns, use_shipped=False,
-                            output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, job, scenarios))
+        options = EvaluateOptions(max_scenarios=args.scenarios, max_turns=args.max_turns, use_shipped=False,
+                                  output_dir=endpoint.scratch / "out")
+        runs = cold_then_warm(session, lambda: run(session, options, scenarios))
     result = {"scenarios": len(scenarios), "max_turns": args.max_turns, "threads": args.threads,
               "model": session.task.model, **runs}
     write_result(args.output, result)

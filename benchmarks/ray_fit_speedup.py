@@ -25,7 +25,7 @@ import ray
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from openai_standin import StandInServer
 
-from prefcraft.components.synthesizeme.fit import fit_users
+from prefcraft import api
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.settings import ModelSettings, Settings
@@ -41,7 +41,8 @@ def fit_once(workers: int, users: list[str], servers: list[StandInServer], confi
     before = sum(len(server.bodies) for server in servers)
     started = time.perf_counter()
     try:
-        summary = fit_users(settings, SAMPLE_USERS, work / "fitted", users=users, config=config, executor="ray")
+        summary = api.fit(settings, data=SAMPLE_USERS, fitted_dir=work / "fitted", users=users, config=config,
+                          executor="ray")
     finally:
         ray.shutdown()
     return {"workers": workers, "wall_s": round(time.perf_counter() - started, 1), "fitted": len(summary.fitted),

@@ -1,6 +1,6 @@
 """What SenseJudge's demo costs per step against the vote formula, per topic; and what a re-run costs.
 
-Runs `prefcraft sensejudge demo` (its `run_sensejudge`, on the job its own flags and defaults make) on real SenseBench
+Runs `prefcraft sensejudge demo` (its work, on the options its own flags and defaults make) on real SenseBench
 requests whose labels are SIMULATED (an LLM annotator given a persona, not a person), in a fresh DSPy cache, then
 again in the same cache. The demo writes and selects descriptions per topic. Reports:
 - per step (simulate: responses and simulated labels; select, per topic: the candidate descriptions, then every dev
@@ -26,8 +26,9 @@ import argparse
 import logging
 import math
 import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -42,18 +43,22 @@ from harness import (
 )
 from pydantic import create_model
 
-from prefcraft.components.sensejudge.commands import COMPONENT, DemoOptions, sensejudge_job
-from prefcraft.components.sensejudge.report import SIMULATED_NOTE
+from prefcraft.components.component import StepRun
+from prefcraft.components.sensejudge.commands import COMPONENT
+from prefcraft.components.sensejudge.data import Dialogue
+from prefcraft.components.sensejudge.options import DemoOptions
+from prefcraft.components.sensejudge.report import SIMULATED_NOTE, format_demo
 from prefcraft.components.sensejudge.results import (
     EvaluationOutcome,
     JudgeRow,
     SelectionOutcome,
     SimulationSummary,
 )
-from prefcraft.components.sensejudge.steps import SenseJudgeJob, run_sensejudge
+from prefcraft.components.sensejudge.steps import demo, read_simulated
 from prefcraft.flags import parse_step
 from prefcraft.options import Options, add_option_flags
 from prefcraft.settings import Settings
+from prefcraft.tracking import MLflowTracker
 
 STEPS = ["simulate", "select", "evaluate"]  # what `prefcraft sensejudge demo` runs
 DEMO_FLAGS = ("topics", "dev_dialogues", "test_dialogues", "max_pair_descriptions")
@@ -62,17 +67,30 @@ DemoFlags = create_model("DemoFlags", __base__=Options, **{
     name: (DemoOptions.model_fields[name].annotation, DemoOptions.model_fields[name]) for name in DEMO_FLAGS})
 
 
-def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutcome]) -> Measured:
+class TimedTracker(MLflowTracker):
+    """MLflow runs, each top-level one timed: the demo opens one per step."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False) -> Iterator[Any]:
+        started = time.perf_counter()
+        with super().run(name, params, nested=nested) as active:
+            yield active
+        if not nested:
+            self.seconds[name.removeprefix("sensejudge-")] = round(time.perf_counter() - started, 1)
+
+
+def run(session: Settings, options: DemoOptions, dialogues: list[Dialogue],
+        evaluations: list[EvaluationOutcome]) -> Measured:
     """The demo's three steps once, in the session's cache: per-step cost, the vote counts and the evaluation (also
     appended to `evaluations`, for the tables)."""
-    marks = [time.perf_counter()]
-
-    def emit(text: str) -> None:  # run_sensejudge reports each step as it ends
-        marks.append(time.perf_counter())
-        logging.getLogger("sensejudge").info("\n%s", text)
-
-    outcomes = run_sensejudge(session, job, STEPS, emit)
-    simulation, selection, evaluation = (outcomes[step] for step in STEPS)
+    tracker = TimedTracker()
+    outcome = demo(options, StepRun(session, session, tracker, logging.getLogger("sensejudge").info, dialogues))
+    logging.getLogger("sensejudge").info("\n%s", format_demo(outcome))
+    simulation, selection, evaluation = outcome.simulation, outcome.selection, outcome.evaluation
     evaluations.append(evaluation)
     records = selection.records
     costs = [("simulate: responses and labels", simulation.usage["responses"] + simulation.usage["labels"],
@@ -87,8 +105,7 @@ def run(session: Settings, job: SenseJudgeJob, evaluations: list[EvaluationOutco
                evaluation.selected.report.parse_failures)]
     votes = _votes(selection, simulation)
     own = {
-        "step_seconds": {step: round(end - start, 1)
-                         for step, (start, end) in zip(STEPS, pairwise(marks), strict=True)},
+        "step_seconds": {step: tracker.seconds[step] for step in STEPS},
         "pairs": {"dev": simulation.dev_pairs, "test": simulation.test_pairs, "topics": simulation.topics,
                   "dialogues": simulation.dialogues, "replaced_dialogues": simulation.replaced_dialogues,
                   "identical_pairs": simulation.identical_pairs,
@@ -221,11 +238,11 @@ def main() -> None:
     with model_endpoint(args) as endpoint:
         session = session_settings(args, endpoint)
         options = parse_step(COMPONENT, "demo", demo_argv(args, endpoint.scratch))
-        job = sensejudge_job(options, session)
-        runs = cold_then_warm(session, lambda: run(session, job, evaluations))
+        dialogues = read_simulated(options)
+        runs = cold_then_warm(session, lambda: run(session, options, dialogues, evaluations))
     result = {"sensebench": str(args.sensebench), "labels": "simulated", "labels_note": SIMULATED_NOTE,
               **{name: getattr(options, name) for name in DEMO_FLAGS}, "scope": options.scope,
-              "variants": list(job.simulation.variants), "threads": args.threads, "model": session.task.model,
+              "variants": options.variants, "threads": args.threads, "model": session.task.model,
               "server_start_seconds": endpoint.start_seconds, **runs}
     write_result(args.output, result)
     print_tables(result, evaluations[0])

@@ -1,6 +1,6 @@
 """A compile ships only when it wins: the verdict on the compiled and the uncompiled program, scored on the same
 validation set with the compile's own metric. Pure: the runner scores, saves, registers and logs
-(`prefcraft.compile_gate`).
+(`prefcraft.optimizers.compile_gate`).
 
 A compiled program that changed nothing, gave any degenerate output on validation (empty, a template placeholder, the
 field's own name), or did not beat the uncompiled one, is refused. Any degenerate output refuses a compile, even when
@@ -63,6 +63,19 @@ class CompileVerdict:
     def _decision(self) -> tuple[bool, str]:
         return ship_decision(Validation(self.uncompiled_score, self.uncompiled_degenerate),
                              Validation(self.compiled_score, self.compiled_degenerate), self.differs)
+
+
+def format_verdict(verdict: CompileVerdict, score_name: str) -> str:
+    """Whether a compile ships, and why: its validation score against the uncompiled program's."""
+    if verdict.registered:
+        outcome = "shipped (registered in compiled/index.json)"
+    elif verdict.won:
+        outcome = "saved (outside compiled/, not registered)"
+    else:
+        outcome = f"NOT shipped: {verdict.reason}"
+    return (f"  validation {score_name}: uncompiled {100 * verdict.uncompiled_score:.1f}%, compiled "
+            f"{100 * verdict.compiled_score:.1f}%; degenerate outputs: uncompiled {verdict.uncompiled_degenerate}, "
+            f"compiled {verdict.compiled_degenerate}\n  {verdict.path}: {outcome}")
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import dspy
 
-from prefcraft.components.prefdisco.data import Scenario
 from prefcraft.programs.prefdisco import SimulatedUser
 
 PROGRAM_NAME = "prefdisco_asker"
 
 
-def asker_example(scenario: Scenario, user: SimulatedUser) -> dspy.Example:
-    return dspy.Example(scenario_id=scenario.scenario_id, problem=scenario.question,
-                        user=user).with_inputs("problem", "user")
+def asker_example(scenario_id: str, problem: str, user: SimulatedUser) -> dspy.Example:
+    return dspy.Example(scenario_id=scenario_id, problem=problem, user=user).with_inputs("problem", "user")

@@ -65,7 +65,8 @@ class LengthBounds:
 
     `field_chars` and `field_items` bound one field, keyed `Owner.field`: the signature (or pydantic model) that
     declares it. Such a bound covers every string, or every list and map, inside the field, down to a nested field of
-    its own.
+    its own. Under the small-model profile they are `prefcraft.small_model.FieldBounds`: the profile's entries over the
+    bounds declared beside the signatures, read as each call's schema is built.
     """
 
     string_chars: int | None = None

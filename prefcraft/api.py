@@ -19,9 +19,9 @@ from typing import Any, Literal
 
 import dspy
 
-from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate_methods, load_personal_judge
-from prefcraft.components.synthesizeme.fit import FitSummary, default_persona_prompt, fit_users
-from prefcraft.components.synthesizeme.profiles import load_profiles
+from prefcraft.components.synthesizeme.evaluation import MethodOutcome, load_personal_judge
+from prefcraft.components.synthesizeme.fit import FitSummary
+from prefcraft.components.synthesizeme.options import EvaluateOptions, FitOptions
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
@@ -29,17 +29,27 @@ from prefcraft.flags import settings_flag_names
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
-from prefcraft.options import check_options
+from prefcraft.options import Options, check_options
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.registry import COMPONENTS, run_step
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import run_step
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings, load_settings
 
 Conversation = str | Sequence[Mapping[str, str]]
 """One user message, or the messages so far as {"role": ..., "content": ...}."""
 
-DEFAULT_FITTED_DIR = Path("runs/fitted")
-DEFAULT_RESULTS_DIR = Path("runs/latest")  # as `prefcraft synthesizeme evaluate --output-dir`
+DEFAULT_FITTED_DIR: Path = FitOptions.model_fields["fitted_dir"].default
+DEFAULT_RESULTS_DIR: Path = EvaluateOptions.model_fields["output_dir"].default
+
+
+class _FitOptions(FitOptions):
+    """`fit`'s options: the fit step's, its search given whole as a `SynthesizeMeConfig` when `config` is."""
+
+    config: SynthesizeMeConfig | None = None
+
+    def search_config(self, settings: Settings) -> SynthesizeMeConfig:
+        return self.config or super().search_config(settings)
 
 
 @contextmanager
@@ -60,14 +70,19 @@ def run(component: str, step: str, settings: Settings | None = None, **options: 
     steps = COMPONENTS[component].steps
     if step not in steps:
         raise ConfigError(f"'{step}' is not a step of {component}", f"its steps: {', '.join(steps)}")
-    problems: list[str] = []
-    given = {name: str(value) if isinstance(value, Path) else value for name, value in options.items()}
-    checked = check_options(steps[step].options, given, (), f"'prefcraft {component} {step}'", problems,
-                            settings_flag_names())
-    if checked is None:
-        raise ConfigError(f"prefcraft.run('{component}', '{step}'): {'; '.join(problems)}",
-                          f"options are the step's flags, '-' written '_': see `prefcraft {component} {step} --help`")
+    checked = _checked(steps[step].options, options, f"prefcraft.run('{component}', '{step}')", component, step)
     return run_step(component, step, checked, settings or load_settings())
+
+
+def _checked(options: type[Options], given: dict[str, Any], call: str, component: str, step: str) -> Options:
+    """`given` as the step's options, or one ConfigError naming every problem."""
+    problems: list[str] = []
+    given = {name: str(value) if isinstance(value, Path) else value for name, value in given.items()}
+    checked = check_options(options, given, (), f"'prefcraft {component} {step}'", problems, settings_flag_names())
+    if checked is None:
+        raise ConfigError(f"{call}: {'; '.join(problems)}",
+                          f"options are the step's flags, '-' written '_': see `prefcraft {component} {step} --help`")
+    return checked
 
 
 def compile(component: str, settings: Settings | None = None, **options: Any) -> Any:
@@ -133,10 +148,10 @@ def fit(
     fitted before with the same data, model and settings. Without `persona_prompt`, the one prefcraft ships for the
     task model; without `config`, the paper's search (n = m = 10). `executor="ray"` fits each user as a Ray task on
     the cluster at `address` (`prefcraft synthesizeme fit --executor ray --address ...`)."""
-    settings = settings or load_settings()
-    prompt = Path(persona_prompt) if persona_prompt else default_persona_prompt(settings.task.model)
-    return fit_users(settings, data, Path(fitted_dir), users=users, persona_prompt=prompt, config=config,
-                     executor=executor, address=address)
+    options = _checked(_FitOptions, {"data": data, "users": _listed(users), "fitted_dir": fitted_dir,
+                                      "persona_prompt": persona_prompt, "config": config, "executor": executor,
+                                      "address": address}, "prefcraft.fit", "synthesizeme", "fit")
+    return run_step("synthesizeme", "fit", options, settings or load_settings(), _unreported)
 
 
 def evaluate(
@@ -153,11 +168,21 @@ def evaluate(
     `prefcraft synthesizeme evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call
     (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
-    fitted = {path.stem: path for path in sorted(Path(fitted_dir).glob("*.json"))}
-    profiles = load_profiles(demographics) if demographics else None
-    return evaluate_methods(settings or load_settings(), data, methods=methods, users=users, split=split, fitted=fitted,
-                            profiles=profiles, output_dir=Path(output_dir), allow_fitted_pairs=allow_fitted_pairs,
-                            executor=executor, address=address)
+    options = _checked(EvaluateOptions, {"data": data, "methods": list(methods), "users": _listed(users),
+                                         "fitted_dir": fitted_dir, "split": split, "output_dir": output_dir,
+                                         "demographics": demographics, "allow_fitted_pairs": allow_fitted_pairs,
+                                         "executor": executor, "address": address},
+                       "prefcraft.evaluate", "synthesizeme", "evaluate")
+    return run_step("synthesizeme", "evaluate", options, settings or load_settings(), _unreported)
+
+
+def _listed(users: Sequence[str] | None) -> list[str] | None:
+    """`users` as the step's option takes them: a list, or None for all."""
+    return list(users) if users else None
+
+
+def _unreported(line: str) -> None:
+    """`fit` and `evaluate` return their outcomes and print nothing."""
 
 
 def _as_text(conversation: Conversation) -> str:

@@ -25,7 +25,8 @@ from prefcraft.flags import (
     settings_overrides,
 )
 from prefcraft.options import options_from_args
-from prefcraft.registry import COMPONENTS, run_step
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import run_step
 from prefcraft.settings import load_settings
 
 # Commands that span the components. Each module has HELP, add_steps(parser, add_settings_flags) and run(args, ...).

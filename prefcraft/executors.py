@@ -7,9 +7,19 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal, TypeVar
 
 from prefcraft.errors import ConfigError
+from prefcraft.options import Options, option
 
 Executor = Literal["local", "ray"]
 EXECUTORS: tuple[Executor, ...] = ("local", "ray")
+
+class ExecutorOptions(Options):
+    """Where a step's independent work items run."""
+
+    executor: Executor = option(
+        "local", "run work items here, one after another, or each as a Ray task (ray: `pip install -e "
+        "'.[distributed]'` in the checkout; make does it)")
+    address: str | None = option(None, "Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
+
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

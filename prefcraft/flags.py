@@ -1,5 +1,6 @@
 """The flags every prefcraft command shares: the parser class, the settings group and the overrides it makes, and the
-option groups steps share (optimizer, executor). A step's own flags come from its options (prefcraft/options.py)."""
+executor flags of the commands that pass them on. A step's own flags come from its options (prefcraft/options.py; the
+optimizer group from prefcraft/optimizers/options.py)."""
 
 from __future__ import annotations
 
@@ -7,28 +8,18 @@ import argparse
 import shlex
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, get_args
 
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel
 
 from prefcraft.components.component import Component, Step
-from prefcraft.executors import Executor
-from prefcraft.optimizers.prompt_optimizer import (
-    CONFIGS,
-    BootstrapRSConfig,
-    GEPAConfig,
-    MIPROv2Config,
-    OptimizerConfig,
-)
+from prefcraft.executors import ExecutorOptions
 from prefcraft.options import (
-    Count,
     Options,
-    Positive,
     Renamed,
     add_option_flags,
     add_renamed_flag,
     as_flag,
-    option,
     options_from_args,
 )
 from prefcraft.settings import ModelSettings, ServerSettings, Settings, StructuredOutput
@@ -58,63 +49,10 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
-class ExecutorOptions(Options):
-    """Where a step's independent work items run (prefcraft/executors.py)."""
-
-    executor: Executor = option(
-        "local", "run work items here, one after another, or each as a Ray task (ray: `pip install -e "
-        "'.[distributed]'` in the checkout; make does it)")
-    address: str | None = option(None, "Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
-
-
 def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     """--executor and --address for a command that passes them on to its steps; without, each step's own."""
     add_option_flags(parser, ExecutorOptions)
     parser.set_defaults(executor=None)
-
-
-def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
-                      metric_calls: int = 400, metric_threshold: float = 0.5,
-                      budget_from: str | None = None) -> type[Options]:
-    """Which DSPy optimizer compiles the program, and its budget, given by the step; `budget_from` names the paper
-    the MIPROv2 budget comes from, when one gives it (SynthesizeMe's App. F), else none is claimed."""
-    source = f"; {budget_from}: {{}}" if budget_from else ""
-    group = "optimizer"
-    return create_model(
-        "OptimizerOptions", __base__=Options,
-        optimizer=(Literal[tuple(CONFIGS)], option(
-            MIPROv2Config.name, "miprov2 (DSPy's MIPROv2: instructions and demos together), gepa (reflective; the "
-            "prompt model reflects) or bootstrap_rs (random demo sets, the cheap baseline)", group=group)),
-        candidates=(Positive, option(candidates, "instruction candidates (miprov2) or demo sets (bootstrap_rs)"
-                                     f"{source.format(candidates)}", group=group)),
-        trials=(Positive, option(trials, f"miprov2 trials{source.format(trials)}", group=group)),
-        max_bootstrapped_demos=(Count, option(bootstrapped_demos, "demos bootstrapped from the program's own "
-                                              "successful traces, per predictor", group=group)),
-        max_labeled_demos=(Count, option(labeled_demos, "demos taken as they are from the training examples, per "
-                                         "predictor", group=group)),
-        max_metric_calls=(Positive, option(metric_calls, "gepa's budget", group=group)),
-        metric_threshold=(float, option(metric_threshold, "the score at which a bootstrapped trace counts as a demo",
-                                        group=group)),
-    )  # fmt: skip
-
-
-def optimizer_config(options: Any, settings: Any) -> OptimizerConfig:
-    """The config of the optimizer `options.optimizer` names, from its own options; the seed and concurrency come
-    from the settings."""
-    if options.optimizer == GEPAConfig.name:
-        return GEPAConfig(max_metric_calls=options.max_metric_calls, num_threads=settings.num_threads,
-                          seed=settings.seed)
-    if options.optimizer == BootstrapRSConfig.name:
-        return BootstrapRSConfig(
-            num_candidates=options.candidates, max_bootstrapped_demos=options.max_bootstrapped_demos,
-            max_labeled_demos=options.max_labeled_demos, metric_threshold=options.metric_threshold,
-            num_threads=settings.num_threads,
-        )  # fmt: skip
-    return MIPROv2Config(
-        num_candidates=options.candidates, num_trials=options.trials,
-        max_bootstrapped_demos=options.max_bootstrapped_demos, max_labeled_demos=options.max_labeled_demos,
-        metric_threshold=options.metric_threshold, num_threads=settings.num_threads, seed=settings.seed,
-    )  # fmt: skip
 
 
 def add_verbose_flag(parser: argparse.ArgumentParser) -> None:

@@ -27,6 +27,7 @@ from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
 from prefcraft.lm_cache import ReplyCache
 from prefcraft.routing import RouterEngine, ServerEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
+from prefcraft.small_model import field_bounds
 from prefcraft.usage import count_tally
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
@@ -228,10 +229,11 @@ def _api_key(model: ModelSettings) -> str | None:
 
 def build_adapter(model: ModelSettings, profile: SmallModelProfile | None = None) -> SchemaAdapter:
     """The structured-output adapter of `model`, bounded by the small-model profile when it is on (Settings'
-    `small_model_profile()`); without one, `max_tokens` alone bounds each reply, as in the papers."""
+    `small_model_profile()`): its bounds, and per field the bounds the signatures declare under its own entries;
+    without one, `max_tokens` alone bounds each reply, as in the papers."""
     if profile is None:
         return SchemaAdapter(dialect=model.dialect)
-    bounds = LengthBounds(profile.string_chars, profile.list_items, profile.field_chars, profile.field_items)
+    bounds = LengthBounds(profile.string_chars, profile.list_items, *field_bounds(profile))
     return SchemaAdapter(dialect=model.dialect, bounds=bounds)
 
 

@@ -21,7 +21,6 @@ from pydantic import (
     PositiveInt,
     PrivateAttr,
     ValidationError,
-    field_validator,
     model_validator,
 )
 from pydantic_settings import (
@@ -43,40 +42,6 @@ Dialect = Literal["json_schema", "llguidance", "vllm", "none"]
 StructuredOutput = Literal["auto", Dialect]
 SERVED_DIALECTS: dict[str, Dialect] = {"llamacpp": "llguidance", "vllm": "vllm"}  # compact JSON on each served backend
 Role = Literal["task", "prompt", "judge"]
-# The small-model profile's per-field bounds, keyed `Owner.field` (the signature or pydantic model that declares the
-# field): what a 135M model needs so that no call runs to its token budget. A paper-scale model gets none of them.
-SMALL_MODEL_FIELD_CHARS = {
-    "SummarizeSession.analysis": 300,
-    "SummarizeSession.context": 200,
-    "SummarizeSession.preference": 200,  # CUPID's preference is one sentence of at most 30 words, about 200 characters
-    "InferPreference.analysis": 300,
-    "InferPreference.preference": 200,
-    "DecomposePreference.analysis": 300,
-    "DecomposePreference.checklist": 120,
-    "MatchChecklist.reasoning": 200,
-    "JudgeResponse.evaluation": 300,
-    "GenerateResponse.response": 700,
-    "AnswerQuestion.answer": 600,
-    "AnswerWithProfile.answer": 600,
-    "AnswerWithPlan.answer": 400,
-    "PlannedAspect.title": 60,
-    "PlannedAspect.reason": 60,
-    "NextTurn.question": 120,
-    "AnswerProblem.response": 400,
-    "AnswerProblem.final_answer": 40,
-    "AnswerInDialogue.response": 400,
-    "AnswerInDialogue.final_answer": 40,
-    "SolveProblem.response": 400,
-    "SolveProblem.final_answer": 40,
-    "ReplyAsUser.thought": 120,
-    "ReplyAsUser.reply": 120,
-    "GradeCriterion.justification": 300,
-    "JudgeCorrectness.justification": 200,
-}
-SMALL_MODEL_FIELD_ITEMS = {
-    "SelectRelevantSessions.relevant_sessions": 3,
-    "PlanAspects.aspects": 4,  # LaMP-QA's plan size
-}
 FIELD_KEY = re.compile(r"[A-Za-z_]\w*\.[A-Za-z_]\w*")
 
 
@@ -201,8 +166,9 @@ class SmallModelProfile(BaseModel):
     papers.
 
     A per-field bound is keyed `Owner.field`: the signature, or the pydantic model of a structured output, that declares
-    the field. It bounds every string (`field_chars`) or every list (`field_items`) inside that field; the entries given
-    are added to the defaults, or replace them.
+    the field. It bounds every string (`field_chars`) or every list (`field_items`) inside that field. The defaults are
+    declared beside each signature (`small_model_bounds` in `signatures/<component>.py`, `prefcraft.small_model`); the
+    entries given here are added to them, or replace them.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -215,26 +181,18 @@ class SmallModelProfile(BaseModel):
     string_chars: PositiveInt = Field(400, description="characters of any free-text output not in field_chars")
     list_items: PositiveInt = Field(8, description="items of any list, and entries of any map, not in field_items")
     field_chars: dict[FieldKey, PositiveInt] = Field(
-        default_factory=lambda: dict(SMALL_MODEL_FIELD_CHARS), description="characters of each string of a field"
+        default_factory=dict, description="characters of each string of a field, added to the bounds the signatures "
+        "declare or replacing them",
     )
     field_items: dict[FieldKey, PositiveInt] = Field(
-        default_factory=lambda: dict(SMALL_MODEL_FIELD_ITEMS), description="items of each list of a field"
+        default_factory=dict, description="items of each list of a field, added to the bounds the signatures declare "
+        "or replacing them",
     )
     post_chars: PositiveInt = Field(300, description="LaMP-QA: characters shown of each retrieved profile post")
     max_demos: PositiveInt = Field(
         4, description="SynthesizeMe: most demos in a fitted judge, reasoned and labeled together, so that the prompt "
         "fits a 4k context (the paper: every verified train pair may be one)"
     )
-
-    @field_validator("field_chars")
-    @classmethod
-    def _over_the_default_chars(cls, bounds: dict[str, int]) -> dict[str, int]:
-        return {**SMALL_MODEL_FIELD_CHARS, **bounds}
-
-    @field_validator("field_items")
-    @classmethod
-    def _over_the_default_items(cls, bounds: dict[str, int]) -> dict[str, int]:
-        return {**SMALL_MODEL_FIELD_ITEMS, **bounds}
 
 
 class Settings(BaseSettings):

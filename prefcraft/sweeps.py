@@ -28,9 +28,10 @@ from prefcraft.experiments import (
 )
 from prefcraft.files import write_text_atomic
 from prefcraft.options import format_problem
-from prefcraft.registry import COMPONENTS, run_step
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import run_step
 from prefcraft.settings import ModelSettings, Settings
-from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params, start_tracking
 
 SWEEPS_DIR = Path("runs/sweeps")
 # Components whose compile returns a CompileOutcome (a verdict and its usage). SynthesizeMe's compile-persona returns
@@ -237,18 +238,17 @@ def run_sweep(path: Path, sweep: Sweep, config_file: Path | None, overrides: dic
               "storage": shown_storage, "directions": sweep.study.directions, "n_trials": sweep.study.n_trials,
               "options": sweep.options, "search": {name: p.model_dump(exclude_defaults=True)
                                                    for name, p in sweep.search.items()}, **model_params(settings)}
-    start_tracking(settings)
-    with tracked_run(f"sweep:{sweep.name}", params):
-        log_file(path)
+    tracker = start_tracking(settings)
+    with tracker.run(f"sweep:{sweep.name}", params):
+        tracker.log_file(path)
         emit(f"=== sweep {sweep.name}: {len(study.trials)} trials in {shown_storage}, {max(remaining, 0)} to run")
         if remaining > 0:
-            objective = _Objective(sweep, config_file, overrides, emit)
+            objective = _Objective(sweep, config_file, overrides, tracker, emit)
             study.optimize(objective, n_trials=remaining, catch=(TrialError,))
         complete = study.get_trials(states=(TrialState.COMPLETE,))
         pareto = study.best_trials if complete else []
         report = _pareto_report(sweep, shown_storage, complete, pareto)
-        write_text_atomic(sweep.directory / "pareto.json", _json(report))
-        log_json(report, "pareto.json")
+        tracker.log_file(write_text_atomic(sweep.directory / "pareto.json", _json(report)))
         emit(format_trials(sweep, complete, pareto))
     return SweepOutcome(sweep.name, shown_storage, max(remaining, 0), complete, pareto)
 
@@ -260,9 +260,10 @@ class TrialError(Exception):
 class _Objective:
     """One trial: the step with the suggested values, its outputs under runs/sweeps/<name>/trial-<n>/."""
 
-    def __init__(self, sweep: Sweep, config_file: Path | None, overrides: dict[str, Any],
+    def __init__(self, sweep: Sweep, config_file: Path | None, overrides: dict[str, Any], tracker: Tracker,
                  emit: Callable[[str], None]):
-        self.sweep, self.config_file, self.overrides, self.emit = sweep, config_file, overrides, emit
+        self.sweep, self.config_file, self.overrides, self.tracker, self.emit = (sweep, config_file, overrides,
+                                                                                 tracker, emit)
 
     def __call__(self, trial: Any) -> list[float]:
         values = {name: _suggest(trial, name, parameter) for name, parameter in self.sweep.search.items()}
@@ -276,7 +277,7 @@ class _Objective:
         self.emit(f"\n=== sweep {self.sweep.name}, trial {trial.number}: "
                   + ", ".join(f"{name}={_cell(value)}" for name, value in values.items()))
         started = time.perf_counter()
-        with tracked_run(f"trial-{trial.number}", {"trial": trial.number, **values}):
+        with self.tracker.run(f"trial-{trial.number}", {"trial": trial.number, **values}, nested=True):
             try:
                 outcome = run_step(step.component, step.name, options, settings)
             except STOPPING_ERRORS:
@@ -286,9 +287,10 @@ class _Objective:
             verdict = outcome.verdict
             measured = {"score": verdict.compiled_score, "gain": verdict.compiled_score - verdict.uncompiled_score,
                         "lm_calls": float(outcome.usage.calls)}
-            log_metrics({**measured, **outcome.usage.as_metrics(), "compiled_score": verdict.compiled_score,
-                         "uncompiled_score": verdict.uncompiled_score, "won": float(verdict.won),
-                         "seconds": time.perf_counter() - started})
+            self.tracker.log_metrics({
+                **measured, **outcome.usage.as_metrics(), "compiled_score": verdict.compiled_score,
+                "uncompiled_score": verdict.uncompiled_score, "won": float(verdict.won),
+                "seconds": time.perf_counter() - started})
         for key, value in {"compiled_score": verdict.compiled_score, "uncompiled_score": verdict.uncompiled_score,
                            "won": verdict.won, "lm_calls": outcome.usage.calls,
                            "prompt_tokens": outcome.usage.prompt_tokens,

@@ -2,7 +2,8 @@
 
 A run that raises is ended with status FAILED by `mlflow.start_run`'s context manager, one stopped by Ctrl-C or
 SIGTERM with status KILLED; whatever was logged stays.
-With `--resume` the next run of the same command and params continues it instead of opening a new one.
+With `--resume` the next run of the same command and params continues it instead of opening a new one. Whether to
+resume is the `Tracker`'s (from the settings); when a run was resumed is a tag of that run, which its child runs read.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from prefcraft.files import write_jsonl_atomic
 from prefcraft.lm import EndpointFaults
 from prefcraft.settings import Settings
 from prefcraft.usage import UsageMeter, metered
@@ -26,18 +28,61 @@ logger = logging.getLogger(__name__)
 MAX_PARAM_CHARS = 500
 SHOWN_PARAM_CHARS = 40
 RESUMED_TAG = "prefcraft.resumed"
+RESUMED_AT_TAG = "prefcraft.resumed_at"  # when (ms) the last resume began: its children older than that are replaced
 INTERRUPTED = ("FAILED", "KILLED", "RUNNING")  # RUNNING: a process killed hard never ended its run
 IGNORED_TAG = "prefcraft.resume_ignored"  # + ".<param>": a param that changes no result, changed on resuming
 RESULT_NEUTRAL = ("num_threads", "display_progress", "progress")  # how a command runs, not what it computes
-_resume = False  # set by start_tracking from the settings, for the rest of the process
-_resumed_at: dict[str, int] = {}  # resumed run id -> when (ms) this process resumed it
 
 
-def start_tracking(settings: Settings) -> None:
+class Tracker(Protocol):
+    """Where a step's runs, metrics and files go."""
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
+            nested: bool = False) -> AbstractContextManager[Any]: ...
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None: ...
+
+    def log_file(self, path: Path) -> None: ...
+
+
+class MLflowTracker:
+    """MLflow runs in the settings' store and experiment (`start_tracking`); a top-level run resumes an interrupted one
+    when `resume` is set (`--resume`)."""
+
+    def __init__(self, resume: bool = False) -> None:
+        self.resume = resume
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
+            nested: bool = False) -> AbstractContextManager[Any]:
+        return tracked_run(name, params, nested=nested, resume=self.resume)
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        log_metrics(metrics)
+
+    def log_file(self, path: Path) -> None:
+        log_file(path)
+
+
+class _NotTracked:
+    """The tracker of a step that MLflow does not track: its runs are no runs, and nothing is logged."""
+
+    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
+            nested: bool = False) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        pass
+
+    def log_file(self, path: Path) -> None:
+        pass
+
+
+NOT_TRACKED = _NotTracked()
+
+
+def start_tracking(settings: Settings) -> MLflowTracker:
+    """Point MLflow at the settings' store and experiment, with DSPy autologging; the tracker for the step's runs."""
     import mlflow
-
-    global _resume
-    _resume = settings.resume
 
     mlflow.set_tracking_uri(settings.tracking_uri)
     mlflow.set_experiment(settings.experiment)
@@ -47,13 +92,16 @@ def start_tracking(settings: Settings) -> None:
     mlflow.dspy.autolog(
         log_compiles=True, log_evals=True, log_traces_from_compile=False, log_traces_from_eval=False, silent=True
     )
+    return MLflowTracker(settings.resume)
 
 
 @contextmanager
-def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False) -> Iterator[Any]:
+def tracked_run(
+    name: str, params: Mapping[str, Any] | None = None, *, nested: bool = False, resume: bool = False
+) -> Iterator[Any]:
     """A run; one started while another is active (a command inside a tour or an experiment) nests under it.
 
-    With `--resume` a top-level run continues the newest run called `name` if that one was interrupted and logged the
+    With `resume` a top-level run continues the newest run called `name` if that one was interrupted and logged the
     same params (those that change no result aside); otherwise it starts anew and says why. Inside a resumed run, a
     child run replaces the child of the same name that the interrupted attempt left.
     """
@@ -61,13 +109,13 @@ def tracked_run(name: str, params: Mapping[str, Any] | None = None, *, nested: b
 
     logged = {key: _param_value(value) for key, value in (params or {}).items()}
     nested = nested or mlflow.active_run() is not None
-    resumed = _interrupted_run(name, logged) if _resume and not nested else None
+    resumed = _interrupted_run(name, logged) if resume and not nested else None
     if nested:
         _drop_earlier_child(name)
     with mlflow.start_run(run_id=resumed and resumed.info.run_id, run_name=name, nested=nested) as run:
         if resumed:
-            mlflow.set_tag(RESUMED_TAG, int(run.data.tags.get(RESUMED_TAG, 0)) + 1)
-            _resumed_at[run.info.run_id] = int(time.time() * 1000)
+            mlflow.set_tags({RESUMED_TAG: int(run.data.tags.get(RESUMED_TAG, 0)) + 1,
+                             RESUMED_AT_TAG: int(time.time() * 1000)})
             ignored = {key: value for key, value in logged.items() if resumed.data.params.get(key, value) != value}
             mlflow.set_tags({f"{IGNORED_TAG}.{key}": value for key, value in ignored.items()})
             logged = {key: value for key, value in logged.items() if key not in ignored}
@@ -119,7 +167,7 @@ def _drop_earlier_child(name: str) -> None:
     import mlflow
 
     parent = mlflow.active_run()
-    resumed_at = _resumed_at.get(parent.info.run_id) if parent else None
+    resumed_at = parent and mlflow.get_run(parent.info.run_id).data.tags.get(RESUMED_AT_TAG)
     if resumed_at is None:
         return
     earlier = mlflow.search_runs(
@@ -138,23 +186,29 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
 
 
 @contextmanager
-def logged_usage() -> Iterator[UsageMeter]:
-    """`metered()`, whose calls and tokens are logged to the active run once the block has filled them in, when it
+def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
+    """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
     fails too: a failed run still shows what it cost."""
     with ExitStack() as stack:
-        stack.callback(lambda: log_metrics(meter.usage.as_metrics()))
+        stack.callback(lambda: tracker.log_metrics(meter.usage.as_metrics()))
         meter = stack.enter_context(metered())
         yield meter
 
 
-def log_json(obj: Any, artifact_name: str) -> None:
-    """Log `obj` as a JSON artifact of the active run."""
-    import mlflow
+def write_results(tracker: Tracker, path: Path, rows: Iterable[Any]) -> Path:
+    """A step's result rows, written once: a JSONL file (atomically), which the tracker logs to its run."""
+    written = write_jsonl_atomic(path, rows)
+    tracker.log_file(written)
+    return written
 
+
+def log_json(tracker: Tracker, obj: Any, artifact_name: str) -> None:
+    """`obj` as a JSON file called `artifact_name`, logged to the tracker's run: what a run logs beside its result
+    files."""
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / artifact_name
         path.write_text(json.dumps(obj, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        mlflow.log_artifact(str(path))
+        tracker.log_file(path)
 
 
 def log_file(path: Path) -> None:

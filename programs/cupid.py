@@ -19,11 +19,11 @@ response 1-10 against the gold preference and checklist.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Literal, get_args
 
 import dspy
 
-from prefcraft.components.cupid.metrics import COVERAGE, ChecklistMatch
 from prefcraft.signatures.cupid import (
     DecomposePreference,
     GenerateResponse,
@@ -37,6 +37,39 @@ from prefcraft.signatures.cupid import (
 
 InferrerVariant = Literal["relevant", "summaries", "summaries-per-session", "all"]
 INFERRER_VARIANTS: tuple[str, ...] = get_args(InferrerVariant)
+
+COVERAGE = {"Fully": 1.0, "Partially": 0.5, "Not": 0.0}
+
+
+@dataclass(frozen=True)
+class ChecklistMatch:
+    """One instance's coverage values; an empty inferred checklist scores precision 0 (nothing correct was said)."""
+
+    predicted_coverage: list[float]
+    true_coverage: list[float]
+    missing_labels: int = 0
+    """Checklist items the matcher gave no label (scored Not covered)."""
+
+    @classmethod
+    def unmatched(cls, inferred_items: int, gold_items: int) -> ChecklistMatch:
+        """A failed matcher call: every inferred and gold item Not covered, all of them still counted."""
+        return cls([0.0] * inferred_items, [0.0] * gold_items)
+
+    @property
+    def precision(self) -> float:
+        return sum(self.predicted_coverage) / len(self.predicted_coverage) if self.predicted_coverage else 0.0
+
+    @property
+    def recall(self) -> float:
+        return sum(self.true_coverage) / len(self.true_coverage) if self.true_coverage else 0.0
+
+    @property
+    def f1(self) -> float:
+        return harmonic_mean(self.precision, self.recall)
+
+
+def harmonic_mean(precision: float, recall: float) -> float:
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def number_sessions(sessions: Sequence[str], numbers: Sequence[int] | None = None) -> str:

@@ -7,17 +7,19 @@ Every answerer takes `question` and `profile` (the user's past posts) and return
 Retrieval is BM25 (bm25s) by default, or dense with any embedding function (`dspy.Embedder` over an OpenAI-compatible
 embeddings endpoint). `post_chars` cuts each retrieved post for a small model's context (the small-model profile's
 `post_chars`); by default the posts are shown whole, as in the paper. The question's narrative and rubric aspects never
-enter these programs; `AspectJudge` reads them.
+enter these programs; `AspectJudge` reads them. `ProfilePost` and `RubricAspect` are the types they read (the loader
+makes them).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import dspy
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from prefcraft.components.lampqa.data import ProfilePost, RubricAspect
 from prefcraft.signatures.lampqa import (
     AnswerQuestion,
     AnswerWithPlan,
@@ -29,6 +31,33 @@ from prefcraft.signatures.lampqa import (
 
 DEFAULT_K = 10  # the paper's k
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
+
+
+class ProfilePost(BaseModel):
+    """One past post of the user: in LaMP-QA, a question they asked with its description."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: str
+    text: str
+    category: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+
+class RubricAspect(BaseModel):
+    """One aspect the user expects in the answer (gold: only the judge reads it)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    aspect: str = Field(min_length=1)
+    reason: str
+    evidence: str
+
+
 Retriever = Callable[[str, Sequence[ProfilePost]], list[ProfilePost]]
 
 

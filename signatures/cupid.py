@@ -5,7 +5,8 @@ preferences and checklists. Each prompt follows its figure in the paper's append
 analysis the paper asks for comes as an output field before the answer, and the calibration examples (four example
 preferences for the inferrer, five decompositions, eight matches from the paper's meta-evaluation, taken from the
 reference code's prompts) are written into the instructions in prefcraft's words, with the reference's labels. The
-bounds here are the paper's: a preference of one sentence of at most 30 words, and checklists of at most 4 items.
+signatures' bounds are the paper's: a preference of one sentence of at most 30 words, and checklists of at most 4
+items; the small-model profile's bounds are declared apart, after the signatures.
 Field order is part of every compiled JSON: never reorder these fields.
 """
 
@@ -13,6 +14,8 @@ from typing import Literal
 
 import dspy
 from pydantic import BaseModel, Field
+
+from prefcraft.small_model import small_model_bounds
 
 MAX_SESSION_NUMBER = 16
 MAX_CHECKLIST_ITEMS = 4
@@ -219,3 +222,18 @@ class JudgeResponse(dspy.Signature):
     checklist: str = dspy.InputField(desc="the preference as yes/no checklist items")
     evaluation: str = dspy.OutputField(desc="for each checklist item in turn, the response's strengths and weaknesses")
     score: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = dspy.OutputField(desc="how well the response meets the preference")
+
+
+# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
+# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+small_model_bounds(SelectRelevantSessions, items={"relevant_sessions": 3})
+small_model_bounds(SummarizeSession, chars={
+    "analysis": 300,
+    "context": 200,
+    "preference": 200,  # CUPID's preference is one sentence of at most 30 words, about 200 characters
+})
+small_model_bounds(InferPreference, chars={"analysis": 300, "preference": 200})
+small_model_bounds(DecomposePreference, chars={"analysis": 300, "checklist": 120})
+small_model_bounds(MatchChecklist, chars={"reasoning": 200})
+small_model_bounds(JudgeResponse, chars={"evaluation": 300})
+small_model_bounds(GenerateResponse, chars={"response": 700})

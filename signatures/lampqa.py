@@ -10,6 +10,8 @@ from typing import Literal
 import dspy
 from pydantic import BaseModel, Field
 
+from prefcraft.small_model import small_model_bounds
+
 AspectScore = Literal[0, 1, 2]
 
 
@@ -65,3 +67,12 @@ class JudgeAspect(dspy.Signature):
     response: str = dspy.InputField(desc="the generated response to the question")
     aspect: str = dspy.InputField(desc="the aspect: its title, why it matters to the user, and the evidence")
     match_score: AspectScore = dspy.OutputField(desc="0, 1 or 2")
+
+
+# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
+# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+small_model_bounds(AnswerQuestion, chars={"answer": 600})
+small_model_bounds(AnswerWithProfile, chars={"answer": 600})
+small_model_bounds(AnswerWithPlan, chars={"answer": 400})
+small_model_bounds(PlannedAspect, chars={"title": 60, "reason": 60})
+small_model_bounds(PlanAspects, items={"aspects": 4})  # LaMP-QA's plan size

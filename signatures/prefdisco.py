@@ -12,6 +12,8 @@ from typing import Literal
 
 import dspy
 
+from prefcraft.small_model import small_model_bounds
+
 Grade = Literal[1, 2, 3, 4, 5]
 
 
@@ -110,3 +112,14 @@ class JudgeCorrectness(dspy.Signature):
     response: str = dspy.InputField(desc="the response to check")
     justification: str = dspy.OutputField(desc="one sentence on why the final answer is or is not correct")
     correct: bool = dspy.OutputField(desc="true when the response's final answer matches the reference answer")
+
+
+# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
+# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+small_model_bounds(NextTurn, chars={"question": 120})
+small_model_bounds(AnswerProblem, chars={"response": 400, "final_answer": 40})
+small_model_bounds(AnswerInDialogue, chars={"response": 400, "final_answer": 40})
+small_model_bounds(SolveProblem, chars={"response": 400, "final_answer": 40})
+small_model_bounds(ReplyAsUser, chars={"thought": 120, "reply": 120})
+small_model_bounds(GradeCriterion, chars={"justification": 300})
+small_model_bounds(JudgeCorrectness, chars={"justification": 200})

@@ -15,12 +15,12 @@ from fault_proxy import fault_proxy
 
 from prefcraft.backends import free_port
 from prefcraft.cli import main
-from prefcraft.compile_gate import MLflowTracker, keep_if_better
 from prefcraft.errors import ServerUnreachableError
 from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers import artifacts
+from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.settings import ModelSettings, Settings
-from prefcraft.tracking import start_tracking, tracked_run
+from prefcraft.tracking import MLflowTracker, start_tracking, tracked_run
 
 CUPID_EVALUATE = ["cupid", "evaluate", "--max-instances", "1", "--no-shipped", "--responses", "gold"]
 LAMPQA_EVALUATE = ["lampqa", "evaluate", "--configs", "Lifestyle_and_Personal_Development", "--max-questions", "1",

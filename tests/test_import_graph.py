@@ -1,4 +1,6 @@
-"""No import cycles among prefcraft's modules: top-level, function-level and `TYPE_CHECKING` imports all count.
+"""No import cycles among prefcraft's modules, and imports run one way through the layers (ARCHITECTURE.md): the core's
+shared machinery <- signatures <- programs <- optimizers <- components <- command line, runner and API. Top-level,
+function-level and `TYPE_CHECKING` imports all count.
 
 Each source folder is read as pyproject.toml installs it (signatures/ as prefcraft.signatures, ...). An import of a
 submodule is an edge to that submodule only, not to the packages above it, so a package's `__init__` importing its own
@@ -12,6 +14,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 Graph = Mapping[str, set[str]]
+LAYERS = ("core", "prefcraft.signatures", "prefcraft.programs", "prefcraft.optimizers", "prefcraft.components", "top")
+TOP = ("prefcraft", "prefcraft.api", "prefcraft.cli", "prefcraft.commands", "prefcraft.experiments", "prefcraft.flags",
+       "prefcraft.registry", "prefcraft.runner", "prefcraft.sweeps", "prefcraft.tour_report", "prefcraft.html_report",
+       "prefcraft.html_report.collect", "prefcraft.html_report.page", "prefcraft.html_report.results",
+       "prefcraft.html_report.sections")
+"""The command line, runner and API: the modules that read the component registry, and all of prefcraft.commands. The
+report's building blocks (`prefcraft.html_report.blocks`, `records`, `plots`) are the core's: components draw with
+them."""
 
 
 def source_folders() -> dict[str, Path]:
@@ -84,6 +94,20 @@ def cycles(graph: Graph) -> list[list[str]]:
     return sorted(found)
 
 
+def layer(module: str) -> int:
+    """The module's place in LAYERS: the top's (TOP), a pipeline folder's, else the core's."""
+    if module in TOP or any(module.startswith(f"{top}.") for top in ("prefcraft.commands",)):
+        return LAYERS.index("top")
+    return next((index for index, package in enumerate(LAYERS)
+                 if module == package or module.startswith(f"{package}.")), 0)
+
+
+def upward_imports(graph: Graph) -> list[str]:
+    """Every import of a module from a higher layer, as `module (layer) -> imported (layer)`."""
+    return [f"{module} ({LAYERS[layer(module)]}) -> {target} ({LAYERS[layer(target)]})"
+            for module in sorted(graph) for target in sorted(graph[module]) if layer(target) > layer(module)]
+
+
 def describe(component: list[str], graph: Graph) -> str:
     members = set(component)
     edges = [f"    {module} -> {target}" for module in component for target in sorted(graph[module] & members)]
@@ -95,6 +119,24 @@ def test_no_module_imports_itself_back():
     assert "prefcraft.signatures.cupid" in graph and "prefcraft.components.cupid.evaluation" in graph
     found = cycles(graph)
     assert not found, "import cycles:\n" + "\n".join(describe(component, graph) for component in found)
+
+
+def test_layers_import_only_from_below():
+    graph = import_graph(module_files(source_folders()))
+    assert {layer(module) for module in graph} == set(range(len(LAYERS)))
+    assert not upward_imports(graph), "imports from a higher layer:\n" + "\n".join(upward_imports(graph))
+
+
+def test_each_module_has_its_layer():
+    assert [layer(module) for module in ("prefcraft.settings", "prefcraft.metrics.stats", "prefcraft.signatures.cupid",
+                                          "prefcraft.programs.judge", "prefcraft.optimizers.compile_gate",
+                                          "prefcraft.components.cupid.metrics", "prefcraft.components.component",
+                                          "prefcraft", "prefcraft.commands.tour", "prefcraft.html_report.page",
+                                          "prefcraft.html_report.blocks", "prefcraft.cli")] == [
+        0, 0, 1, 2, 3, 4, 4, 5, 5, 5, 0, 5]
+    assert upward_imports({"prefcraft.programs.cupid": {"prefcraft.components.cupid.metrics", "prefcraft.lm"},
+                           "prefcraft.lm": set()}) == [
+        "prefcraft.programs.cupid (prefcraft.programs) -> prefcraft.components.cupid.metrics (prefcraft.components)"]
 
 
 def test_a_cycle_through_a_function_level_import_or_a_package_is_found(tmp_path):

@@ -33,7 +33,7 @@ import prefcraft.programs.responder
 import prefcraft.programs.sensejudge
 from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.components.cupid.data import load_instances
-from prefcraft.components.lampqa.data import ProfilePost, load_questions
+from prefcraft.components.lampqa.data import load_questions
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.components.prefdisco.evaluation import load_asker
 from prefcraft.components.prefdisco.metrics import grading_example
@@ -63,7 +63,7 @@ from prefcraft.programs.cupid import (
     SummaryResponder,
 )
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.programs.lampqa import AspectJudge, NoPersonalization, PlanPers, RAGPersonalization
+from prefcraft.programs.lampqa import AspectJudge, NoPersonalization, PlanPers, ProfilePost, RAGPersonalization
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, UserSimulator

@@ -4,6 +4,7 @@ as the local executor; a rerun asks nothing; an experiment gives the executor to
 
 import json
 import logging
+from contextlib import nullcontext
 
 import dspy
 import mlflow
@@ -11,12 +12,12 @@ import pytest
 from openai_standin import StandInServer
 from toml_files import write
 
-from prefcraft import api
+from prefcraft import api, runner
 from prefcraft.cli import main, make_parser, run_command
 from prefcraft.commands.experiment import run_experiment
-from prefcraft.components.synthesizeme import commands, fit
 from prefcraft.components.synthesizeme import evaluation as evaluate
-from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
+from prefcraft.components.synthesizeme import fit
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.errors import ConfigError
 from prefcraft.executors import ray_map
 from prefcraft.experiments import load_experiment
@@ -24,6 +25,7 @@ from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import data_digest
+from tests.fakes import FakeTracker
 
 ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
 # (train, val) pairs per user
@@ -71,11 +73,11 @@ def requests(server):
 def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothing(two_ray_workers, server,
                                                                                     tmp_path, user_with):
     data = write_data(tmp_path / "pairs.jsonl", user_with)
-    fitted = fitted_judges(tmp_path / "fitted", data)
+    fitted_judges(tmp_path / "fitted", data)
 
     def run(name, executor):
-        return evaluate_methods(settings_for(server, tmp_path, name), data, methods=METHODS, fitted=fitted,
-                                output_dir=tmp_path / name, executor=executor)
+        return api.evaluate(settings_for(server, tmp_path, name), data=data, methods=METHODS,
+                            fitted_dir=tmp_path / "fitted", output_dir=tmp_path / name, executor=executor)
 
     here = run("local", "local")
     asked_here = requests(server)
@@ -115,11 +117,13 @@ def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothi
 def test_the_evaluate_command_passes_the_executor_and_the_address_on(monkeypatch, tmp_path):
     passed = {}
 
-    def record(*args, **kwargs):
-        passed.update(kwargs)
+    def record(run, options, methods, selection):
+        passed.update(executor=options.executor, address=options.address)
         return {}
 
-    monkeypatch.setattr(commands, "evaluate_methods", record)
+    monkeypatch.setattr(evaluate, "evaluate_methods", record)
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # no server: the evaluation itself is recorded
+    monkeypatch.setattr(runner, "start_tracking", lambda session: FakeTracker())
     argv = ["synthesizeme", "evaluate", "--executor", "ray", "--address", "ray://head:10001",
             "--fitted-dir", str(tmp_path)]
     run_command(make_parser().parse_args(argv), Settings())
@@ -130,13 +134,14 @@ def test_the_evaluate_command_passes_the_executor_and_the_address_on(monkeypatch
 
 def test_the_api_passes_the_executor_and_the_address_on(monkeypatch, tmp_path):
     passed = {}
-    monkeypatch.setattr(api, "fit_users", lambda *args, **kwargs: passed.setdefault("fit", kwargs))
-    monkeypatch.setattr(api, "evaluate_methods", lambda *args, **kwargs: passed.setdefault("evaluate", kwargs))
+    monkeypatch.setattr(api, "run_step",
+                        lambda component, step, options, settings, emit: passed.setdefault(step, options))
 
     api.fit(Settings(), fitted_dir=tmp_path, persona_prompt=tmp_path / "p.json", executor="ray", address="auto")
     api.evaluate(Settings(), fitted_dir=tmp_path, executor="ray", address="auto")
 
-    assert [(kwargs["executor"], kwargs["address"]) for kwargs in passed.values()] == [("ray", "auto")] * 2
+    assert list(passed) == ["fit", "evaluate"]
+    assert [(options.executor, options.address) for options in passed.values()] == [("ray", "auto")] * 2
 
 
 # experiments

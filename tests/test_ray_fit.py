@@ -3,22 +3,24 @@ servers; the driver writes the JSON and the MLflow child runs, and a rerun resum
 
 import json
 import sys
+from contextlib import nullcontext
 
 import mlflow
 import pytest
 from openai_standin import StandInServer
 
+from prefcraft import api, runner
 from prefcraft.backends import managed_server
 from prefcraft.backends.metrics import read_prompt_cache
 from prefcraft.cli import make_parser, run_command
-from prefcraft.components.synthesizeme import commands, fit
-from prefcraft.components.synthesizeme.fit import fit_users
+from prefcraft.components.synthesizeme import fit
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import ConfigError
 from prefcraft.executors import ray_map
 from prefcraft.optimizers.artifacts import read_metadata
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.settings import ModelSettings, ServerSettings, Settings
+from tests.fakes import FakeTracker
 
 ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
 USERS = ["u1", "u2", "u3"]
@@ -44,7 +46,7 @@ def test_fitted_users_are_saved_logged_and_resumed_by_either_executor(two_ray_wo
                         cache_dir=tmp_path / "cache", tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, max_demos=2, num_threads=2)
 
-    summary = fit_users(settings, data, tmp_path / "fitted", config=config, executor=executor)
+    summary = api.fit(settings, data=data, fitted_dir=tmp_path / "fitted", config=config, executor=executor)
 
     assert set(summary.fitted) == set(USERS) and not summary.skipped
     for user_id, path in summary.fitted.items():
@@ -60,7 +62,8 @@ def test_fitted_users_are_saved_logged_and_resumed_by_either_executor(two_ray_wo
     assert parent.data.metrics["users_fitted"] == len(USERS)
 
     requests = sum(len(server.bodies) for server in two_servers)
-    again = fit_users(settings, data, tmp_path / "fitted", config=config, executor="ray")  # resumes either's fits
+    # resumes either's fits
+    again = api.fit(settings, data=data, fitted_dir=tmp_path / "fitted", config=config, executor="ray")
 
     assert again.resumed == summary.fitted and not again.fitted
     assert sum(len(server.bodies) for server in two_servers) == requests
@@ -75,11 +78,13 @@ def test_the_ray_executor_without_ray_names_the_extra_to_install(monkeypatch):
 def test_the_fit_command_passes_the_executor_and_the_address_on(monkeypatch):
     passed = {}
 
-    def record(*args, **kwargs):
-        passed.update(kwargs)
+    def record(run, options, users, config):
+        passed.update(executor=options.executor, address=options.address)
         return fit.FitSummary()
 
-    monkeypatch.setattr(commands, "fit_users", record)
+    monkeypatch.setattr(fit, "fit_users", record)
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # no server: the fit itself is recorded
+    monkeypatch.setattr(runner, "start_tracking", lambda session: FakeTracker())
     run_command(make_parser().parse_args(["synthesizeme", "fit", "--executor", "ray", "--address", "auto"]), Settings())
     assert passed["executor"] == "ray" and passed["address"] == "auto"
 
@@ -98,8 +103,8 @@ def test_two_ray_workers_fit_sample_users_through_two_real_servers(two_ray_worke
         config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, max_demos=2, num_threads=2)
         before = [read_prompt_cache(server.base_url) for server in servers]
 
-        summary = fit_users(settings, SAMPLE_USERS, tmp_path / "fitted", users=SAMPLE_USER_IDS, config=config,
-                            executor="ray")
+        summary = api.fit(settings, data=SAMPLE_USERS, fitted_dir=tmp_path / "fitted", users=SAMPLE_USER_IDS,
+                          config=config, executor="ray")
 
         assert set(summary.fitted) == set(SAMPLE_USER_IDS)
         assert all(read_metadata(path)["record"]["persona"] for path in summary.fitted.values())

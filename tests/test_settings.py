@@ -6,7 +6,6 @@ import pytest
 from prefcraft.errors import ConfigError
 from prefcraft.settings import (
     EMBEDDED_MODEL_NAME,
-    SMALL_MODEL_FIELD_CHARS,
     ModelSettings,
     ServerSettings,
     Settings,
@@ -191,7 +190,7 @@ def test_the_small_model_profile_from_a_file_and_the_environment(tmp_path):
     config = write_config(tmp_path, '[small_model]\nenabled = false\nfield_chars = {"AnswerProblem.response" = 300}\n')
     from_file = load_settings(config, environ={})
     assert from_file.small_model_profile() is None
-    assert from_file.small_model.field_chars == {**SMALL_MODEL_FIELD_CHARS, "AnswerProblem.response": 300}
+    assert from_file.small_model.field_chars == {"AnswerProblem.response": 300}  # over the signatures' own bounds
     from_environment = load_settings(config, environ={"PREFCRAFT_SMALL_MODEL__ENABLED": "true"})
     assert from_environment.small_model_profile() is from_environment.small_model
 

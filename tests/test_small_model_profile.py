@@ -1,6 +1,6 @@
 """The small-model profile is the only source of length bounds: signatures and programs carry none that only a tiny
-model needs, every bound of the profile names a real field, and with the profile on each field gets its bound again,
-whatever copy of its signature DSPy makes."""
+model needs, every per-field bound declared beside a signature or given in a settings file names a real field, and with
+the profile on each field gets its bound again, whatever copy of its signature DSPy makes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import importlib
 import inspect
 import pkgutil
 import re
+import tomllib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +19,14 @@ import pydantic
 import pytest
 
 import prefcraft.signatures
+from prefcraft import small_model
 from prefcraft.adapter import LengthBounds, output_schema
 from prefcraft.components.synthesizeme.commands import FitOptions
+from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
 from prefcraft.lm import build_adapter
-from prefcraft.settings import SMALL_MODEL_FIELD_CHARS, SMALL_MODEL_FIELD_ITEMS, ModelSettings, SmallModelProfile
+from prefcraft.settings import ModelSettings, SmallModelProfile
+from prefcraft.small_model import declared, small_model_bounds
 
 ROOT = Path(__file__).parents[1]
 MODULES = [importlib.import_module(f"prefcraft.signatures.{info.name}")
@@ -83,7 +88,21 @@ def test_the_tiny_model_wording_check_can_fail():
     assert not TINY_MODEL_WORDING.search("one sentence of at most 30 words")
 
 
-@pytest.mark.parametrize("key", sorted({*SMALL_MODEL_FIELD_CHARS, *SMALL_MODEL_FIELD_ITEMS}))
+def profile_file_keys() -> list[str]:
+    """The per-field bounds that the repository's settings, experiment and benchmark profile files give."""
+    keys = []
+    for path in sorted([*ROOT.glob("experiments/*.toml"), *ROOT.glob("benchmarks/profiles/*.toml")]):
+        table = tomllib.loads(path.read_text())
+        profile = table.get("settings", table).get("small_model", {})
+        keys += [key for kind in ("field_chars", "field_items") for key in profile.get(kind, {})]
+    return keys
+
+
+def test_the_profile_files_give_field_bounds():
+    assert "AnswerWithPlan.answer" in profile_file_keys()  # benchmarks/profiles/bounds-2026-11-25.toml
+
+
+@pytest.mark.parametrize("key", sorted({*declared("field_chars"), *declared("field_items"), *profile_file_keys()}))
 def test_every_bound_of_the_profile_names_a_declared_field(key):
     owner, field = key.split(".")
     if owner in SIGNATURES:
@@ -159,3 +178,140 @@ def test_the_profile_caps_synthesizeme_demos_in_the_small_experiments_only(path)
     fit = FitOptions.model_validate(experiment.steps["fit"])
     expected = SmallModelProfile().max_demos if path.stem.endswith("-small") else None
     assert fit.search_config(experiment.settings).max_demos == expected
+
+
+# The per-field bounds as prefcraft/settings.py held them before each moved beside its signature: with no entry of the
+# user's, the profile bounds each field exactly so.
+FIELD_CHARS_BEFORE_THE_MOVE = {
+    "SummarizeSession.analysis": 300,
+    "SummarizeSession.context": 200,
+    "SummarizeSession.preference": 200,
+    "InferPreference.analysis": 300,
+    "InferPreference.preference": 200,
+    "DecomposePreference.analysis": 300,
+    "DecomposePreference.checklist": 120,
+    "MatchChecklist.reasoning": 200,
+    "JudgeResponse.evaluation": 300,
+    "GenerateResponse.response": 700,
+    "AnswerQuestion.answer": 600,
+    "AnswerWithProfile.answer": 600,
+    "AnswerWithPlan.answer": 400,
+    "PlannedAspect.title": 60,
+    "PlannedAspect.reason": 60,
+    "NextTurn.question": 120,
+    "AnswerProblem.response": 400,
+    "AnswerProblem.final_answer": 40,
+    "AnswerInDialogue.response": 400,
+    "AnswerInDialogue.final_answer": 40,
+    "SolveProblem.response": 400,
+    "SolveProblem.final_answer": 40,
+    "ReplyAsUser.thought": 120,
+    "ReplyAsUser.reply": 120,
+    "GradeCriterion.justification": 300,
+    "JudgeCorrectness.justification": 200,
+}
+FIELD_ITEMS_BEFORE_THE_MOVE = {"SelectRelevantSessions.relevant_sessions": 3, "PlanAspects.aspects": 4}
+
+
+def test_the_default_field_bounds_are_the_table_before_the_move():
+    bounds = build_adapter(ModelSettings(), SmallModelProfile()).bounds
+    assert dict(bounds.field_chars) == FIELD_CHARS_BEFORE_THE_MOVE
+    assert dict(bounds.field_items) == FIELD_ITEMS_BEFORE_THE_MOVE
+
+
+def test_each_component_declares_its_bounds_beside_its_signatures():
+    owners = [key.split(".")[0] for key in [*declared("field_chars"), *declared("field_items")]]
+    modules = Counter((SIGNATURES | MODELS)[owner].__module__ for owner in owners)
+    assert modules == {"prefcraft.signatures.cupid": 11, "prefcraft.signatures.prefdisco": 11,
+                       "prefcraft.signatures.lampqa": 6}
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    """The declared bounds, restored after the test."""
+    saved = {kind: dict(bounds) for kind, bounds in small_model._DECLARED.items()}
+    monkeypatch.setattr(small_model, "_DECLARED", saved)
+
+
+class Outline(pydantic.BaseModel):
+    heading: str
+    points: list[str]
+
+
+class WriteOutline(dspy.Signature):
+    """Outline an answer."""
+
+    question: str = dspy.InputField()
+    outline: Outline = dspy.OutputField()
+    notes: str = dspy.OutputField()
+
+
+def test_a_declaration_naming_a_missing_field_fails_with_the_fields_it_may_name(registry):
+    with pytest.raises(ValueError, match=r"small-model bound WriteOutline\.note: WriteOutline \(.*\) has no field "
+                       r"'note'; name one of its output fields: notes, outline, reasoning"):
+        small_model_bounds(WriteOutline, chars={"notes": 100, "note": 100})
+    with pytest.raises(ValueError, match=r"WriteOutline \(.*\) has no field 'question'"):  # an input field, unbounded
+        small_model_bounds(WriteOutline, chars={"question": 100})
+    with pytest.raises(ValueError, match=r"bound Outline\.point: .* name one of its fields: heading, points"):
+        small_model_bounds(Outline, items={"point": 3})
+    assert "WriteOutline.notes" not in declared("field_chars")  # nothing of a refused declaration is kept
+
+
+@pytest.mark.parametrize("bound", [0, -1, 2.5, True, "100"])
+def test_a_declared_bound_is_a_positive_whole_number(registry, bound):
+    with pytest.raises(ValueError, match=r"small-model bound WriteOutline\.notes: .* is not a positive whole number"):
+        small_model_bounds(WriteOutline, chars={"notes": bound})
+
+
+def test_a_declaration_belongs_to_a_signature_or_a_model(registry):
+    with pytest.raises(TypeError, match=r"belong to a dspy\.Signature or a pydantic model"):
+        small_model_bounds(dict, chars={"notes": 100})
+
+
+def test_a_field_declared_twice_with_two_bounds_is_refused(registry):
+    small_model_bounds(WriteOutline, chars={"notes": 100})
+    small_model_bounds(WriteOutline, chars={"notes": 100})  # a module imported again declares the same
+    with pytest.raises(ValueError, match=r"WriteOutline\.notes \(field_chars\) is declared twice, as 100 and as 90"):
+        small_model_bounds(WriteOutline, chars={"notes": 90})
+
+
+def test_the_profile_applies_a_declaration_made_after_the_adapter_was_built(registry):
+    adapter = build_adapter(ModelSettings(), SmallModelProfile(field_chars={"Outline.heading": 20}))
+    small_model_bounds(WriteOutline, chars={"notes": 100}, items={"outline": 3})
+    small_model_bounds(Outline, chars={"heading": 50, "points": 30})
+    fields = output_schema(WriteOutline, adapter.bounds)["properties"]
+    assert fields["notes"]["maxLength"] == 100
+    outline = fields["outline"]["properties"]
+    assert outline["heading"]["maxLength"] == 20  # the profile's entry replaces the declared bound
+    assert outline["points"] == {"type": "array", "maxItems": 3, "items": {"type": "string", "maxLength": 30}}
+    assert output_schema(WriteOutline, LengthBounds()) == output_schema(WriteOutline)  # the profile off: no bound
+
+
+def test_the_profiles_entries_are_added_to_the_declared_bounds_or_replace_them():
+    profile = SmallModelProfile(field_chars={"AnswerProblem.response": 300, "JudgePreference.reasoning": 200},
+                                field_items={"PlanAspects.aspects": 2})
+    bounds = build_adapter(ModelSettings(), profile).bounds
+    assert dict(bounds.field_chars) == {**FIELD_CHARS_BEFORE_THE_MOVE, "AnswerProblem.response": 300,
+                                        "JudgePreference.reasoning": 200}
+    assert dict(bounds.field_items) == {**FIELD_ITEMS_BEFORE_THE_MOVE, "PlanAspects.aspects": 2}
+    assert output_schema(SIGNATURES["AnswerProblem"], bounds)["properties"]["response"]["maxLength"] == 300
+    judge = dspy.ChainOfThought(SIGNATURES["JudgePreference"]).predict.signature
+    assert output_schema(judge, bounds)["properties"]["reasoning"]["maxLength"] == 200
+    assert profile.field_chars == {"AnswerProblem.response": 300, "JudgePreference.reasoning": 200}  # as given
+
+
+@pytest.mark.parametrize(("kind", "key", "fields"), [
+    ("field_chars", "AnswerProblem.respons", "final_answer, reasoning, response"),
+    ("field_items", "PlannedAspect.titles", "reason, title"),
+])
+def test_the_adapter_refuses_a_profile_entry_naming_no_field_of_its_owner(kind, key, fields):
+    profile = SmallModelProfile.model_validate({kind: {key: 10}})
+    owner, field = key.split(".")
+    with pytest.raises(ConfigError, match=rf"small_model\.{kind} names {key}, but {owner} has no field '{field}'\n"
+                       rf"  hint: name one of its fields \({fields}\), keyed {owner}\.FIELD"):
+        build_adapter(ModelSettings(), profile)
+
+
+def test_a_profile_entry_whose_owner_is_not_imported_yet_waits_for_it():
+    profile = SmallModelProfile(field_chars={"NotImportedYet.answer": 10})
+    assert build_adapter(ModelSettings(), profile).bounds.field_chars["NotImportedYet.answer"] == 10

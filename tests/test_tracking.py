@@ -15,9 +15,8 @@ PARAMS = {"data_digest": "1a2b", "search": "halving", "users": 3, "methods": ["d
 
 
 @pytest.fixture
-def track(tmp_path, monkeypatch):
-    """start_tracking on a store under tmp_path; `track(resume=True)` is `--resume`."""
-    monkeypatch.setattr(tracking, "_resume", tracking._resume)  # restored after the test
+def track(tmp_path):
+    """start_tracking on a store under tmp_path, its tracker; `track(resume=True)` is `--resume`."""
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     return lambda resume=False: start_tracking(Settings(tracking_uri=uri, experiment="resume", resume=resume))
 
@@ -52,8 +51,8 @@ def test_resume_continues_the_interrupted_run_with_the_same_params(track, caplog
     track()
     first = interrupted("fit", how=how)
     assert mlflow.get_run(first).info.status == ("FAILED" if how == "raised" else "RUNNING")
-    track(resume=True)
-    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), tracked_run("fit", PARAMS) as run:
+    resuming = track(resume=True)
+    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), resuming.run("fit", PARAMS) as run:
         mlflow.log_metric("users_resumed", 2)
     assert run.info.run_id == first
     assert f"resuming run {first} (fit)" in caplog.text
@@ -67,9 +66,9 @@ def test_resume_continues_the_interrupted_run_with_the_same_params(track, caplog
 def test_resume_counts_every_resumption(track):
     track()
     first = interrupted("fit")
-    track(resume=True)
+    resuming = track(resume=True)
     for _ in range(2):
-        with pytest.raises(RuntimeError), tracked_run("fit", PARAMS):
+        with pytest.raises(RuntimeError), resuming.run("fit", PARAMS):
             raise RuntimeError("server died again")
     assert mlflow.get_run(first).data.tags[tracking.RESUMED_TAG] == "2"
     assert mlflow.get_run(first).info.status == "FAILED"
@@ -78,9 +77,9 @@ def test_resume_counts_every_resumption(track):
 def test_resume_with_changed_params_starts_a_new_run_and_names_every_change(track, caplog):
     track()
     first = interrupted("fit")
-    track(resume=True)
+    resuming = track(resume=True)
     changed = {**PARAMS, "data_digest": "3c4d", "search": "exhaustive", "optimizer": "gepa"}
-    with caplog.at_level(logging.WARNING), tracked_run("fit", changed) as run:
+    with caplog.at_level(logging.WARNING), resuming.run("fit", changed) as run:
         pass
     assert run.info.run_id != first
     assert (f"not resuming run {first}: data_digest changed (1a2b -> 3c4d), search changed (halving -> exhaustive), "
@@ -92,15 +91,15 @@ def test_resume_with_changed_params_starts_a_new_run_and_names_every_change(trac
 def test_resume_shortens_long_values_in_the_message(track, caplog):
     track()
     interrupted("fit")
-    track(resume=True)
-    with caplog.at_level(logging.WARNING), tracked_run("fit", {**PARAMS, "persona_prompt": "q" * 600}):
+    resuming = track(resume=True)
+    with caplog.at_level(logging.WARNING), resuming.run("fit", {**PARAMS, "persona_prompt": "q" * 600}):
         pass
     assert f"persona_prompt changed ({'p' * 37}... -> {'q' * 37}...)" in caplog.text
 
 
 def test_resume_with_nothing_interrupted_starts_a_new_run(track, caplog):
-    track(resume=True)
-    with caplog.at_level(logging.WARNING), tracked_run("evaluate", PARAMS) as run:
+    resuming = track(resume=True)
+    with caplog.at_level(logging.WARNING), resuming.run("evaluate", PARAMS) as run:
         pass
     assert "nothing to resume for evaluate; starting a new run" in caplog.text
     assert mlflow.get_run(run.info.run_id).info.status == "FINISHED"
@@ -111,8 +110,8 @@ def test_resume_never_reopens_a_finished_run(track, caplog):
     interrupted("fit")
     with tracked_run("fit", PARAMS) as finished:  # the failed run was run again to the end, without --resume
         pass
-    track(resume=True)
-    with caplog.at_level(logging.WARNING), tracked_run("fit", PARAMS) as run:
+    resuming = track(resume=True)
+    with caplog.at_level(logging.WARNING), resuming.run("fit", PARAMS) as run:
         pass
     assert run.info.run_id != finished.info.run_id
     assert f"nothing to resume for fit (run {finished.info.run_id} finished)" in caplog.text
@@ -133,9 +132,9 @@ def test_resume_leaves_nested_runs_alone(track, caplog):
     with tracked_run("tour"):
         interrupted("evaluate", {"user_id": "u1"})  # a child run that failed
         interrupted("u1", {"user_id": "u1"}, how="killed")  # a top-level run called like the next child
-    track(resume=True)
-    with caplog.at_level(logging.INFO), tracked_run("evaluate", {"user_id": "u1"}) as parent:
-        with tracked_run("u1", {"user_id": "u1"}, nested=True) as child, tracked_run("u2") as inner:
+    resuming = track(resume=True)
+    with caplog.at_level(logging.INFO), resuming.run("evaluate", {"user_id": "u1"}) as parent:
+        with resuming.run("u1", {"user_id": "u1"}, nested=True) as child, resuming.run("u2") as inner:
             pass
     assert "nothing to resume for evaluate" in caplog.text  # the failed child is no top-level run
     assert "u1" not in caplog.text and "u2" not in caplog.text
@@ -167,9 +166,9 @@ def test_every_command_takes_resume(argv):
 def test_resume_ignores_params_that_change_no_result_and_says_which(track, caplog):
     track()
     first = interrupted("fit", {**PARAMS, "num_threads": 4, "fit_num_threads": 4})
-    track(resume=True)
+    resuming = track(resume=True)
     changed = {**PARAMS, "num_threads": 1, "fit_num_threads": 2}
-    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), tracked_run("fit", changed) as run:
+    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), resuming.run("fit", changed) as run:
         pass
     assert run.info.run_id == first
     assert (f"resuming run {first} (fit); ignoring what changes no result: num_threads changed (4 -> 1), "
@@ -187,10 +186,10 @@ def test_a_resumed_run_keeps_one_child_per_step(track):
                 pass
         with tracked_run("u3", {"user_id": "u3"}, nested=True):
             raise RuntimeError("server died")
-    track(resume=True)
-    with tracked_run("fit", PARAMS) as run:
+    resuming = track(resume=True)
+    with resuming.run("fit", PARAMS) as run:
         for user in ("u2", "u3"):  # u1's fitted file is kept: the command skips it without a child run
-            with tracked_run(user, {"user_id": user}, nested=True):
+            with resuming.run(user, {"user_id": user}, nested=True):
                 pass
     assert run.info.run_id == first.info.run_id
     children = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'", output_format="list")

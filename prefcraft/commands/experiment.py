@@ -1,6 +1,6 @@
 """`prefcraft experiment run FILE`: an experiment's steps, in order, under one MLflow parent run `experiment:<name>`.
 
-Each step is its command run through `prefcraft.registry.run_step` (no second copy of any pipeline) on the
+Each step is its command run through `prefcraft.runner.run_step` (no second copy of any pipeline) on the
 experiment's settings, with its own model session; the step's runs nest under the parent. A step that fails stops the
 experiment and the parent run ends FAILED, with what the earlier steps logged. A re-run whose inputs are unchanged is
 answered from DSPy's cache: it makes no LM calls.
@@ -15,9 +15,9 @@ from typing import Any
 
 from prefcraft.executors import Executor
 from prefcraft.experiments import Experiment, with_executor
-from prefcraft.registry import run_step
+from prefcraft.runner import run_step
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import data_digest, log_json, model_params, start_tracking
 from prefcraft.usage import LMUsage, metered
 
 
@@ -31,11 +31,11 @@ def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit:
     params = {"experiment": experiment.name, "description": experiment.description,
               "component": experiment.component, "steps": [step.name for step in steps], "config": str(path),
               "config_digest": data_digest(path), **model_params(settings)}
-    start_tracking(settings)
-    with tracked_run(f"experiment:{experiment.name}", params):
-        log_file(path)
-        log_json({step.name: {"command": step.component, "step": step.name, **step.options.model_dump()}
-                  for step in steps}, "steps.json")
+    tracker = start_tracking(settings)
+    with tracker.run(f"experiment:{experiment.name}", params):
+        tracker.log_file(path)
+        log_json(tracker, {step.name: {"command": step.component, "step": step.name, **step.options.model_dump()}
+                           for step in steps}, "steps.json")
         outcomes, total, started = [], LMUsage(), time.perf_counter()
         for number, step in enumerate(steps, start=1):
             emit(f"\n=== {experiment.name}, step {number}/{len(steps)}: {step}")
@@ -44,9 +44,9 @@ def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit:
                 outcomes.append(run_step(step.component, step.name, step.options, settings))
             seconds = time.perf_counter() - step_started
             key = step.name.replace("-", "_")
-            log_metrics({**meter.usage.as_metrics(f"{key}_"), f"{key}_seconds": seconds})
+            tracker.log_metrics({**meter.usage.as_metrics(f"{key}_"), f"{key}_seconds": seconds})
             emit(f"=== {experiment.name}, step {number}/{len(steps)} done: {meter.usage.calls} LM calls, "
                  f"{seconds:.1f} s")
             total += meter.usage
-        log_metrics({**total.as_metrics(), "seconds": time.perf_counter() - started})
+        tracker.log_metrics({**total.as_metrics(), "seconds": time.perf_counter() - started})
     return outcomes

@@ -17,10 +17,11 @@ from pathlib import Path
 from prefcraft.components.component import Component, Emit
 from prefcraft.errors import PrefcraftError
 from prefcraft.flags import parse_step
-from prefcraft.registry import COMPONENTS, run_step
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import run_step
 from prefcraft.settings import Settings
 from prefcraft.tour_report import TourRow, format_tour
-from prefcraft.tracking import log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import log_json, model_params, start_tracking
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -28,13 +29,13 @@ logger = logging.getLogger(__name__)
 
 def run_tour(settings: Settings, components: Sequence[str], sensebench: Path | None, emit: Emit) -> list[TourRow]:
     """Run the chosen components' demos in the tour's order; raises after the table when any of them failed."""
-    start_tracking(settings)
+    tracker = start_tracking(settings)
     chosen = [component for component in COMPONENTS.values() if component.name in components]
-    with tracked_run("tour", {"components": [component.title for component in chosen], **model_params(settings)}):
+    with tracker.run("tour", {"components": [component.title for component in chosen], **model_params(settings)}):
         rows = [_run_part(settings, component, sensebench, emit) for component in chosen]
-        log_metrics({name: value for component, row in zip(chosen, rows, strict=True)
-                     for name, value in _row_metrics(component.name, row).items()})
-        log_json([asdict(row) for row in rows], "tour.json")
+        tracker.log_metrics({name: value for component, row in zip(chosen, rows, strict=True)
+                             for name, value in _row_metrics(component.name, row).items()})
+        log_json(tracker, [asdict(row) for row in rows], "tour.json")
         emit(format_tour(rows))
         failed = [row.component for row in rows if row.failed]
         if failed:

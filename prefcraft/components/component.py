@@ -1,7 +1,7 @@
-"""What a component is to the rest of prefcraft: its steps (flags and a run function each), the MLflow runs they
-open, the comparison its demo gives the tour and what its runs add to the HTML report. Each component's `commands`
-module builds one `Component`; `prefcraft.registry` lists them, and the command line, tour, experiments, sweeps,
-report and Python API read it."""
+"""What a component is to the rest of prefcraft: its steps (options and work each), the MLflow runs they open, the
+comparison its demo gives the tour and what its runs add to the HTML report. Each component's `commands` module builds
+one `Component`; `prefcraft.registry` lists them, and the command line, tour, experiments, sweeps, report and Python
+API read it. `prefcraft.runner` runs a step."""
 
 from __future__ import annotations
 
@@ -15,8 +15,30 @@ from prefcraft.options import Options
 if TYPE_CHECKING:
     from prefcraft.html_report.blocks import Chart, Plot, Table
     from prefcraft.html_report.records import RunRecord
+    from prefcraft.settings import Settings
+    from prefcraft.tracking import Tracker
 
 Emit = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class StepRun:
+    """What the runner hands a step's work."""
+
+    settings: Settings
+    """The settings as given (a Ray worker starts from these)."""
+    session: Settings
+    """The settings with every model reachable: a served model's address filled in (the settings as given when the
+    step runs no model)."""
+    tracker: Tracker
+    emit: Emit
+    """Progress lines while the step runs; its report is printed once it has finished."""
+    loaded: Any = None
+    """What the step's `load` read before any model started."""
+
+
+def _nothing_to_load(options: Any) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -36,10 +58,19 @@ class Comparison:
 class Step:
     help: str
     options: type[Options]
-    """Its job type: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments; the
-    settings (models, server, tracking) are not among them."""
-    run: Callable[[Any, Any, Emit], Any]
-    """Runs the step from its options and the settings; returns its outcome (what its report is made from)."""
+    """Its job: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments, read
+    directly by its work; the settings (models, server, tracking) are not among them."""
+    work: Callable[[Any, StepRun], Any]
+    """What the step does, given its options, inside the model session and MLflow tracking the runner opened;
+    returns its outcome."""
+    report: Callable[[Any], str]
+    """The outcome as the terminal report."""
+    load: Callable[[Any], Any] = _nothing_to_load
+    """What the step reads before any model starts (its data), so that bad input stops it before a server starts."""
+    models: bool = True
+    """It runs models: the runner opens a model session (starting the servers it needs) around its work."""
+    tracked: bool = True
+    """It is tracked in MLflow (a step that neither runs a model nor writes results is not)."""
     settings_defaults: Mapping[str, Any] = field(default_factory=dict)
     """Settings flags' defaults on its command line, by dest (`task_timeout_s`): a flag given still wins."""
 

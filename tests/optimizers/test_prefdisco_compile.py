@@ -32,7 +32,8 @@ class ScriptedEngine(FieldFillingEngine):
 
 def examples(scenarios, lm):
     context = lambda: dspy.context(lm=lm, adapter=dspy.JSONAdapter())  # noqa: E731
-    return [asker_example(s, SimulatedUser(s.scenario_id, s.hidden_profile(), UserSimulator(), context))
+    return [asker_example(s.scenario_id, s.question,
+                          SimulatedUser(s.scenario_id, s.hidden_profile(), UserSimulator(), context))
             for s in scenarios]
 
 

@@ -5,7 +5,7 @@ import pytest
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import AdapterParseError
 
-from prefcraft.components.lampqa.data import SAMPLE_QUESTIONS, ProfilePost, RubricAspect, load_questions
+from prefcraft.components.lampqa.data import SAMPLE_QUESTIONS, load_questions
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (
@@ -14,7 +14,9 @@ from prefcraft.programs.lampqa import (
     DenseRetriever,
     NoPersonalization,
     PlanPers,
+    ProfilePost,
     RAGPersonalization,
+    RubricAspect,
     format_profile,
 )
 from prefcraft.settings import ModelSettings

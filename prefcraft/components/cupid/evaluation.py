@@ -19,27 +19,26 @@ score counts 0; a failed generation is left out. Every count is reported beside 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 import dspy
 
+from prefcraft.components.component import StepRun
 from prefcraft.components.cupid.data import (
     INSTANCE_TYPES,
-    SAMPLE_INSTANCES,
     CupidInstance,
     load_instances,
     split_by_persona,
 )
 from prefcraft.components.cupid.metrics import (
-    ChecklistMatch,
     MatchReport,
     judge_score,
     match_report,
     response_scores,
 )
-from prefcraft.components.cupid.report import format_evaluation
+from prefcraft.components.cupid.options import DataOptions, JudgingOptions
 from prefcraft.components.cupid.results import (
     EvaluationOutcome,
     InferenceOutcome,
@@ -49,70 +48,40 @@ from prefcraft.components.cupid.results import (
 )
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
-from prefcraft.files import write_jsonl_atomic
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
-    InferrerVariant,
+    ChecklistMatch,
     PreferenceInferrer,
     PreferenceMatch,
     ResponseGenerator,
     ResponseJudge,
     SummaryResponder,
 )
-from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
 from prefcraft.signatures.cupid import DecomposePreference
-from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
 
-RUNS = Path("runs/cupid")
-DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
 FROM_SESSIONS = {"sessions": ResponseGenerator, "summaries": SummaryResponder,
                  "summaries-per-session": lambda: SummaryResponder(per_session=True)}
 """The response methods that read the prior sessions, and the program that answers for each."""
 NOT_SCORED = 0.0
+Selected = tuple[list[CupidInstance], int]
 
 
-@dataclass
-class CupidData:
-    """Which instances a command reads: a file or hub dataset, split by persona."""
-
-    source: str | Path = SAMPLE_INSTANCES
-    val_personas: int = 2
-    test_personas: int = 2
-    skip_invalid: bool = False
-    max_instances: int | None = None
+def load_evaluated(options: JudgingOptions) -> Selected:
+    """The instances the evaluation reads, before any model starts."""
+    return select_instances(options, options.split)
 
 
-@dataclass
-class EvaluationJob:
-    data: CupidData = field(default_factory=CupidData)
-    variants: Sequence[InferrerVariant] = ("all",)
-    compiled: Path | None = None
-    """A compiled inferrer to compare with the uncompiled ones (default: the one shipped for the task model)."""
-    use_shipped: bool = True
-    split: str = "test"
-    response_methods: Sequence[str] = DEFAULT_RESPONSE_METHODS
-    """Generation methods to run and judge (none of them: inference only)."""
-    output_dir: Path = RUNS
-    oracle_sessions: bool = False
-    """The paper's oracle setting: each instance's prior sessions are only those that share its current preference
-    (instances with none are left out and counted)."""
+def evaluate(options: JudgingOptions, run: StepRun) -> EvaluationOutcome:
+    instances, skipped = run.loaded
+    return evaluate_instances(run.session, run.tracker, options, instances, skipped)
 
 
-def run_cupid_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
-    """Load the data, bring the models up and evaluate; prints the summary table."""
-    instances, skipped = select_instances(job.data, job.split)
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcome = evaluate_instances(session, job, instances, skipped)
-    emit(format_evaluation(outcome))
-    return outcome
-
-
-def select_instances(data: CupidData, split: str) -> tuple[list[CupidInstance], int]:
+def select_instances(data: DataOptions, split: str) -> Selected:
     """The instances of `split` (train / val / test by persona, or all), and how many invalid rows were skipped."""
     loaded = load_instances(data.source, skip_invalid=data.skip_invalid)
     for error in loaded.skipped:
@@ -127,26 +96,31 @@ def select_instances(data: CupidData, split: str) -> tuple[list[CupidInstance], 
 
 
 def evaluate_instances(
-    session: Settings, job: EvaluationJob, instances: Sequence[CupidInstance], skipped: int = 0
+    session: Settings, tracker: Tracker, options: JudgingOptions, instances: Sequence[CupidInstance], skipped: int = 0
 ) -> EvaluationOutcome:
     if not instances:
-        raise ConfigError(f"no instances in the {job.split} split", "use --split all or fewer validation personas")
+        raise ConfigError(f"no instances in the {options.split} split", "use --split all or fewer validation personas")
     without_relevant = None
-    if job.oracle_sessions:
+    if options.oracle_sessions:
         instances, without_relevant = _with_relevant_sessions(instances)
-    examples = [instance.example(job.oracle_sessions) for instance in instances]
-    inferrers = _inferrers(session, job)
-    params = {"program": "cupid", "data": str(job.data.source), "data_digest": data_digest(job.data.source),
-              "split": job.split, "instances": len(instances), "skipped_rows": skipped,
-              "sessions": "oracle" if job.oracle_sessions else "all", "oracle_left_out": without_relevant,
+    examples = [instance.example(options.oracle_sessions) for instance in instances]
+    inferrers = _inferrers(session, options)
+    params = {"program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source),
+              "split": options.split, "instances": len(instances), "skipped_rows": skipped,
+              "sessions": "oracle" if options.oracle_sessions else "all", "oracle_left_out": without_relevant,
               "inferrers": list(inferrers), **model_params(session)}
-    with tracked_run("cupid-evaluate", params):
-        inference = [infer_and_match(session, name, inferrer, examples) for name, inferrer in inferrers.items()]
+    with tracker.run("cupid-evaluate", params):
+        inference = []
+        for name, inferrer in inferrers.items():
+            inference.append(infer_and_match(session, tracker, name, inferrer, examples))
+            _write_inference(tracker, options.output_dir, inference[-1])
         inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
-        responses = [respond_and_judge(session, method, examples, inferred) for method in job.response_methods]
-        outcome = EvaluationOutcome(str(job.data.source), len(instances), skipped, job.split, inference, responses,
-                                    job.output_dir, without_relevant)
-        _write_results(outcome)
+        responses = [respond_and_judge(session, tracker, method, examples, inferred) for method in options.responses]
+        if responses:
+            rows = [asdict(result) for response in responses for result in response.results]
+            write_results(tracker, options.output_dir / "responses.jsonl", rows)
+        outcome = EvaluationOutcome(str(options.source), len(instances), skipped, options.split, inference, responses,
+                                    options.output_dir, without_relevant)
     return outcome
 
 
@@ -163,10 +137,10 @@ def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[Cu
 
 
 def infer_and_match(
-    session: Settings, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example]
+    session: Settings, tracker: Tracker, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example]
 ) -> InferenceOutcome:
     """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
-    with tracked_run(f"infer-{name}", {"inferrer": name}, nested=True):
+    with tracker.run(f"infer-{name}", {"inferrer": name}, nested=True):
         inferred, infer_cost = run_step(session, inferrer, examples, _unscored, "task")
         gradings, checklists, grading_costs = _grade(session, inferred)
         results = [_instance_result(example, prediction, grading, checklist) for (example, prediction, _), grading,
@@ -181,16 +155,15 @@ def infer_and_match(
         )
         by_type = {metric: value for kind, report in outcome.by_type.items()
                    for metric, value in report.as_metrics(f"{kind}_").items()}
-        log_metrics({**outcome.overall.as_metrics(), **by_type, **_cost_metrics(outcome.costs)})
-        log_json([asdict(result) for result in results], f"inference-{name}.json")
+        tracker.log_metrics({**outcome.overall.as_metrics(), **by_type, **_cost_metrics(outcome.costs)})
     return outcome
 
 
 def respond_and_judge(
-    session: Settings, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str]
+    session: Settings, tracker: Tracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str]
 ) -> ResponseOutcome:
     """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model)."""
-    with tracked_run(f"respond-{method}", {"response_method": method}, nested=True):
+    with tracker.run(f"respond-{method}", {"response_method": method}, nested=True):
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
         generator = FROM_SESSIONS.get(method, ResponseGenerator)()
@@ -211,10 +184,9 @@ def respond_and_judge(
                                  generation_failures=sum(result.failed == "generation" for result in results),
                                  seed=session.seed)
         outcome = ResponseOutcome(method, scores, results, {"generate": generate_cost, "judge": judge_cost})
-        log_metrics({"score": scores.score.mean, "judge_failures": float(scores.judge_failures),
-                     "unparseable_scores": float(scores.unparseable),
-                     "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
-        log_json([asdict(result) for result in results], f"responses-{method}.json")
+        tracker.log_metrics({"score": scores.score.mean, "judge_failures": float(scores.judge_failures),
+                             "unparseable_scores": float(scores.unparseable),
+                             "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
     return outcome
 
 
@@ -238,11 +210,12 @@ def _grade(
     return gradings, checklists, {"match": match_cost, "redecompose": decompose_cost}
 
 
-def _inferrers(session: Settings, job: EvaluationJob) -> dict[str, dspy.Module]:
+def _inferrers(session: Settings, options: JudgingOptions) -> dict[str, dspy.Module]:
     """The uncompiled inferrer of each variant, then the compiled one beside the uncompiled one of its variant."""
-    inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in job.variants}
-    compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if job.use_shipped else None)
-    if compiled is None and job.use_shipped:
+    inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in options.variants}
+    compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if options.use_shipped
+                                    else None)
+    if compiled is None and options.use_shipped:
         logger.info("no compiled inferrer ships for %s: uncompiled inferrers only", session.task.model)
     if compiled is not None:
         program, metadata = load_inferrer(compiled)
@@ -338,10 +311,6 @@ def _cost_metrics(costs: dict[str, StepCost]) -> dict[str, float]:
     return {name: value for step, cost in costs.items() for name, value in cost.as_metrics(f"{step}_").items()}
 
 
-def _write_results(outcome: EvaluationOutcome) -> None:
-    for inference in outcome.inference:
-        slug = inference.name.replace(" ", "-")
-        write_jsonl_atomic(outcome.results_dir / f"inference-{slug}.jsonl", map(asdict, inference.results))
-    if outcome.responses:
-        rows = [asdict(result) for response in outcome.responses for result in response.results]
-        write_jsonl_atomic(outcome.results_dir / "responses.jsonl", rows)
+def _write_inference(tracker: Tracker, output_dir: Path, inference: InferenceOutcome) -> None:
+    slug = inference.name.replace(" ", "-")
+    write_results(tracker, output_dir / f"inference-{slug}.jsonl", map(asdict, inference.results))

@@ -26,35 +26,7 @@ import dspy
 import numpy as np
 
 from prefcraft.metrics.stats import NO_INTERVAL, Estimate, bootstrap_mean, cluster_bootstrap_mean
-
-COVERAGE = {"Fully": 1.0, "Partially": 0.5, "Not": 0.0}
-
-
-@dataclass(frozen=True)
-class ChecklistMatch:
-    """One instance's coverage values; an empty inferred checklist scores precision 0 (nothing correct was said)."""
-
-    predicted_coverage: list[float]
-    true_coverage: list[float]
-    missing_labels: int = 0
-    """Checklist items the matcher gave no label (scored Not covered)."""
-
-    @classmethod
-    def unmatched(cls, inferred_items: int, gold_items: int) -> ChecklistMatch:
-        """A failed matcher call: every inferred and gold item Not covered, all of them still counted."""
-        return cls([0.0] * inferred_items, [0.0] * gold_items)
-
-    @property
-    def precision(self) -> float:
-        return sum(self.predicted_coverage) / len(self.predicted_coverage) if self.predicted_coverage else 0.0
-
-    @property
-    def recall(self) -> float:
-        return sum(self.true_coverage) / len(self.true_coverage) if self.true_coverage else 0.0
-
-    @property
-    def f1(self) -> float:
-        return harmonic_mean(self.precision, self.recall)
+from prefcraft.programs.cupid import ChecklistMatch, harmonic_mean
 
 
 @dataclass(frozen=True)
@@ -82,10 +54,6 @@ class MatchReport:
             estimate: Estimate = getattr(self, name)
             metrics.update({name: estimate.mean, f"{name}_low": estimate.low, f"{name}_high": estimate.high})
         return {f"{prefix}{name}": value for name, value in metrics.items() if value == value}  # NaN: no interval
-
-
-def harmonic_mean(precision: float, recall: float) -> float:
-    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
 
 
 def micro_scores(matches: Sequence[ChecklistMatch]) -> tuple[float, float, float]:
@@ -178,8 +146,8 @@ class PreferenceF1:
     gold preference and checklist. MIPROv2 averages it over the validation set; reports pool the matched counts
     instead (micro F1).
 
-    `match` is the paper's matcher (`programs.cupid.PreferenceMatch`, passed in since that program imports this
-    module); it runs in `grader()`, the judge model's context.
+    `match` is the paper's matcher (`programs.cupid.PreferenceMatch`) or another program that returns its `match`;
+    it runs in `grader()`, the judge model's context.
     """
 
     def __init__(self, match: Callable[..., dspy.Prediction], grader: Callable[[], AbstractContextManager[Any]]):

@@ -8,7 +8,7 @@ from prefcraft.components.cupid.data import SAMPLE_INSTANCES
 from prefcraft.components.cupid.results import CupidCompileOutcome, EvaluationOutcome
 from prefcraft.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
-from prefcraft.report import format_verdict
+from prefcraft.optimizers.compile_selection import format_verdict
 
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 

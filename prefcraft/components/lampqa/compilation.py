@@ -9,70 +9,69 @@ results as `lampqa_planner.rejected.json` and never shipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import dspy
 
-from prefcraft.compile_gate import MLflowTracker, Tracker, keep_if_better, logged_usage
+from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.data import SUFFIXES
-from prefcraft.components.lampqa.evaluation import RUNS, LampQAData, RetrievalConfig
+from prefcraft.components.lampqa.evaluation import build_retriever, retrieval_params, select_questions
 from prefcraft.components.lampqa.metrics import AspectScore
-from prefcraft.components.lampqa.report import format_compile
+from prefcraft.components.lampqa.options import CompileOptions
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
+from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
-from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, OptimizerConfig, PromptOptimizer
+from prefcraft.optimizers.options import optimizer_config
+from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
 from prefcraft.programs.lampqa import PlanPers
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking
+from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
 
 METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · #aspects), judge on the judge model"
+Splits = tuple[list[dspy.Example], list[dspy.Example]]
 
 
-@dataclass
-class CompileJob:
-    output: Path = RUNS / f"{PROGRAM_NAME}.json"
-    data: LampQAData = field(default_factory=LampQAData)
-    config: OptimizerConfig = field(default_factory=MIPROv2Config)
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    output_dir: Path = RUNS
-
-
-def run_lampqa_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
-    if Path(job.data.source).suffix in SUFFIXES:
+def load_compiled_on(options: CompileOptions) -> Splits:
+    """The train and validation questions as examples, before any model starts; a retrieval that cannot be built
+    stops it here too."""
+    if Path(options.source).suffix in SUFFIXES:
         raise ConfigError("compiling needs the train and validation splits, not one file",
                           "pass a folder laid out as <config>/<split>.jsonl, or the hub dataset's name")
-    trainset = [question.example() for question in job.data.load("train").questions]
-    valset = [question.example() for question in job.data.load("validation").questions]
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcome = compile_and_select(session, job, trainset, valset, MLflowTracker())
-    emit(format_compile(outcome))
-    return outcome
+    trainset = [question.example() for question in select_questions(options, "train").questions]
+    valset = [question.example() for question in select_questions(options, "validation").questions]
+    build_retriever(options)
+    return trainset, valset
+
+
+def compile_planpers(options: CompileOptions, run: StepRun) -> CompileOutcome:
+    trainset, valset = run.loaded
+    return compile_and_select(run.session, options, trainset, valset, run.tracker)
 
 
 def compile_and_select(
-    session: Settings, job: CompileJob, trainset: list[dspy.Example], valset: list[dspy.Example], tracker: Tracker
+    session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
+    tracker: Tracker,
 ) -> CompileOutcome:
     """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save (and ship) only a winner."""
     metric = AspectScore(lambda: lm_context(session, "judge"))
-    digest = data_digest(job.data.source)
-    params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": digest, "train": len(trainset),
-              "val": len(valset), **job.config.as_params(), **asdict(job.retrieval), **model_params(session)}
+    config = optimizer_config(options, session)
+    digest = data_digest(options.source)
+    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": digest, "train": len(trainset),
+              "val": len(valset), **config.as_params(), **retrieval_params(options), **model_params(session)}
     with tracker.run("lampqa-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
-        optimizer = PromptOptimizer(metric, job.config, prompt_model=build_lm(session.model_for("prompt")),
+        optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
-        compiled = optimizer.compile(PlanPers(job.retrieval.build()), trainset=trainset, valset=valset)
+        compiled = optimizer.compile(PlanPers(build_retriever(options)), trainset=trainset, valset=valset)
         verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PlanPers(job.retrieval.build()),
-            valset=valset, score=metric, program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir,
-            k=job.retrieval.k, retriever=job.retrieval.kind, data=str(job.data.source), data_digest=digest,
-            split={"train": len(trainset), "val": len(valset), "max_questions": job.data.max_questions},
-            metric=METRIC, optimizer=job.config.as_params(),
+            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PlanPers(build_retriever(options)),
+            valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
+            rejected_dir=options.output_dir, k=options.k, retriever=options.retriever, data=str(options.source),
+            data_digest=digest, split={"train": len(trainset), "val": len(valset),
+                                       "max_questions": options.max_questions},
+            metric=METRIC, optimizer=config.as_params(),
         )  # fmt: skip
-    return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, job.config.name)
+    return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, config.name)

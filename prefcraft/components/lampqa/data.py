@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
+from prefcraft.programs.lampqa import ProfilePost, RubricAspect
 
 HUB_DATASET = "alireza7/LaMP-QA"
 CONFIGS = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
@@ -31,31 +32,6 @@ DATA_SPLITS = {"train": "train", "val": "validation", "test": "test"}
 SUFFIXES = (".jsonl", ".json", ".parquet")
 SAMPLE_QUESTIONS = Path(__file__).resolve().parent / "sample"
 PROGRAM_INPUTS = ("question", "profile")
-
-
-class ProfilePost(BaseModel):
-    """One past post of the user: in LaMP-QA, a question they asked with its description."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    id: str
-    text: str
-    category: str | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) else value
-
-
-class RubricAspect(BaseModel):
-    """One aspect the user expects in the answer (gold: only the judge reads it)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-
-    aspect: str = Field(min_length=1)
-    reason: str
-    evidence: str
 
 
 class LampQAQuestion(BaseModel):

@@ -6,7 +6,7 @@ question, on the judge model). PlanPers' plan is judged on its own too (`coverag
 plan covers, scored like an answer). `rag_random` is the paper's control (Table 2): RAG over another user's profile,
 drawn at random (seeded) for each question from the profiles of the other questions evaluated. One MLflow parent run,
 one child run per method; per-question results go to `<output-dir>/lampqa-<method>.jsonl` and the summary to
-`<output-dir>/lampqa-summary.json`, both written atomically.
+`<output-dir>/lampqa-summary.json`, both written atomically and logged to their run.
 """
 
 from __future__ import annotations
@@ -14,31 +14,31 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import Literal
+from typing import Any, get_args
 
 import dspy
 
-from prefcraft.components.lampqa.data import CONFIGS, SAMPLE_QUESTIONS, LampQAQuestion, LoadedQuestions, load_questions
+from prefcraft.components.component import StepRun
+from prefcraft.components.lampqa.data import CONFIGS, LampQAQuestion, LoadedQuestions, load_questions
 from prefcraft.components.lampqa.metrics import (
     QuestionResult,
     method_report,
     question_score,
     relative_gain,
 )
-from prefcraft.components.lampqa.report import format_evaluation
+from prefcraft.components.lampqa.options import DataOptions, Method, MethodOptions
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_step
-from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.files import write_text_atomic
 from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (
-    DEFAULT_K,
     AspectJudge,
     BM25Retriever,
     DenseRetriever,
@@ -47,131 +47,112 @@ from prefcraft.programs.lampqa import (
     RAGPersonalization,
     Retriever,
 )
-from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
 
-RUNS = Path("runs/lampqa")
-METHODS = ("none", "rag", "rag_random", "planpers")
-DEFAULT_METHODS = ("none", "rag", "planpers")
+METHODS: tuple[str, ...] = get_args(Method)
 RANDOM_PROFILE_METHOD = "rag_random"
 COMPILED_METHOD = "planpers_compiled"
 JUDGE_INPUTS = ("question", "details", "response", "aspects")
 
 
-@dataclass
-class LampQAData:
-    """Which questions: a folder laid out like the hub dataset, one local file, or the hub name; `max_questions`
-    keeps the first N of each category."""
-
-    source: str | Path = SAMPLE_QUESTIONS
-    configs: tuple[str, ...] = CONFIGS
-    max_questions: int | None = None
-
-    def load(self, split: str) -> LoadedQuestions:
-        loaded = load_questions(self.source, split, self.configs)
-        if self.max_questions is not None:
-            kept: dict[str, int] = {}
-            questions = []
-            for question in loaded.questions:
-                kept[question.category] = kept.get(question.category, 0) + 1
-                if kept[question.category] <= self.max_questions:
-                    questions.append(question)
-            loaded.questions = questions
-        if not loaded.questions:
-            raise ConfigError(f"no {split} questions in {self.source}")
-        return loaded
+def load_evaluated(options: MethodOptions) -> LoadedQuestions:
+    """The questions the evaluation answers, before any model starts; a retrieval that cannot be built or a compiled
+    PlanPers that cannot be loaded stops it here too."""
+    loaded = select_questions(options, options.questions_split)
+    build_retriever(options)
+    if options.compiled is not None:
+        load_planpers(options.compiled)
+    return loaded
 
 
-@dataclass
-class RetrievalConfig:
-    """Profile retrieval: BM25 (default), or dense with an OpenAI-compatible embeddings endpoint; top `k` posts."""
-
-    k: int = DEFAULT_K
-    kind: Literal["bm25", "dense"] = "bm25"
-    embedding_model: str | None = None
-    embedding_api_base: str | None = None
-
-    def build(self) -> Retriever:
-        if self.kind == "bm25":
-            return BM25Retriever(self.k)
-        if not self.embedding_model:
-            raise ConfigError("dense retrieval needs an embedding model",
-                              "pass --embedding-model (a litellm string, e.g. openai/<name>) and --embedding-api-base")
-        extra = {"api_base": self.embedding_api_base, "api_key": "EMPTY"} if self.embedding_api_base else {}
-        return DenseRetriever(dspy.Embedder(self.embedding_model, **extra), self.k)
+def evaluate(options: MethodOptions, run: StepRun) -> EvaluationOutcome:
+    profile = run.settings.small_model_profile()
+    programs, compiled = method_programs(options, run.settings.task.model, profile.post_chars if profile else None)
+    return evaluate_methods(run.session, run.tracker, options, run.loaded, programs, compiled)
 
 
-@dataclass
-class EvaluationJob:
-    data: LampQAData = field(default_factory=LampQAData)
-    split: str = "test"
-    methods: Sequence[str] = DEFAULT_METHODS
-    compiled: Path | None = None
-    use_shipped: bool = True
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    output_dir: Path = RUNS
+def select_questions(options: DataOptions, split: str) -> LoadedQuestions:
+    """The questions of `split` in the options' categories, the first `max_questions` of each."""
+    loaded = load_questions(options.source, split, tuple(options.configs or CONFIGS))
+    if options.max_questions is not None:
+        kept: dict[str, int] = {}
+        questions = []
+        for question in loaded.questions:
+            kept[question.category] = kept.get(question.category, 0) + 1
+            if kept[question.category] <= options.max_questions:
+                questions.append(question)
+        loaded.questions = questions
+    if not loaded.questions:
+        raise ConfigError(f"no {split} questions in {options.source}")
+    return loaded
 
 
-def run_lampqa_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
-    loaded = job.data.load(job.split)
-    profile = settings.small_model_profile()
-    programs, compiled = method_programs(job, settings.task.model, profile.post_chars if profile else None)
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcome = evaluate_methods(session, job, loaded, programs, compiled)
-    emit(format_evaluation(outcome))
-    return outcome
+def build_retriever(options: DataOptions) -> Retriever:
+    """Profile retrieval: BM25, or dense with an OpenAI-compatible embeddings endpoint; the top `k` posts."""
+    if options.retriever == "bm25":
+        return BM25Retriever(options.k)
+    if not options.embedding_model:
+        raise ConfigError("dense retrieval needs an embedding model",
+                          "pass --embedding-model (a litellm string, e.g. openai/<name>) and --embedding-api-base")
+    extra = {"api_base": options.embedding_api_base, "api_key": "EMPTY"} if options.embedding_api_base else {}
+    return DenseRetriever(dspy.Embedder(options.embedding_model, **extra), options.k)
+
+
+def retrieval_params(options: DataOptions) -> dict[str, Any]:
+    """The retrieval as a run's params."""
+    return {"k": options.k, "kind": options.retriever, "embedding_model": options.embedding_model,
+            "embedding_api_base": options.embedding_api_base}
 
 
 def method_programs(
-    job: EvaluationJob, task_model: str, post_chars: int | None = None
+    options: MethodOptions, task_model: str, post_chars: int | None = None
 ) -> tuple[dict[str, dspy.Module], Path | None]:
     """A program per method asked for, plus the compiled PlanPers given or shipped for the task model; `post_chars`
     (the small-model profile's) cuts each retrieved post."""
-    unknown = sorted(set(job.methods) - set(METHODS))
+    unknown = sorted(set(options.methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown method(s) {', '.join(unknown)}", f"use {', '.join(METHODS)}")
 
     def rag() -> RAGPersonalization:
-        return RAGPersonalization(job.retrieval.build(), post_chars)
+        return RAGPersonalization(build_retriever(options), post_chars)
 
     builders = {"none": NoPersonalization, "rag": rag, RANDOM_PROFILE_METHOD: rag,
-                "planpers": lambda: PlanPers(job.retrieval.build(), post_chars)}
-    programs = {name: builders[name]() for name in job.methods}
-    compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if job.use_shipped else None)
+                "planpers": lambda: PlanPers(build_retriever(options), post_chars)}
+    programs = {name: builders[name]() for name in options.methods}
+    compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if options.use_shipped else None)
     if compiled is not None:
-        programs[COMPILED_METHOD] = load_planpers(compiled, job.retrieval.build(), post_chars)[0]
+        programs[COMPILED_METHOD] = load_planpers(compiled, build_retriever(options), post_chars)[0]
     return programs, compiled
 
 
 def evaluate_methods(
-    session: Settings, job: EvaluationJob, loaded: LoadedQuestions, programs: dict[str, dspy.Module],
-    compiled: Path | None,
+    session: Settings, tracker: Tracker, options: MethodOptions, loaded: LoadedQuestions,
+    programs: dict[str, dspy.Module], compiled: Path | None,
 ) -> EvaluationOutcome:
+    split = options.questions_split
     examples = [question.example() for question in loaded.questions]
-    params = {"program": "lampqa", "data": str(job.data.source), "data_digest": data_digest(job.data.source),
-              "split": job.split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
-              "methods": list(programs), "compiled": str(compiled or ""), **asdict(job.retrieval),
+    params = {"program": "lampqa", "data": str(options.source), "data_digest": data_digest(options.source),
+              "split": split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
+              "methods": list(programs), "compiled": str(compiled or ""), **retrieval_params(options),
               **model_params(session)}
     inputs = {name: with_random_profiles(examples, session.seed) if name == RANDOM_PROFILE_METHOD else examples
               for name in programs}
     outcomes: dict[str, MethodOutcome] = {}
-    with tracked_run("lampqa-evaluate", params):
+    with tracker.run("lampqa-evaluate", params):
         for name, program in programs.items():
-            with tracked_run(f"lampqa-{name}", {"method": name}, nested=True):
+            with tracker.run(f"lampqa-{name}", {"method": name}, nested=True):
                 outcomes[name] = evaluate_method(session, name, program, inputs[name])
-                _log_method(outcomes[name], loaded.questions, job.output_dir)
+                _log_method(tracker, outcomes[name], loaded.questions, options.output_dir)
         if BASELINE in outcomes:
             for outcome in outcomes.values():
                 outcome.gain = relative_gain(outcome.report.overall.mean, outcomes[BASELINE].report.overall.mean)
-        result = EvaluationOutcome(job.split, len(examples), loaded.skipped_posts, outcomes, compiled)
-        summary = _summary(result)
-        write_text_atomic(job.output_dir / "lampqa-summary.json", _json(summary))
-        log_json(summary, "lampqa-summary.json")
-        log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items() if method.gain == method.gain})
+        result = EvaluationOutcome(split, len(examples), loaded.skipped_posts, outcomes, compiled)
+        tracker.log_file(write_text_atomic(options.output_dir / "lampqa-summary.json", _json(_summary(result))))
+        tracker.log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items()
+                             if method.gain == method.gain})
     return result
 
 
@@ -243,7 +224,9 @@ def _scored(example: dspy.Example, prediction: dspy.Prediction) -> float:
     return question_score(prediction.scores)
 
 
-def _log_method(outcome: MethodOutcome, questions: Sequence[LampQAQuestion], output_dir: Path) -> None:
+def _log_method(
+    tracker: Tracker, outcome: MethodOutcome, questions: Sequence[LampQAQuestion], output_dir: Path
+) -> None:
     metrics = outcome.report.as_metrics()
     for step, cost in outcome.cost.items():
         metrics.update(cost.usage.as_metrics(f"{step}_"))
@@ -251,14 +234,14 @@ def _log_method(outcome: MethodOutcome, questions: Sequence[LampQAQuestion], out
         metrics[f"{step}_failures"] = float(cost.failures)
     if outcome.coverage is not None:
         metrics["plan_coverage"] = outcome.coverage.mean
-    log_metrics(metrics)
+    tracker.log_metrics(metrics)
     rows = []
     for question, result, prediction in zip(questions, outcome.results, outcome.predictions, strict=True):
         rows.append({"id": question.id, "category": question.category, "method": outcome.name,
                      "answer": getattr(prediction, "answer", None), "plan": getattr(prediction, "plan", None),
                      "retrieved": getattr(prediction, "retrieved", None), "scores": list(result.scores),
                      "score": result.score, "answer_failed": result.answer_failed})
-    path = write_jsonl_atomic(output_dir / f"lampqa-{outcome.name}.jsonl", rows)
+    path = write_results(tracker, output_dir / f"lampqa-{outcome.name}.jsonl", rows)
     logger.info("wrote %d results of %s to %s", len(rows), outcome.name, path)
 
 

@@ -6,8 +6,7 @@ import math
 
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome
 from prefcraft.metrics.stats import Estimate
-from prefcraft.optimizers.compile_selection import CompileOutcome
-from prefcraft.report import format_verdict
+from prefcraft.optimizers.compile_selection import CompileOutcome, format_verdict
 
 METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "rag_random": "RAG (random user's profile)",
                 "planpers": "PlanPers (prompted planner)",  # the paper's planner is trained; none can be here

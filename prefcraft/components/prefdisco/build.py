@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from prefcraft.components.component import StepRun
+from prefcraft.components.prefdisco.options import BuildOptions
 from prefcraft.errors import DataError
-from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import read_rows
-from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_file, log_metrics, start_tracking, tracked_run
+from prefcraft.tracking import NOT_TRACKED, Tracker, data_digest, write_results
 
 logger = logging.getLogger(__name__)
 
@@ -122,57 +122,61 @@ class SampledPersona:
 
 
 @dataclass
-class BuildJob:
-    problems: Path = SAMPLE_PROBLEMS
-    output: Path = Path("runs/prefdisco/scenarios.jsonl")
-    personas: int = 8
-    personas_per_problem: int = 2
-    attributes_per_profile: int = 2
-    seed: int = 0
-
-
-@dataclass
 class BuildOutcome:
     path: Path
     problems: int
     personas: int
     rejected_personas: int
     scenarios: int
+    personas_per_problem: int
 
 
-def run_build(settings: Settings, job: BuildJob, emit: Callable[[str], None]) -> BuildOutcome:
+def problems_file(options: BuildOptions) -> Path:
+    """`--problems`, or the bundled problems."""
+    return options.problems or SAMPLE_PROBLEMS
+
+
+def load_problems(options: BuildOptions) -> list[dict[str, Any]]:
+    """The problems, read and checked before anything is built."""
+    return read_problems(problems_file(options))
+
+
+def build(options: BuildOptions, run: StepRun) -> BuildOutcome:
     """Build and write the scenarios in one MLflow run, with a child run per task."""
-    problems = read_problems(job.problems)
-    start_tracking(settings)
-    params = {"problems": str(job.problems), "data_digest": data_digest(job.problems), "personas": job.personas,
-              "personas_per_problem": job.personas_per_problem,
-              "attributes_per_profile": job.attributes_per_profile, "seed": job.seed}
-    with tracked_run("prefdisco-build-scenarios", params):
-        outcome = build_scenario_file(problems, job, on_task=_log_task)
-        log_metrics({"scenarios": outcome.scenarios, "rejected_personas": outcome.rejected_personas})
-        log_file(outcome.path)
-    emit(f"wrote {outcome.scenarios} SYNTHETIC scenarios ({outcome.problems} problems x "
-         f"{job.personas_per_problem} of {outcome.personas} personas; {outcome.rejected_personas} near-duplicate "
-         f"personas rejected) to {outcome.path}")
+    source, seed = problems_file(options), run.settings.seed
+    params = {"problems": str(source), "data_digest": data_digest(source), "personas": options.personas,
+              "personas_per_problem": options.personas_per_problem, "attributes_per_profile": options.attributes,
+              "seed": seed}
+    with run.tracker.run("prefdisco-build-scenarios", params):
+        outcome = build_scenario_file(run.loaded, options, seed, run.tracker)
+        run.tracker.log_metrics({"scenarios": outcome.scenarios, "rejected_personas": outcome.rejected_personas})
     return outcome
 
 
-def build_scenario_file(problems: Sequence[dict[str, Any]], job: BuildJob,
-                        on_task: Callable[[str, int], None] | None = None) -> BuildOutcome:
-    rng = random.Random(job.seed)
-    personas, rejected = sample_personas(job.personas, rng)
+def format_build(outcome: BuildOutcome) -> str:
+    return (f"wrote {outcome.scenarios} SYNTHETIC scenarios ({outcome.problems} problems x "
+            f"{outcome.personas_per_problem} of {outcome.personas} personas; {outcome.rejected_personas} "
+            f"near-duplicate personas rejected) to {outcome.path}")
+
+
+def build_scenario_file(problems: Sequence[dict[str, Any]], options: BuildOptions, seed: int,
+                        tracker: Tracker = NOT_TRACKED) -> BuildOutcome:
+    """The scenarios of `problems` written to `options.output`, seeded by `seed`; a child run of `tracker` per task
+    counts its scenarios, and the file is logged to the tracker's run."""
+    rng = random.Random(seed)
+    personas, rejected = sample_personas(options.personas, rng)
     rows: list[dict[str, Any]] = [{"type": "metadata", "synthetic": True, "generator": "prefcraft build-scenarios",
-                                   "seed": job.seed, "problems": len(problems), "personas": len(personas)}]
+                                   "seed": seed, "problems": len(problems), "personas": len(personas)}]
     per_task: dict[str, int] = {}
     for problem in tqdm(problems, desc="scenarios", unit="problem"):
-        for persona in rng.sample(personas, job.personas_per_problem):
-            rows.append(scenario_row(problem, persona, job.attributes_per_profile, rng))
-        per_task[problem["task"]] = per_task.get(problem["task"], 0) + job.personas_per_problem
+        for persona in rng.sample(personas, options.personas_per_problem):
+            rows.append(scenario_row(problem, persona, options.attributes, rng))
+        per_task[problem["task"]] = per_task.get(problem["task"], 0) + options.personas_per_problem
     for task, count in per_task.items():
-        if on_task:
-            on_task(task, count)
-    path = write_jsonl_atomic(job.output, rows)
-    return BuildOutcome(path, len(problems), len(personas), rejected, len(rows) - 1)
+        with tracker.run(f"task-{task}", {"task": task}, nested=True):
+            tracker.log_metrics({"scenarios": count})
+    path = write_results(tracker, options.output, rows)
+    return BuildOutcome(path, len(problems), len(personas), rejected, len(rows) - 1, options.personas_per_problem)
 
 
 def read_problems(source: Path) -> list[dict[str, Any]]:
@@ -277,8 +281,3 @@ def _levels(value: str) -> list[dict[str, Any]]:
     return [{"score": 1, "description": f"ignores or contradicts '{value}'"},
             {"score": 3, "description": f"partly gives '{value}'"},
             {"score": 5, "description": f"fully gives '{value}'"}]
-
-
-def _log_task(task: str, scenarios: int) -> None:
-    with tracked_run(f"task-{task}", {"task": task}, nested=True):
-        log_metrics({"scenarios": scenarios})

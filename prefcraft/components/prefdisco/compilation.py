@@ -9,69 +9,67 @@ the results as `prefdisco_asker.rejected.json` and never shipped.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 
-from prefcraft.compile_gate import MLflowTracker, Tracker, keep_if_better, logged_usage
+from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco.data import Scenario
-from prefcraft.components.prefdisco.evaluation import RUNS, PrefDiscoData, select_scenarios, simulated_users
+from prefcraft.components.prefdisco.evaluation import select_scenarios, simulated_users
 from prefcraft.components.prefdisco.metrics import GatedPrefAlign
-from prefcraft.components.prefdisco.report import format_compile
+from prefcraft.components.prefdisco.options import CompileOptions
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
+from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.optimizers.demos import keep_prompt_demos
+from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
-from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, OptimizerConfig, PromptOptimizer
-from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS, QuestionAsker
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
+from prefcraft.programs.prefdisco import QuestionAsker
+from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking
+from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
+
+Splits = tuple[list[Scenario], list[Scenario]]
 
 
-@dataclass
-class CompileJob:
-    output: Path
-    data: PrefDiscoData = field(default_factory=PrefDiscoData)
-    max_turns: int = DEFAULT_MAX_TURNS
-    config: OptimizerConfig = field(default_factory=MIPROv2Config)
-    output_dir: Path = RUNS
-
-
-def run_prefdisco_compile(settings: Settings, job: CompileJob, emit: Callable[[str], None]) -> CompileOutcome:
-    train, val = select_scenarios(job.data, "train"), select_scenarios(job.data, "val")
+def load_compiled_on(options: CompileOptions) -> Splits:
+    """The train and validation scenarios, before any model starts."""
+    train, val = select_scenarios(options, "train"), select_scenarios(options, "val")
     if not train or not val:
         raise ConfigError("compiling needs train and validation scenarios", "check --val-share / --test-share")
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcome = compile_and_select(session, job, train, val, MLflowTracker())
-    emit(format_compile(outcome))
-    return outcome
+    return train, val
 
 
-def compile_and_select(session: Settings, job: CompileJob, train: Sequence[Scenario], val: Sequence[Scenario],
-                       tracker: Tracker) -> CompileOutcome:
+def compile_asker(options: CompileOptions, run: StepRun) -> CompileOutcome:
+    train, val = run.loaded
+    return compile_and_select(run.session, options, train, val, run.tracker)
+
+
+def compile_and_select(session: Settings, options: CompileOptions, train: Sequence[Scenario],
+                       val: Sequence[Scenario], tracker: Tracker) -> CompileOutcome:
     """The optimizer over a new asker's two predictors (the turn decision and the answer), then `keep_if_better`: save
     (and ship) only a winner."""
     metric = GatedPrefAlign({s.scenario_id: s for s in [*train, *val]}, partial(lm_context, session, "judge"))
-    trainset = [asker_example(s, u) for s, u in zip(train, simulated_users(session, train), strict=True)]
-    valset = [asker_example(s, u) for s, u in zip(val, simulated_users(session, val), strict=True)]
-    digest = data_digest(job.data.source)
-    params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": digest, "train": len(train),
-              "val": len(val), "max_turns": job.max_turns, **job.config.as_params(), **model_params(session)}
+    trainset, valset = ([asker_example(s.scenario_id, s.question, user)
+                         for s, user in zip(split, simulated_users(session, split), strict=True)]
+                        for split in (train, val))
+    config = optimizer_config(options, session)
+    digest = data_digest(options.source)
+    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": digest, "train": len(train),
+              "val": len(val), "max_turns": options.max_turns, **config.as_params(), **model_params(session)}
     with tracker.run("prefdisco-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
-        optimizer = PromptOptimizer(metric, job.config, prompt_model=build_lm(session.model_for("prompt")),
+        optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
-        compiled = optimizer.compile(QuestionAsker(job.max_turns), trainset=trainset, valset=valset)
+        compiled = optimizer.compile(QuestionAsker(options.max_turns), trainset=trainset, valset=valset)
         verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=QuestionAsker(job.max_turns),
-            valset=valset, score=metric, program_name=PROGRAM_NAME, output=job.output, rejected_dir=job.output_dir,
-            data=str(job.data.source), data_digest=digest, max_turns=job.max_turns,
-            split={"val_share": job.data.val_share, "test_share": job.data.test_share,
+            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=QuestionAsker(options.max_turns),
+            valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
+            rejected_dir=options.output_dir, data=str(options.source), data_digest=digest,
+            max_turns=options.max_turns,
+            split={"val_share": options.val_share, "test_share": options.test_share,
                    "train": [s.scenario_id for s in train], "val": [s.scenario_id for s in val]},
             metric="PrefAlign / 5 of the final answer when the correctness judge accepts it, else 0",
-            optimizer=job.config.as_params(),
+            optimizer=config.as_params(),
         )  # fmt: skip
-    return CompileOutcome(len(train), len(val), verdict, meter.usage, job.config.name)
+    return CompileOutcome(len(train), len(val), verdict, meter.usage, config.name)

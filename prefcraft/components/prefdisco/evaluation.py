@@ -9,7 +9,7 @@ as 1 and are counted). Per task and Discovery variant: NormAlign of the conditio
 beside it, the mean of per-scenario NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the
 share of tasks whose NormAlign is negative (the paper's 29.0% figure is this share over model-task pairs). Every
 dialogue, with its hidden profile, grades and scores, goes to `dialogues.jsonl` under the output directory; the
-summary to `summary.json`.
+summary to `summary.json`; both are logged to the run.
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ import json
 import logging
 import re
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
 import dspy
 
-from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, Scenario, load_scenarios, split_scenarios
+from prefcraft.components.component import StepRun
+from prefcraft.components.prefdisco.data import Scenario, load_scenarios, split_scenarios
 from prefcraft.components.prefdisco.metrics import (
     ConditionScores,
     grade_pref_align,
@@ -35,59 +36,46 @@ from prefcraft.components.prefdisco.metrics import (
     norm_align,
     summarize_norm_align,
 )
-from prefcraft.components.prefdisco.report import format_evaluation
+from prefcraft.components.prefdisco.options import ConditionsOptions, DataOptions
 from prefcraft.components.prefdisco.results import ConditionResult, ConditionSummary, EvaluationOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
-from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.files import write_text_atomic
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.programs.prefdisco import (
-    DEFAULT_MAX_TURNS,
     QuestionAsker,
     Responder,
     RubricGrader,
     SimulatedUser,
     UserSimulator,
 )
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
 
-RUNS = Path("runs/prefdisco")
 SPLITS = ("train", "val", "test", "all")
 BASELINE, ORACLE, DISCOVERY, COMPILED = "baseline", "oracle", "discovery", "discovery (compiled)"
 
 
-@dataclass
-class PrefDiscoData:
-    """Which scenarios a command reads: a reference JSONL file or hub dataset, split by problem within each task."""
-
-    source: str | Path = SAMPLE_SCENARIOS
-    val_share: float = 0.25
-    test_share: float = 0.25
-    max_scenarios: int | None = None
-    per_task: int | None = None
-    """At most this many scenarios of each task (the first ones), before `max_scenarios`."""
+def load_evaluated(options: ConditionsOptions) -> list[Scenario]:
+    """The scenarios the evaluation reads, before any model starts."""
+    scenarios = select_scenarios(options, options.split)
+    if not scenarios:
+        raise ConfigError(f"no scenarios in split '{options.split}' of {options.source}")
+    return scenarios
 
 
-@dataclass
-class EvaluationJob:
-    data: PrefDiscoData = field(default_factory=PrefDiscoData)
-    split: str = "test"
-    max_turns: int = DEFAULT_MAX_TURNS
-    forced_questions: int | None = None
-    collaborative: bool = False
-    compiled: Path | None = None
-    use_shipped: bool = True
-    output_dir: Path = RUNS
+def evaluate(options: ConditionsOptions, run: StepRun) -> EvaluationOutcome:
+    return evaluate_conditions(run.session, run.tracker, options, run.loaded)
 
 
-def select_scenarios(data: PrefDiscoData, split: str) -> list[Scenario]:
-    """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task and `max_scenarios` in all."""
+def select_scenarios(data: DataOptions, split: str) -> list[Scenario]:
+    """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task (the first ones), then
+    `max_scenarios` in all."""
     if split not in SPLITS:
         raise ConfigError(f"unknown split '{split}'", f"choose one of {', '.join(SPLITS)}")
     scenarios = load_scenarios(data.source)
@@ -113,45 +101,37 @@ def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) 
     return asker
 
 
-def run_prefdisco_evaluation(settings: Settings, job: EvaluationJob, emit: Callable[[str], None]) -> EvaluationOutcome:
-    scenarios = select_scenarios(job.data, job.split)
-    if not scenarios:
-        raise ConfigError(f"no scenarios in split '{job.split}' of {job.data.source}")
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcome = evaluate_conditions(session, job, scenarios)
-    emit(format_evaluation(outcome))
-    return outcome
-
-
-def evaluate_conditions(session: Settings, job: EvaluationJob, scenarios: Sequence[Scenario]) -> EvaluationOutcome:
-    compiled = job.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if job.use_shipped else None)
-    params = {"program": PROGRAM_NAME, "data": str(job.data.source), "data_digest": data_digest(job.data.source),
-              "split": job.split, "scenarios": len(scenarios), "max_turns": job.max_turns,
-              "forced_questions": job.forced_questions, "collaborative": job.collaborative,
+def evaluate_conditions(session: Settings, tracker: Tracker, options: ConditionsOptions,
+                        scenarios: Sequence[Scenario]) -> EvaluationOutcome:
+    compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if options.use_shipped
+                                    else None)
+    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": data_digest(options.source),
+              "split": options.split, "scenarios": len(scenarios), "max_turns": options.max_turns,
+              "forced_questions": options.forced_questions, "collaborative": options.collaborative,
               "compiled": str(compiled or ""), **model_params(session)}
-    users = simulated_users(session, scenarios, job.collaborative)
+    users = simulated_users(session, scenarios, options.collaborative)
     conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
         BASELINE: (Responder(), [_responder_example(s, "") for s in scenarios]),
         ORACLE: (Responder(), [_responder_example(s, s.hidden_profile()) for s in scenarios]),
-        DISCOVERY: (QuestionAsker(job.max_turns, job.forced_questions),
-                    [asker_example(s, u) for s, u in zip(scenarios, users, strict=True)]),
+        DISCOVERY: (QuestionAsker(options.max_turns, options.forced_questions),
+                    [asker_example(s.scenario_id, s.question, u) for s, u in zip(scenarios, users, strict=True)]),
     }
     if compiled is not None:
-        conditions[COMPILED] = (load_asker(compiled, job.max_turns, job.forced_questions), conditions[DISCOVERY][1])
+        conditions[COMPILED] = (load_asker(compiled, options.max_turns, options.forced_questions),
+                                conditions[DISCOVERY][1])
     results: dict[str, list[ConditionResult]] = {}
     costs: dict[str, dict[str, StepCost]] = {}
-    with tracked_run("prefdisco-evaluate", params):
+    with tracker.run("prefdisco-evaluate", params):
         for condition, (program, examples) in conditions.items():
-            with tracked_run(slug(condition), {"condition": condition}, nested=True):
+            with tracker.run(slug(condition), {"condition": condition}, nested=True):
                 results[condition], costs[condition] = run_condition(session, condition, program, examples,
                                                                      scenarios)
-                log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
-                             for name, value in _cost_metrics(cost).items()})
+                tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
+                                     for name, value in _cost_metrics(cost).items()})
         summaries = summarize(results, session.seed)
-        outcome = EvaluationOutcome(len(scenarios), job.split, summaries, costs,
-                                    job.output_dir / "dialogues.jsonl")
-        _write_results(outcome, results, job.output_dir)
+        outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs,
+                                    options.output_dir / "dialogues.jsonl")
+        _write_results(tracker, outcome, results, options.output_dir)
     return outcome
 
 
@@ -270,18 +250,19 @@ def _cost_metrics(cost: StepCost) -> dict[str, float]:
     return {**cost.usage.as_metrics(), "seconds": cost.seconds, "failures": float(cost.failures)}
 
 
-def _write_results(outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]], output_dir: Path) -> None:
+def _write_results(tracker: Tracker, outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]],
+                   output_dir: Path) -> None:
+    """The dialogues (JSONL) and the summary (JSON), each written once and logged to the run; the summary's figures
+    as the run's metrics."""
     rows = [asdict(row) for condition_rows in results.values() for row in condition_rows]
-    write_jsonl_atomic(outcome.results_path, rows)
+    write_results(tracker, outcome.results_path, rows)
     per_scenario = {condition: _norm_aligns(rows, results)
                     for condition, rows in results.items() if condition not in (BASELINE, ORACLE)}
     summary = {"scenarios": outcome.scenarios, "split": outcome.split,
                "summaries": [asdict(summary) for summary in outcome.summaries], "norm_align": per_scenario,
                "costs": {condition: {step: asdict(cost) for step, cost in steps.items()}
                          for condition, steps in outcome.costs.items()}}
-    write_text_atomic(output_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
-    log_json(summary, "prefdisco-summary.json")
-    log_json(rows, "prefdisco-dialogues.json")
+    tracker.log_file(write_text_atomic(output_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n"))
     metrics = {}
     for item in outcome.summaries:
         prefix = f"{item.task}_{slug(item.condition)}_"
@@ -297,5 +278,5 @@ def _write_results(outcome: EvaluationOutcome, results: dict[str, list[Condition
             negative, defined = item.negative_tasks
             metrics.update({f"{prefix}norm_align_negative_tasks": float(negative),
                             f"{prefix}norm_align_defined_tasks": float(defined)})
-    log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
+    tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
     logger.info("wrote %d dialogues to %s", len(rows), outcome.results_path)

@@ -14,8 +14,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prefcraft.components.prefdisco.build import SAMPLE_PROBLEMS, BuildJob, build_scenario_file, read_problems
+from prefcraft.components.prefdisco.build import SAMPLE_PROBLEMS, build_scenario_file, read_problems
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
+from prefcraft.components.prefdisco.options import BuildOptions
 
 
 def main() -> None:
@@ -23,8 +24,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", type=Path, default=SAMPLE_SCENARIOS)
     args = parser.parse_args()
-    job = BuildJob(problems=SAMPLE_PROBLEMS, output=args.output, seed=args.seed)
-    outcome = build_scenario_file(read_problems(SAMPLE_PROBLEMS), job)
+    options = BuildOptions(problems=SAMPLE_PROBLEMS, output=args.output)
+    outcome = build_scenario_file(read_problems(SAMPLE_PROBLEMS), options, args.seed)
     print(f"wrote {outcome.scenarios} synthetic scenarios to {outcome.path}")
 
 

@@ -6,8 +6,7 @@ import math
 
 from prefcraft.components.prefdisco.results import EvaluationOutcome
 from prefcraft.metrics.stats import Estimate
-from prefcraft.optimizers.compile_selection import CompileOutcome
-from prefcraft.report import format_verdict
+from prefcraft.optimizers.compile_selection import CompileOutcome, format_verdict
 
 SYNTHETIC_NOTE = ("PrefAlign is on 1-5 (Σ weight x rubric grade / Σ weight; a missing grade counts as 1). NormAlign = "
                   "100 x (discovery - baseline) / (oracle - baseline): the paper's (Table 2) on the conditions' mean "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prefcraft.components.sensejudge.results import (
+    DemoOutcome,
     EvaluationOutcome,
     JudgeRow,
     SelectionOutcome,
@@ -89,6 +90,12 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
         lines.append(f"  by {name}: Kendall tau {correlation.kendall_tau:.3f}, Spearman rho "
                      f"{correlation.spearman_rho:.3f} over {correlation.models} models")
     return "\n".join([*lines, *_usage_lines(outcome.usage)])
+
+
+def format_demo(outcome: DemoOutcome) -> str:
+    """The simulation's, the selection's and the evaluation's reports, in the order they ran."""
+    return "\n".join([format_simulation(outcome.simulation), format_selection(outcome.selection),
+                      format_evaluation(outcome.evaluation)])
 
 
 def _row_line(row: JudgeRow) -> str:

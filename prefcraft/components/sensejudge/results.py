@@ -1,4 +1,5 @@
-"""What SenseJudge's steps return: the simulation's summary, the selection's outcome and the evaluation's outcome."""
+"""What SenseJudge's steps return: the simulation's summary, the selection's outcome, the evaluation's outcome, and
+the demo's three."""
 
 from __future__ import annotations
 
@@ -97,6 +98,15 @@ class EvaluationOutcome:
     def tied_best_accuracy(self) -> float:
         """The tied-best averages' mean over the topics (over the one selection, when selected over all pairs)."""
         return mean_of(self.tied_best.values())
+
+
+@dataclass
+class DemoOutcome:
+    """The demo's three steps, each as it returns alone."""
+
+    simulation: SimulationSummary
+    selection: SelectionOutcome
+    evaluation: EvaluationOutcome
 
 
 def mean_of(values: Iterable[float]) -> float:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import logging
 import random
-from dataclasses import asdict, dataclass
+from collections import Counter
 from pathlib import Path
 
 import dspy
@@ -28,13 +28,13 @@ from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.components.sensejudge.data import Dialogue, load_dialogues
 from prefcraft.components.sensejudge.results import SimulationSummary
 from prefcraft.errors import ConfigError, DataError
-from prefcraft.files import write_jsonl_atomic
 from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
+from prefcraft.options import OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.responder import Responder
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, tracked_run
+from prefcraft.tracking import Tracker, data_digest, log_json, model_params, write_results
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -52,57 +52,69 @@ DEFAULT_PERSONA = ("A busy professional who wants short, direct answers that get
 MODEL_COLUMNS = ("chosen_model", "rejected_model")
 
 
-@dataclass
-class SimulationConfig:
-    """What to simulate. Dialogues: `dev_dialogues` + `test_dialogues` of each topic in `topics` (None: every topic
-    of the file) drawn with `seed`; each keeps the latest turns that fit in `max_context_chars`. Responses: one per
-    variant in `variants` (names of `VARIANTS`), at most `max_response_chars` long, sampled at `response_temperature`
-    (at 0 a small model often gives two variants the same reply). Labels: the judge model given `persona`, at the
-    judge's own temperature."""
+class SimulationConfig(Options):
+    """What to simulate, as the simulating steps' options: their flags. Dialogues: `dev_dialogues` + `test_dialogues`
+    of each topic in `topics` (None: every topic of the file) drawn with the session's seed; each keeps the latest
+    turns that fit in `max_context_chars`. Responses: one per variant in `variants` (names of `VARIANTS`), at most
+    `max_response_chars` long, sampled at `response_temperature` (at 0 a small model often gives two variants the same
+    reply). Labels: the judge model given `persona`, at the judge's own temperature."""
 
-    dev_dialogues: int = 4
-    test_dialogues: int = 2
-    variants: tuple[str, ...] = ("plain", "concise", "detailed")
-    persona: str = DEFAULT_PERSONA
-    topics: tuple[str, ...] | None = None
-    max_context_chars: int = 1200
-    max_response_chars: int = 600
-    response_temperature: float = 0.7
-    seed: int = 0
+    topics: OneOrMore[str] | None = option(None, "SenseBench topics to draw dialogues from (default: every topic of "
+                                           "the file, as in the paper)", metavar="TOPIC")
+    dev_dialogues: Positive = option(4, "dialogues per topic whose pairs are dev pairs")
+    test_dialogues: Positive = option(2, "dialogues per topic whose pairs are test pairs")
+    variants: OneOrMore[str] = option(["plain", "concise", "detailed"],
+                                      "response models: the task model under these system prompts")
+    persona: str = option(DEFAULT_PERSONA, "the simulated annotator's persona (default: wants short answers)")
+    max_context_chars: int = option(1200, "dialogue turns kept per request")
+    max_response_chars: int = option(600, "longest response")
+    response_temperature: float = option(0.7, "sampling of the responses")
+
+    def params(self, seed: int) -> dict[str, object]:
+        """The simulation's MLflow params: every setting above and the seed the dialogues and orders are drawn with."""
+        return {**{name: getattr(self, name) for name in SimulationConfig.model_fields}, "seed": seed}
 
 
-def sample_dialogues(source: Path, config: SimulationConfig) -> dict[str, list[Dialogue]]:
-    """Each wanted topic's dialogues of `source`, in an order drawn with `config.seed` (the first ones are used, the
-    next ones replace dialogues that yield no pair); raises before any model call for a bad file or config."""
+def read_dialogues(source: Path, config: SimulationConfig) -> list[Dialogue]:
+    """The dialogues of `source`, checked against what `config` draws from them; raises for a bad file or config (a
+    step reads them before any model starts)."""
     unknown = sorted(set(config.variants) - set(VARIANTS))
     if unknown or len(set(config.variants)) < 2:
         raise ConfigError(f"variants must be two or more of {', '.join(VARIANTS)} (got {', '.join(config.variants)})")
     dialogues = load_dialogues(source)
-    by_topic: dict[str, list[Dialogue]] = {}
-    for dialogue in random.Random(config.seed).sample(dialogues, len(dialogues)):
-        by_topic.setdefault(dialogue.topic, []).append(dialogue)
-    topics = config.topics or sorted(by_topic)
+    counts = Counter(dialogue.topic for dialogue in dialogues)
+    topics = config.topics or sorted(counts)
     if not topics:
         raise ConfigError(f"{source} holds no dialogues")
-    missing = [topic for topic in topics if topic not in by_topic]
+    missing = [topic for topic in topics if topic not in counts]
     if missing:
         raise ConfigError(f"{source} has no dialogues of the topics {', '.join(missing)}",
-                          f"its topics: {', '.join(sorted(by_topic))}")
+                          f"its topics: {', '.join(sorted(counts))}")
     wanted = config.dev_dialogues + config.test_dialogues
-    short = [topic for topic in topics if wanted > len(by_topic[topic])]
+    short = [topic for topic in topics if wanted > counts[topic]]
     if config.dev_dialogues < 1 or config.test_dialogues < 1 or short:
-        fewest = min(len(by_topic[topic]) for topic in topics)
+        fewest = min(counts[topic] for topic in topics)
         raise ConfigError(f"cannot draw {config.dev_dialogues} dev and {config.test_dialogues} test dialogues per "
                           f"topic from {fewest} (topics {', '.join(topics)})",
                           "ask for at least one of each, and no more than every topic holds")
-    return {topic: by_topic[topic] for topic in topics}
+    return dialogues
+
+
+def sample_dialogues(dialogues: list[Dialogue], config: SimulationConfig, seed: int) -> dict[str, list[Dialogue]]:
+    """Each wanted topic's dialogues (`read_dialogues`), in an order drawn with `seed`: the first ones are used, the
+    next ones replace dialogues that yield no pair."""
+    by_topic: dict[str, list[Dialogue]] = {}
+    for dialogue in random.Random(seed).sample(dialogues, len(dialogues)):
+        by_topic.setdefault(dialogue.topic, []).append(dialogue)
+    return {topic: by_topic[topic] for topic in config.topics or sorted(by_topic)}
 
 
 def simulate_pairs(
-    session: Settings, pools: dict[str, list[Dialogue]], source: Path, output: Path, config: SimulationConfig
+    session: Settings, tracker: Tracker, pools: dict[str, list[Dialogue]], source: Path, output: Path,
+    config: SimulationConfig,
 ) -> SimulationSummary:
     """Write labelled pairs to `output` (JSON lines) from the first dialogues of each topic's pool
-    (`sample_dialogues`) that yield at least one pair; `session` has reachable models and tracking started.
+    (`sample_dialogues`) that yield at least one pair; `session` has reachable models. One run of `tracker`.
 
     A dialogue whose pairs all fail or come out identical is replaced by the next one of its topic, up to as many
     replacements as dialogues wanted per topic; identical responses are found before labelling, so they cost no
@@ -111,12 +123,12 @@ def simulate_pairs(
     wanted = {topic: {"train": config.dev_dialogues, "test": config.test_dialogues} for topic in pools}
     rows: list[dict[str, object]] = []
     summary = SimulationSummary(path=output, dev_pairs=0, test_pairs=0, dialogues=[])
-    rng = random.Random(config.seed)
+    rng = random.Random(session.seed)
     positions = dict.fromkeys(pools, 0)
     limit = 2 * (config.dev_dialogues + config.test_dialogues)
-    params = {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS, **asdict(config),
-              **model_params(session)}
-    with tracked_run("sensejudge-simulate", params):
+    params = {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS,
+              **config.params(session.seed), **model_params(session)}
+    with tracker.run("sensejudge-simulate", params):
         while batch := _next_round(pools, wanted, positions, limit):
             for dialogue, dialogue_rows in zip(batch, _simulate(session, batch, config, rng, summary), strict=True):
                 if not dialogue_rows:
@@ -130,14 +142,14 @@ def simulate_pairs(
         summary.test_pairs = len(rows) - summary.dev_pairs
         summary.topics = {topic: [sum(row["topic"] == topic and row["split"] == split for row in rows)
                                   for split in ("train", "test")] for topic in pools}
-        write_jsonl_atomic(output, rows)
-        log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
-                     "replaced_dialogues": summary.replaced_dialogues, "failed_responses": summary.failed_responses,
-                     "failed_labels": summary.failed_labels, "identical_pairs": summary.identical_pairs,
-                     **summary.usage["responses"].as_metrics("responses_"),
-                     **summary.usage["labels"].as_metrics("labels_")})
-        log_json({"dialogue_indices": summary.dialogues, "topics": summary.topics}, "dialogues.json")
-        log_file(output)
+        write_results(tracker, output, rows)
+        tracker.log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
+                             "replaced_dialogues": summary.replaced_dialogues,
+                             "failed_responses": summary.failed_responses, "failed_labels": summary.failed_labels,
+                             "identical_pairs": summary.identical_pairs,
+                             **summary.usage["responses"].as_metrics("responses_"),
+                             **summary.usage["labels"].as_metrics("labels_")})
+        log_json(tracker, {"dialogue_indices": summary.dialogues, "topics": summary.topics}, "dialogues.json")
     empty = {topic: counts for topic, counts in summary.topics.items() if 0 in counts}
     if empty:
         raise DataError(output, None, None, "topics left without dev or test pairs (dev, test): " +

@@ -1,5 +1,7 @@
-"""`prefcraft sensejudge`: SenseJudge on one annotator's labelled pairs, and model ranking. Each step is one MLflow run.
+"""The work of `prefcraft sensejudge`'s steps: SenseJudge on one annotator's labelled pairs, and model ranking. Each
+step is one MLflow run; the demo runs the three, each its own run, in one model session.
 
+simulate: labelled pairs on real SenseBench requests (`simulation`), their labels SIMULATED.
 select: as the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's
 candidate descriptions from that topic's dev pairs (the annotator's train and val pairs), and `SubsetSelection` judges
 every one of them under every description in both orders and keeps the best subset; with scope "all", once over every
@@ -14,6 +16,9 @@ given one. The ranking judge is by default the paper's (§4.1.3, §4.2.2): in ea
 its written descriptions drawn at random with the session's seed, their majority vote on each test judgment taken from
 the votes already collected (no more calls; a tie or a failed vote counts by the selection's rules, since the paper
 assumes no ties); or, as an option, the selected judge.
+
+Each step reads its data before any model starts (its `read_*` function): the dialogues, the dev pairs, or the
+selected judge's metadata with the test pairs; the demo reads the pairs once the simulation has written them.
 """
 
 from __future__ import annotations
@@ -21,16 +26,24 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any
 
 import dspy
 import numpy as np
 
-from prefcraft.components.sensejudge.report import format_evaluation, format_selection, format_simulation
+from prefcraft.components.component import StepRun
+from prefcraft.components.sensejudge.data import Dialogue
+from prefcraft.components.sensejudge.options import (
+    DemoOptions,
+    EvaluatingOptions,
+    SelectingOptions,
+    SimulateOptions,
+)
 from prefcraft.components.sensejudge.results import (
+    DemoOutcome,
     EvaluationOutcome,
     JudgeRow,
     RankingOutcome,
@@ -38,16 +51,15 @@ from prefcraft.components.sensejudge.results import (
     SimulationSummary,
 )
 from prefcraft.components.sensejudge.simulation import (
-    SimulationConfig,
     load_pair_annotations,
     load_pair_topics,
+    read_dialogues,
     sample_dialogues,
     simulate_pairs,
 )
 from prefcraft.components.synthesizeme.evaluation import select_users
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.files import write_jsonl_atomic
 from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import (
     PreferencePair,
@@ -77,80 +89,101 @@ from prefcraft.optimizers.sensejudge import (
     subset_accuracy,
 )
 from prefcraft.programs.sensejudge import SelectedJudge, description_judge
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_file, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, log_json, model_params, write_results
 from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
 
 SENSEJUDGE = "sensejudge"
-RUNS = Path("runs/sensejudge")
-DEFAULT_PAIRS = RUNS / "pairs.jsonl"
-Step = Literal["simulate", "select", "evaluate"]
-Scope = Literal["topic", "all"]
-RankingJudge = Literal["random_descriptions", "selected"]
 ALL_TOPICS = "all"
 """The name of the one selection made over every dev pair (scope "all")."""
 
 
-@dataclass
-class SenseJudgeJob:
-    """Where each step reads and writes, and its settings."""
+@dataclass(frozen=True)
+class DevPairs:
+    """What `select` reads: the annotator's dev pairs (splits train and val), grouped as the selection's scope says."""
 
-    pairs: Path = DEFAULT_PAIRS
-    judge: Path = RUNS / "sensejudge.json"
-    output_dir: Path = RUNS
-    sensebench: Path | None = None
-    simulation: SimulationConfig = field(default_factory=SimulationConfig)
-    selection: SubsetSelectionConfig = field(default_factory=SubsetSelectionConfig)
-    max_pair_descriptions: int | None = 10
-    scope: Scope = "topic"
-    annotator: str | None = None
-    reference_ranking: list[str] | None = None
-    ranking_judge: RankingJudge = "random_descriptions"
-    ranking_descriptions: int = 5
+    annotator: UserPairs
+    groups: dict[str, list[PreferencePair]]
+    """Each topic's dev pairs; all of them under `ALL_TOPICS` when selected over all pairs."""
+    digest: str
 
 
-def run_sensejudge(
-    settings: Settings, job: SenseJudgeJob, steps: Sequence[Step], emit: Callable[[str], None]
-) -> dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome]:
-    """Run `steps` in order on one model session (one server for all of them); returns each step's outcome."""
-    if "simulate" in steps:
-        if job.sensebench is None:
-            raise ConfigError("simulate needs the SenseBench dialogues", "pass --sensebench PATH")
-        sampled = sample_dialogues(job.sensebench, job.simulation)
-    with model_session(settings) as session:
-        start_tracking(session)
-        outcomes: dict[Step, SimulationSummary | SelectionOutcome | EvaluationOutcome] = {}
-        if "simulate" in steps:
-            outcomes["simulate"] = simulate_pairs(session, sampled, job.sensebench, job.pairs, job.simulation)
-            emit(format_simulation(outcomes["simulate"]))
-        if "select" in steps:
-            outcomes["select"] = select_descriptions(session, job)
-            emit(format_selection(outcomes["select"]))
-        if "evaluate" in steps:
-            outcomes["evaluate"] = evaluate_judge(session, job)
-            emit(format_evaluation(outcomes["evaluate"]))
-    return outcomes
+@dataclass(frozen=True)
+class HeldOutPairs:
+    """What `evaluate` reads: the selected judge's metadata, and the annotator's test pairs grouped as it was
+    selected."""
+
+    metadata: dict[str, Any]
+    digest: str
+    annotator: UserPairs
+    test: dict[str, list[PreferencePair]]
+    """Each topic's test pairs; all of them under `ALL_TOPICS` when selected over all pairs."""
+    selections: dict[str, dict]
+    """Each topic's selection, as the judge's metadata keeps it (`_selection_metadata`)."""
+    annotations: dict[str, tuple[str, str, str]]
+    """Each pair's (chosen model, rejected model, label source), by pair id."""
+    topic_of: dict[str, str]
+
+    @property
+    def scope(self) -> str:
+        """How the judge was selected: "topic" or "all" (a file saved before topics: "all")."""
+        return self.metadata.get("scope", "all")
 
 
-def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutcome:
-    """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
-    `job.scope` says); save the SelectedJudge to `job.judge`."""
-    annotator = _annotator(job.pairs, job.annotator)
+def read_simulated(options: SimulateOptions | DemoOptions) -> list[Dialogue]:
+    """The SenseBench dialogues the simulation draws from, checked against its options."""
+    return read_dialogues(options.sensebench, options)
+
+
+def simulate(options: SimulateOptions, run: StepRun) -> SimulationSummary:
+    pools = sample_dialogues(run.loaded, options, run.session.seed)
+    return simulate_pairs(run.session, run.tracker, pools, options.sensebench, options.output, options)
+
+
+def select(options: SelectingOptions, run: StepRun) -> SelectionOutcome:
+    return select_descriptions(run.session, run.tracker, options, run.loaded)
+
+
+def evaluate(options: EvaluatingOptions, run: StepRun) -> EvaluationOutcome:
+    return evaluate_judge(run.session, run.tracker, options, run.loaded)
+
+
+def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
+    """Simulate, select and evaluate, each its own run, on the pairs the simulation writes to `options.pairs`."""
+    pools = sample_dialogues(run.loaded, options, run.session.seed)
+    simulation = simulate_pairs(run.session, run.tracker, pools, options.sensebench, options.pairs, options)
+    selection = select_descriptions(run.session, run.tracker, options, read_dev_pairs(options))
+    evaluation = evaluate_judge(run.session, run.tracker, options, read_held_out_pairs(options))
+    return DemoOutcome(simulation, selection, evaluation)
+
+
+def read_dev_pairs(options: SelectingOptions) -> DevPairs:
+    """The annotator's dev pairs in `options.pairs`, per topic or all together (as `options.scope` says)."""
+    annotator = _annotator(options.pairs, options.annotator)
     dev = annotator.context_pairs
     if not dev:
-        raise ConfigError(f"annotator {annotator.user_id} has no dev pairs (split train or val) in {job.pairs}")
-    groups = _by_topic(dev, _pair_topics(job.pairs)) if job.scope == "topic" else {ALL_TOPICS: dev}
-    config = job.selection
-    digest = data_digest(job.pairs)
-    params = {"program": SENSEJUDGE, "data": str(job.pairs), "data_digest": digest, "annotator": annotator.user_id,
-              "dev_pairs": len(dev), "scope": job.scope, "topics": len(groups),
-              "max_pair_descriptions": job.max_pair_descriptions, **_settings_of(config), **model_params(session)}
-    with tracked_run("sensejudge-select", params), lm_context(session, "task"):
-        selections = select_per_topic(groups, config=config, max_pair_descriptions=job.max_pair_descriptions)
-        outcome = SelectionOutcome(job.judge, job.scope, selections, usage={
+        raise ConfigError(f"annotator {annotator.user_id} has no dev pairs (split train or val) in {options.pairs}")
+    groups = _by_topic(dev, _pair_topics(options.pairs)) if options.scope == "topic" else {ALL_TOPICS: dev}
+    return DevPairs(annotator, groups, data_digest(options.pairs))
+
+
+def select_descriptions(
+    session: Settings, tracker: Tracker, options: SelectingOptions, dev: DevPairs
+) -> SelectionOutcome:
+    """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
+    `options.scope` says); save the SelectedJudge to `options.judge`."""
+    annotator, groups = dev.annotator, dev.groups
+    config = options.selection(session.num_threads)
+    params = {"program": SENSEJUDGE, "data": str(options.pairs), "data_digest": dev.digest,
+              "annotator": annotator.user_id, "dev_pairs": len(annotator.context_pairs), "scope": options.scope,
+              "topics": len(groups), "max_pair_descriptions": options.max_pair_descriptions, **_settings_of(config),
+              **model_params(session)}
+    with tracker.run("sensejudge-select", params), lm_context(session, "task"):
+        selections = select_per_topic(groups, config=config, max_pair_descriptions=options.max_pair_descriptions)
+        outcome = SelectionOutcome(options.judge, options.scope, selections, usage={
             step: sum((selection.usage[step] for selection in selections.values()), LMUsage())
             for step in ("extraction", "selection")})
         records = outcome.records
@@ -159,58 +192,71 @@ def select_descriptions(session: Settings, job: SenseJudgeJob) -> SelectionOutco
             check_reachable(session.task, "task")
             logger.warning("%d dev judgments failed and cast no vote", failed_calls)
         judges = {topic: selection.judge for topic, selection in selections.items()}
-        judge = judges[ALL_TOPICS] if job.scope == "all" else SelectedJudge.of_topics(judges)
-        save_compiled(judge, job.judge, program_name=SENSEJUDGE, model=session.task.model, data=str(job.pairs),
-                      data_digest=digest, annotator=annotator.user_id, scope=job.scope,
+        judge = judges[ALL_TOPICS] if options.scope == "all" else SelectedJudge.of_topics(judges)
+        save_compiled(judge, options.judge, program_name=SENSEJUDGE, model=session.task.model,
+                      data=str(options.pairs), data_digest=dev.digest, annotator=annotator.user_id,
+                      scope=options.scope,
                       topics={topic: _selection_metadata(selection) for topic, selection in selections.items()},
                       score={"dev_accuracy": outcome.dev_accuracy}, optimizer=_settings_of(config))
-        log_metrics({"dev_accuracy": outcome.dev_accuracy, "topics": len(groups),
-                     **{f"topic_{_metric_name(topic)}_dev_accuracy": record.accuracy
-                        for topic, record in records.items() if job.scope == "topic"},
-                     "descriptions": sum(record.descriptions for record in records.values()),
-                     "judged_descriptions": sum(record.judged_descriptions for record in records.values()),
-                     "selected": sum(len(record.selected) for record in records.values()),
-                     "tied_best_subsets": sum(len(record.tied_best) for record in records.values()),
-                     "failed_calls": failed_calls,
-                     **{f"{step}_{name}": value for step, step_usage in outcome.usage.items()
-                        for name, value in step_usage.as_metrics().items()}})
-        log_file(job.judge)
+        tracker.log_metrics({
+            "dev_accuracy": outcome.dev_accuracy, "topics": len(groups),
+            **{f"topic_{_metric_name(topic)}_dev_accuracy": record.accuracy
+               for topic, record in records.items() if options.scope == "topic"},
+            "descriptions": sum(record.descriptions for record in records.values()),
+            "judged_descriptions": sum(record.judged_descriptions for record in records.values()),
+            "selected": sum(len(record.selected) for record in records.values()),
+            "tied_best_subsets": sum(len(record.tied_best) for record in records.values()),
+            "failed_calls": failed_calls,
+            **{f"{step}_{name}": value for step, step_usage in outcome.usage.items()
+               for name, value in step_usage.as_metrics().items()}})
+        tracker.log_file(options.judge)
     return outcome
 
 
-def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
-    """Test accuracy, consistency and position bias per description and for the selection, per topic, as the mean
-    of topics and pooled; model ranking."""
-    metadata = read_metadata(job.judge)
-    digest = data_digest(job.pairs)
+def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
+    """The selected judge's metadata and the annotator's test pairs, grouped as the judge was selected; raises when
+    the judge was selected on other data or lacks a topic of the test pairs."""
+    metadata = read_metadata(options.judge)
+    digest = data_digest(options.pairs)
     if metadata.get("data_digest") != digest:
-        raise ConfigError(f"{job.judge} was selected on data with digest {metadata.get('data_digest')}, not on "
-                          f"{job.pairs} (digest {digest}): its dev pairs could be among the test pairs",
+        raise ConfigError(f"{options.judge} was selected on data with digest {metadata.get('data_digest')}, not on "
+                          f"{options.pairs} (digest {digest}): its dev pairs could be among the test pairs",
                           "run `prefcraft sensejudge select` on this file first")
-    annotator = _annotator(job.pairs, job.annotator or metadata.get("annotator"))
+    annotator = _annotator(options.pairs, options.annotator or metadata.get("annotator"))
     if not annotator.test:
-        raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {job.pairs}")
-    annotations = dict(zip(map(pair_id, load_pairs(job.pairs)), load_pair_annotations(job.pairs), strict=True))
-    topic_of = _pair_topics(job.pairs)
-    scope = metadata.get("scope", "all")
+        raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {options.pairs}")
+    annotations = dict(zip(map(pair_id, load_pairs(options.pairs)), load_pair_annotations(options.pairs),
+                           strict=True))
+    topic_of = _pair_topics(options.pairs)
     selections: dict[str, dict] = metadata.get("topics") or {ALL_TOPICS: metadata}  # files saved before topics
+    scope = metadata.get("scope", "all")
     test = _by_topic(annotator.test, topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
     unselected = sorted(set(test) - set(selections))
     if unselected:
-        raise ConfigError(f"{job.judge} has no descriptions for the topics {', '.join(unselected)} of the test pairs",
-                          "run `prefcraft sensejudge select` on this file first")
+        raise ConfigError(f"{options.judge} has no descriptions for the topics {', '.join(unselected)} of the test "
+                          "pairs", "run `prefcraft sensejudge select` on this file first")
+    return HeldOutPairs(metadata, digest, annotator, test, selections, annotations, topic_of)
+
+
+def evaluate_judge(
+    session: Settings, tracker: Tracker, options: EvaluatingOptions, held_out: HeldOutPairs
+) -> EvaluationOutcome:
+    """Test accuracy, consistency and position bias per description and for the selection, per topic, as the mean
+    of topics and pooled; model ranking."""
+    annotator, test, selections, scope = held_out.annotator, held_out.test, held_out.selections, held_out.scope
+    annotations, topic_of = held_out.annotations, held_out.topic_of
     examples = {topic: judge_set(topic_pairs) for topic, topic_pairs in test.items()}
-    params = {"program": SENSEJUDGE, "judge": str(job.judge), "data": str(job.pairs), "data_digest": digest,
-              "annotator": annotator.user_id, "test_pairs": len(annotator.test), "scope": scope, "topics": len(test),
-              **model_params(session)}
-    with tracked_run("sensejudge-evaluate", params), lm_context(session, "task"):
+    params = {"program": SENSEJUDGE, "judge": str(options.judge), "data": str(options.pairs),
+              "data_digest": held_out.digest, "annotator": annotator.user_id, "test_pairs": len(annotator.test),
+              "scope": scope, "topics": len(test), **model_params(session)}
+    with tracker.run("sensejudge-evaluate", params), lm_context(session, "task"):
         with metered() as every_description:
             votes = {topic: collect_votes([description_judge(d) for d in selections[topic]["candidate_descriptions"]],
                                           examples[topic], num_threads=session.num_threads) for topic in test}
         if any((topic_votes == NO_VOTE).any() for topic_votes in votes.values()):
             check_reachable(session.task, "task")
         judge = SelectedJudge()
-        load_compiled(judge, job.judge, program_name=SENSEJUDGE)
+        load_compiled(judge, options.judge, program_name=SENSEJUDGE)
         with metered() as selected_judge:
             judgments = [judgment for topic, topic_pairs in test.items()
                          for judgment in judge_pairs(judge.for_topic(topic), topic_pairs, model=session.task,
@@ -226,13 +272,14 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
         candidates = sum(len(selections[topic]["candidate_descriptions"]) for topic in test)
         per_topic = ", per topic" if scope == "topic" else ""
         selected = _row(f"selected ({chosen} of {candidates}{per_topic})", judgments, topic_of, session.seed)
-        rule = metadata["optimizer"].get("unparseable_vote", "against")
+        rule = held_out.metadata["optimizer"].get("unparseable_vote", "against")
         tied_best = {topic: float(subset_accuracy(votes[topic], _gold(examples[topic]), [
             tuple(subset) for subset in selections[topic]["record"]["tied_best"]], rule).mean()) for topic in test}
-        if job.ranking_judge == "selected":
-            ranking = _rank(annotator.test, judgments, annotations, job.reference_ranking, "selected judge")
+        if options.ranking_judge == "selected":
+            ranking = _rank(annotator.test, judgments, annotations, options.reference_ranking, "selected judge")
         else:
-            ranking = _rank_by_random_descriptions(annotator.test, examples, votes, selections, annotations, job,
+            ranking = _rank_by_random_descriptions(annotator.test, examples, votes, selections, annotations,
+                                                   options.ranking_descriptions, options.reference_ranking,
                                                    session.seed, rule)
         outcome = EvaluationOutcome(
             scope=scope, rows=rows, selected=selected, tied_best=tied_best,
@@ -240,7 +287,7 @@ def evaluate_judge(session: Settings, job: SenseJudgeJob) -> EvaluationOutcome:
             labels=", ".join(sorted({annotations[pair_id(pair)][2] for pair in annotator.test})),
             usage={"every_description": every_description.usage, "selected_judge": selected_judge.usage},
         )  # fmt: skip
-        _log_evaluation(outcome, judgments, job.output_dir)
+        _log_evaluation(tracker, outcome, judgments, options.output_dir)
     return outcome
 
 
@@ -317,25 +364,24 @@ def draw_descriptions(descriptions: Sequence[str], count: int, seed: int, topic:
 
 def _rank_by_random_descriptions(
     test: Sequence[PreferencePair], examples: dict[str, list[dspy.Example]], votes: dict[str, np.ndarray],
-    selections: dict[str, dict], annotations: dict[str, tuple[str, str, str]], job: SenseJudgeJob, seed: int,
-    rule: UnparseableVote,
+    selections: dict[str, dict], annotations: dict[str, tuple[str, str, str]], count: int, given: Sequence[str] | None,
+    seed: int, rule: UnparseableVote,
 ) -> RankingOutcome:
-    """The paper's ranking judge: per topic, the majority vote of `job.ranking_descriptions` descriptions drawn at
-    random, on the votes every description already cast."""
+    """The paper's ranking judge: per topic, the majority vote of `count` descriptions drawn at random, on the votes
+    every description already cast; the models ranked against the `given` ranking, if any."""
     judgments, drawn = [], {}
     for topic, topic_votes in votes.items():
-        positions = draw_descriptions(selections[topic]["candidate_descriptions"], job.ranking_descriptions, seed,
-                                      topic)
+        positions = draw_descriptions(selections[topic]["candidate_descriptions"], count, seed, topic)
         subset = np.zeros((1, len(topic_votes)), dtype=np.int8)
         subset[0, positions] = 1
         decisions = majority_decisions(topic_votes, subset, rule)[0]
         judgments += _judgments(examples[topic], [decode_vote(decision) for decision in decisions])
         drawn[topic] = [selections[topic]["description_names"][position] for position in positions]
-    fewer = [f"{topic} {len(names)}" for topic, names in drawn.items() if len(names) < job.ranking_descriptions]
-    judge = f"{job.ranking_descriptions} random descriptions per topic, majority vote"
+    fewer = [f"{topic} {len(names)}" for topic, names in drawn.items() if len(names) < count]
+    judge = f"{count} random descriptions per topic, majority vote"
     if fewer:
         judge += f"; all of them where a topic has fewer ({', '.join(fewer)})"
-    return _rank(test, judgments, annotations, job.reference_ranking, judge, drawn)
+    return _rank(test, judgments, annotations, given, judge, drawn)
 
 
 def _rank(
@@ -359,7 +405,9 @@ def _rank(
                           by_bradley_terry=rank_correlation(strengths, reference))
 
 
-def _log_evaluation(outcome: EvaluationOutcome, judgments: list[Judgment], output_dir: Path) -> None:
+def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judgments: list[Judgment], output_dir: Path) -> None:
+    """The evaluation's metrics, its ranking and the like (a JSON artifact), and the selected judge's judgments (a
+    result file)."""
     metrics = {}
     for number, row in enumerate([*outcome.rows, outcome.selected]):
         prefix = "selected_" if row is outcome.selected else f"description_{number}_"
@@ -375,9 +423,8 @@ def _log_evaluation(outcome: EvaluationOutcome, judgments: list[Judgment], outpu
                     "spearman_rho_bradley_terry": ranking.by_bradley_terry.spearman_rho})
     for step, usage in outcome.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
-    log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
-    log_json({"labels": outcome.labels, "scope": outcome.scope, "tied_best": outcome.tied_best,
-              "ranking": asdict(ranking), "judgments": [asdict(judgment) for judgment in judgments]},
-             "sensejudge-evaluation.json")
-    path = write_jsonl_atomic(output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
+    tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing measured
+    log_json(tracker, {"labels": outcome.labels, "scope": outcome.scope, "tied_best": outcome.tied_best,
+                       "ranking": asdict(ranking)}, "sensejudge-evaluation.json")
+    path = write_results(tracker, output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
     logger.info("wrote %d judgments of the selected judge to %s", len(judgments), path)

@@ -1,5 +1,5 @@
 """`prefcraft synthesizeme compile-persona`: an optimizer (MIPROv2 by default) over the persona synthesizer's prompt,
-once, over training users, then the ship gate every compile goes through (`prefcraft.compile_gate`).
+once, over training users, then the ship gate every compile goes through (`prefcraft.optimizers.compile_gate`).
 
 A compiled prompt that beats the uncompiled one on the validation users, saved under compiled/persona_synthesizer/, is
 registered in compiled/index.json and becomes the default persona prompt of every `prefcraft synthesizeme fit` on the
@@ -9,16 +9,16 @@ same task model; one that does not is saved as `persona_synthesizer.rejected.jso
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
-from prefcraft.compile_gate import MLflowTracker, Tracker, keep_if_better, logged_usage
+from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import select_users
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER
+from prefcraft.components.synthesizeme.options import CompilePersonaOptions
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
 from prefcraft.lm import build_lm
 from prefcraft.loaders.personal_reward_bench import (
@@ -29,44 +29,50 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
     train_val_split,
 )
+from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileVerdict
+from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.persona_prompt import PersonaMetric, compile_persona_prompt, persona_examples
-from prefcraft.optimizers.prompt_optimizer import BootstrapRSConfig, OptimizerConfig
-from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
+from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context, model_session
+from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, model_params, start_tracking
+from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
 
 logger = logging.getLogger(__name__)
 
+Users = dict[str, UserPairs]
 
-def compile_persona(
-    settings: Settings, data: str | Path, output: Path, *, train_users: Sequence[str], val_users: Sequence[str],
-    fit_config: SynthesizeMeConfig, prompt_config: OptimizerConfig,
-) -> CompileVerdict:
-    """The optimizer runs with `settings.seed`, whatever `prompt_config.seed` says."""
-    if set(train_users) & set(val_users):
+
+def load_persona_users(options: CompilePersonaOptions) -> tuple[Users, Users]:
+    """The training and the validation users' pairs, before any model starts."""
+    if set(options.train_users) & set(options.val_users):
         raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
-    if not isinstance(prompt_config, BootstrapRSConfig):  # DSPy's random search takes no seed
-        prompt_config = replace(prompt_config, seed=settings.seed)
-    users = group_by_user(load_pairs(data))
-    train, val = select_users(users, train_users), select_users(users, val_users)
-    with model_session(settings) as session:
-        start_tracking(session)
-        tracker = MLflowTracker()
-        params = {"program": PERSONA_SYNTHESIZER, "data": str(data), "data_digest": data_digest(data),
-                  "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
-                  "fit_val_fraction": VAL_FRACTION,
-                  **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
-        with tracker.run("compile-persona", params), lm_context(session, "task"), logged_usage(tracker):
-            fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
-            train_evidence, val_evidence = _collect_evidence(fitter, train), _collect_evidence(fitter, val)
-            return select_persona_prompt(
-                session, tracker, train_evidence, val_evidence, prompt_config, output, data_digest=data_digest(data),
-                train_users=list(train), val_users=list(val),
-            )  # fmt: skip
+    users = group_by_user(load_pairs(options.source))
+    return select_users(users, options.train_users), select_users(users, options.val_users)
+
+
+def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerdict:
+    """The persona evidence of the training and validation users (`load_persona_users`), then the optimizer over the
+    persona prompt and the ship gate (`select_persona_prompt`); the optimizer runs with the settings' seed."""
+    train, val = run.loaded
+    session, tracker = run.session, run.tracker
+    fit_config = options.search_config(session)
+    prompt_config = optimizer_config(options, session)
+    digest = data_digest(options.source)
+    params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
+              "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
+              "fit_val_fraction": VAL_FRACTION,
+              **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
+    with tracker.run("compile-persona", params), lm_context(session, "task"), logged_usage(tracker):
+        fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
+        train_evidence, val_evidence = _collect_evidence(fitter, train), _collect_evidence(fitter, val)
+        return select_persona_prompt(
+            session, tracker, train_evidence, val_evidence, prompt_config, options.output, data_digest=digest,
+            train_users=list(train), val_users=list(val),
+        )  # fmt: skip
 
 
 def select_persona_prompt(

@@ -18,20 +18,22 @@ import dspy
 from tqdm import tqdm
 
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
-from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY
+from prefcraft.components.component import StepRun
+from prefcraft.components.synthesizeme.options import EvaluateOptions, FittedOptions, JudgedOptions
+from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
 from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.executors import Executor, ray_map
-from prefcraft.files import safe_name, write_jsonl_atomic
+from prefcraft.executors import ray_map
+from prefcraft.files import safe_name
 from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.memory import MemoryBuilder
-from prefcraft.runtime import lm_context, model_session, run_in_worker
+from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import data_digest, log_json, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
@@ -80,6 +82,24 @@ class WorkerJudging:
     profile: SmallModelProfile | None
 
 
+@dataclass
+class Selection:
+    """What an evaluation judges, read and checked before any model starts."""
+
+    users: dict[str, UserPairs]
+    """The users selected, less those without a fitted judge when a method needs one."""
+    fitted: dict[str, Path]
+    """Each user's fitted judge."""
+    profiles: dict[str, str]
+    """Each user's demographic profile."""
+
+    def users_of(self, method: str) -> dict[str, UserPairs]:
+        """The users `method` judges: for demographics, those with a profile."""
+        if method != "demographics":
+            return self.users
+        return {user_id: user for user_id, user in self.users.items() if user_id in self.profiles}
+
+
 def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> dict[str, UserPairs]:
     if not wanted:
         return users
@@ -87,6 +107,11 @@ def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> d
     if unknown:
         raise ConfigError(f"unknown user ids: {', '.join(unknown)}", f"known: {', '.join(sorted(users)[:10])} ...")
     return {user_id: users[user_id] for user_id in wanted}
+
+
+def load_users(options: FittedOptions | JudgedOptions) -> dict[str, UserPairs]:
+    """The pairs of the users a step fits or judges, before any model starts."""
+    return select_users(group_by_user(load_pairs(options.source)), options.selected_users)
 
 
 def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]:
@@ -123,72 +148,85 @@ def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
     ]
 
 
-def evaluate_methods(
-    settings: Settings, data: str | Path, *, methods: Sequence[str] = ("default",), users: Sequence[str] | None = None,
-    split: str = "test", fitted: dict[str, Path] | None = None, profiles: dict[str, str] | None = None,
-    output_dir: Path | None = None, allow_fitted_pairs: bool = False, executor: Executor = "local",
-    address: str | None = None,
-) -> dict[str, MethodOutcome]:
-    """Judge each selected user's `split` pairs with every method: here, method after method and user after user
-    (`local`), or each user and method as a Ray task (`ray`, on the cluster at `address`). Either way the driver writes
-    each method's judgments, its metrics and one MLflow child run per user, and the outcomes are the same.
+def load_evaluated(options: EvaluateOptions) -> Selection:
+    """What `evaluate` judges (`select_judged`), the fitted judges in `--fitted-dir` and the profiles of
+    `--demographics` read before any model starts."""
+    fitted = {path.stem: path for path in sorted(options.fitted_dir.glob("*.json"))}
+    profiles = load_profiles(options.demographics) if options.demographics else {}
+    return select_judged(options, options.methods, fitted, profiles)
 
-    Raises ConfigError before any model call for a judge fitted on other data than `data`, and for methods that
-    learned from the split's pairs (train, val) unless `allow_fitted_pairs`.
+
+def evaluate(options: EvaluateOptions, run: StepRun) -> dict[str, MethodOutcome]:
+    return evaluate_methods(run, options, options.methods, run.loaded)
+
+
+def select_judged(
+    options: JudgedOptions, methods: Sequence[str], fitted: dict[str, Path], profiles: dict[str, str]
+) -> Selection:
+    """The users `methods` judge, each with its judge fitted on the options' data (`fitted`, keyed by user id or by the
+    stem of its file) and its demographic profile (`profiles`).
+
+    Raises ConfigError, before any model starts, for a judge fitted on other data, and for methods that learned from
+    the split's pairs (train, val) unless `allow_fitted_pairs`.
     """
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown methods: {', '.join(unknown)}", f"choose from {', '.join(METHODS)}")
-    _check_split(methods, split, allow_fitted_pairs)
-    fitted = fitted or {}
-    digest = data_digest(data)
-    selected = select_users(group_by_user(load_pairs(data)), users)
+    _check_split(methods, options.split, options.allow_fitted_pairs)
+    users = load_users(options)
     if set(methods) & NEEDS_FIT:
-        selected, fitted = _with_fitted_judges(selected, fitted, data, digest)
-    profiles = profiles or {}
-    with_profile = {user_id: user for user_id, user in selected.items() if user_id in profiles}
+        users, fitted = _with_fitted_judges(users, fitted, options.source)
+    selection = Selection(users, fitted, profiles)
     if "demographics" in methods:
+        with_profile = selection.users_of("demographics")
         if not with_profile:
-            raise ConfigError(f"no demographic profile for any of the {len(selected)} selected user(s)",
+            raise ConfigError(f"no demographic profile for any of the {len(selection.users)} selected user(s)",
                               f"{DEMOGRAPHICS_HINT}; its user ids must match the data's")
-        missing = sorted(set(selected) - set(with_profile))
+        missing = sorted(set(selection.users) - set(with_profile))
         if missing:
             logger.warning("no demographic profile for %d user(s), left out of demographics: %s", len(missing), missing)
+    return selection
+
+
+def evaluate_methods(
+    run: StepRun, options: JudgedOptions, methods: Sequence[str], selection: Selection
+) -> dict[str, MethodOutcome]:
+    """Judge each selected user's pairs of the options' split with every method: here, method after method and user
+    after user (`local`), or each user and method as a Ray task (`ray`, on the cluster at the options' address). Either
+    way the driver writes each method's judgments, its metrics and one MLflow child run per user, and the outcomes are
+    the same."""
+    session, tracker = run.session, run.tracker
     outcomes: dict[str, MethodOutcome] = {}
-    with model_session(settings) as session:
-        start_tracking(session)
-        params = {"methods": ",".join(methods), "data": str(data), "data_digest": digest, "split": split,
-                  "allow_fitted_pairs": allow_fitted_pairs, "users": len(selected), **model_params(session)}
-        with tracked_run("evaluate", params), lm_context(session, "task"):
+    params = {"methods": ",".join(methods), "data": str(options.source), "data_digest": data_digest(options.source),
+              "split": options.split, "allow_fitted_pairs": options.allow_fitted_pairs,
+              "users": len(selection.users), **model_params(session)}
+    with tracker.run("evaluate", params), lm_context(session, "task"):
 
-            def users_of(method: str) -> dict[str, UserPairs]:
-                return with_profile if method == "demographics" else selected
+        def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
+            for user in selection.users_of(method).values():
+                judge = None if method in BUILT_WITH_MODEL else judge_for(
+                    method, user, selection.fitted.get(user.user_id), selection.profiles.get(user.user_id))
+                yield UserJudging(method, user, options.split, judge, session.task, session.num_threads)
 
-            def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
-                for user in users_of(method).values():
-                    judge = None if method in BUILT_WITH_MODEL else judge_for(
-                        method, user, fitted.get(user.user_id), profiles.get(user.user_id))
-                    yield UserJudging(method, user, split, judge, session.task, session.num_threads)
+        def finish(method: str, outcome: MethodOutcome) -> None:
+            outcomes[method] = outcome
+            # each method's results as soon as they exist: a later failure keeps them
+            path = write_results(tracker, options.output_dir / f"judgments-{method}.jsonl",
+                                 map(asdict, outcome.judgments))
+            logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
+            cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
+            tracker.log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
+                                 **cache_metrics})
 
-            def finish(method: str, outcome: MethodOutcome) -> None:
-                outcomes[method] = outcome
-                if output_dir is not None:  # each method's results as soon as they exist: a later failure keeps them
-                    path = write_jsonl_atomic(output_dir / f"judgments-{method}.jsonl", map(asdict, outcome.judgments))
-                    logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
-                cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
-                log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
-                             **cache_metrics})
-
-            if executor == "ray":
-                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
-                jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
-                _evaluate_on_ray(jobs, session, cache_dir, address, finish)
-                outcomes = {method: outcomes[method] for method in methods}
-            else:
-                for method in methods:
-                    finish(method, _evaluate_here(method, judgings(method), len(users_of(method)), session))
-            _log_per_user(outcomes)
-            log_json({m: [asdict(j) for j in o.judgments] for m, o in outcomes.items()}, "judgments.json")
+        if options.executor == "ray":
+            cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
+            jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
+            _evaluate_on_ray(jobs, session, cache_dir, options.address, finish)
+            outcomes = {method: outcomes[method] for method in methods}
+        else:
+            for method in methods:
+                finish(method, _evaluate_here(method, judgings(method), len(selection.users_of(method)), session))
+        _log_per_user(tracker, outcomes)
     return outcomes
 
 
@@ -207,10 +245,11 @@ def _check_split(methods: Sequence[str], split: str, allow_fitted_pairs: bool) -
 
 
 def _with_fitted_judges(
-    users: dict[str, UserPairs], fitted: dict[str, Path], data: str | Path, digest: str
+    users: dict[str, UserPairs], fitted: dict[str, Path], data: str | Path
 ) -> tuple[dict[str, UserPairs], dict[str, Path]]:
     """The users with a judge fitted on `data`, and each one's judge; raises ConfigError for a judge fitted on other
     data."""
+    digest = data_digest(data)
     found = {user_id: path for user_id in users if (path := fitted_judge_path(fitted, user_id)) is not None}
     missing = sorted(set(users) - set(found))
     if missing:
@@ -302,9 +341,9 @@ def _evaluate_on_ray(
         finish_if_done(method)
 
 
-def _log_per_user(outcomes: dict[str, MethodOutcome]) -> None:
+def _log_per_user(tracker: Tracker, outcomes: dict[str, MethodOutcome]) -> None:
     users = sorted({user for outcome in outcomes.values() for user in outcome.report.per_user})
     for user_id in users:
-        with tracked_run(user_id, {"user_id": user_id}, nested=True):
-            log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
-                         for method, outcome in outcomes.items() if user_id in outcome.report.per_user})
+        with tracker.run(user_id, {"user_id": user_id}, nested=True):
+            tracker.log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
+                                 for method, outcome in outcomes.items() if user_id in outcome.report.per_user})

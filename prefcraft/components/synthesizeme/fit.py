@@ -4,33 +4,27 @@ per user."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tqdm import tqdm
 
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
-from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, select_users
+from prefcraft.components.component import StepRun
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
+from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions, demo_cap
 from prefcraft.errors import PrefcraftError, ServerError
-from prefcraft.executors import Executor, ray_map
+from prefcraft.executors import ray_map
 from prefcraft.files import path_in
 from prefcraft.lm import cache_directory, check_reachable
-from prefcraft.loaders.personal_reward_bench import (
-    VAL_FRACTION,
-    UserPairs,
-    group_by_user,
-    judge_set,
-    load_pairs,
-    train_val_split,
-)
+from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context, model_session, run_in_worker
+from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import data_digest, log_metrics, model_params, start_tracking, tracked_run
+from prefcraft.tracking import Tracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 
@@ -85,49 +79,51 @@ class WorkerFit:
     profile: SmallModelProfile | None
 
 
-def fit_users(
-    settings: Settings, data: str | Path, output_dir: Path, *, users: Sequence[str] | None = None,
-    persona_prompt: Path | None = None, config: SynthesizeMeConfig | None = None, executor: Executor = "local",
-    address: str | None = None,
-) -> FitSummary:
-    """Fit every selected user not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at `address`).
+def fit(options: FitOptions, run: StepRun) -> FitSummary:
+    """Every user of `--data` (`load_users` read them) fitted with the options' search."""
+    return fit_users(run, options, run.loaded, options.search_config(run.session))
 
-    Either way the driver writes each user's JSON into `output_dir` and one MLflow child run per user. A config
-    without `max_demos` gets the small-model profile's when the profile is on (`demo_cap`).
+
+def fit_users(
+    run: StepRun, options: FittedOptions, users: dict[str, UserPairs], config: SynthesizeMeConfig
+) -> FitSummary:
+    """Fit every user of `users` not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at the options'
+    address).
+
+    Either way the driver writes each user's JSON into the options' `fitted_dir` and one MLflow child run per user. A
+    config without `max_demos` gets the small-model profile's when the profile is on (`demo_cap`).
     """
-    config = config or SynthesizeMeConfig(num_threads=settings.num_threads, seed=settings.seed)
-    config = replace(config, max_demos=demo_cap(settings, config.max_demos))
-    selected = select_users(group_by_user(load_pairs(data)), users)
-    digest = data_digest(data)
+    session, tracker = run.session, run.tracker
+    config = replace(config, max_demos=demo_cap(session, config.max_demos))
+    digest = data_digest(options.source)
     summary = FitSummary()
+    persona_prompt = options.persona_prompt or default_persona_prompt(session.task.model)
     synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
-    with model_session(settings) as session:
-        start_tracking(session)
-        params = {"program": PERSONAL_JUDGE, "data": str(data), "data_digest": digest, "users": len(selected),
-                  "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
-                  **model_params(session)}
-        metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
-                    "optimizer": fit_settings(config)}  # what a fitted file must match to be resumed
-        with tracked_run("fit-synthesizeme", params), lm_context(session, "task"):
-            fits = {}
-            for user_id, user in selected.items():
-                path = fitted_path(output_dir, user_id)
-                reason = _refit_reason(path, {"user_id": user_id, **metadata})
-                if reason is None:
-                    summary.resumed[user_id] = path
-                    continue
-                if path.is_file():
-                    logger.warning("refitting %s: %s", user_id, reason)
-                fits[user_id] = UserFit(user, synthesizer, config, session.task)
-            finish = _FitWriter(session, output_dir, summary, metadata)
-            if executor == "ray":
-                cache_dir = cache_directory(settings)  # model_session's, keyed before any server started
-                _fit_on_ray([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()], finish,
-                            address)
-            else:
-                _fit_here(fits, finish)
-            log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
-                         "users_skipped": len(summary.skipped)})
+    params = {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": digest, "users": len(users),
+              "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
+              **model_params(session)}
+    metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
+                "optimizer": fit_settings(config)}  # what a fitted file must match to be resumed
+    with tracker.run("fit-synthesizeme", params), lm_context(session, "task"):
+        fits = {}
+        for user_id, user in users.items():
+            path = fitted_path(options.fitted_dir, user_id)
+            reason = _refit_reason(path, {"user_id": user_id, **metadata})
+            if reason is None:
+                summary.resumed[user_id] = path
+                continue
+            if path.is_file():
+                logger.warning("refitting %s: %s", user_id, reason)
+            fits[user_id] = UserFit(user, synthesizer, config, session.task)
+        finish = _FitWriter(session, tracker, options.fitted_dir, summary, metadata)
+        if options.executor == "ray":
+            cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
+            _fit_on_ray([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()], finish,
+                        options.address)
+        else:
+            _fit_here(fits, finish)
+        tracker.log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
+                             "users_skipped": len(summary.skipped)})
     return summary
 
 
@@ -146,7 +142,7 @@ def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
 def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
     for user_id, fit in tqdm(fits.items(), desc="fitting users", unit="user"):
         try:
-            with tracked_run(user_id, {"user_id": user_id}, nested=True):
+            with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
                 with metered_prompt_cache(fit.model.api_base) as server:
                     judge = compile_judge(fit)
                 finish.save(user_id, judge, server.usage)
@@ -164,7 +160,7 @@ def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) 
         if isinstance(judge, str):
             finish.skip(user_id, judge)
             continue
-        with tracked_run(user_id, {"user_id": user_id}, nested=True):
+        with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
             finish.save(user_id, judge, None)
 
 
@@ -173,6 +169,7 @@ class _FitWriter:
     """What the driver does with each user's outcome: the JSON, the child run's metrics, the summary."""
 
     session: Settings
+    tracker: Tracker
     output_dir: Path
     summary: FitSummary
     metadata: dict[str, object]
@@ -184,7 +181,7 @@ class _FitWriter:
         path = fitted_path(self.output_dir, user_id)
         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
                       score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)
-        log_metrics({**_record_metrics(record), **(prompt_cache.as_metrics() if prompt_cache else {})})
+        self.tracker.log_metrics({**_record_metrics(record), **(prompt_cache.as_metrics() if prompt_cache else {})})
         self.summary.fitted[user_id] = path
 
     def skip(self, user_id: str, reason: str) -> None:
@@ -197,13 +194,6 @@ def fitted_path(output_dir: Path, user_id: str) -> Path:
     """Where `fit` keeps a user's judge: `<output_dir>/<user_id>.json` for an id that is a plain file name, else a file
     named after the id's safe form (`safe_name`). Whatever a data row says its user is, the file is in `output_dir`."""
     return path_in(output_dir, user_id, ".json")
-
-
-def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
-    """The most demos in a fitted judge: `max_demos` when given, else the small-model profile's when the profile is on,
-    else none (the paper)."""
-    profile = settings.small_model_profile()
-    return max_demos if max_demos is not None else profile.max_demos if profile else None
 
 
 def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:

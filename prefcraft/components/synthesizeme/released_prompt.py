@@ -28,7 +28,9 @@ from typing import Any
 
 import dspy
 
+from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER
+from prefcraft.components.synthesizeme.options import ImportPersonaPromptOptions
 from prefcraft.errors import CompiledProgramError
 from prefcraft.optimizers.artifacts import METADATA_KEY, read_program_json, save_compiled
 from prefcraft.programs.persona import PersonaSynthesizer
@@ -39,6 +41,10 @@ RELEASED_FIELDS = {"past_judgements": "past_judgments", "reasoning": "reasoning"
 DEMO_FLAGS = {"augmented"}
 """Keys DSPy adds to a demo besides its fields (a bootstrapped demo is `augmented`)."""
 NOT_RELEASED_HINT = "give one of the reference repository's synthesizeme/prompts/*.json files, as released"
+
+
+def import_persona_prompt(options: ImportPersonaPromptOptions, run: StepRun) -> Path:
+    return import_released_persona_prompt(options.released, options.output)
 
 
 def import_released_persona_prompt(released: Path, output: Path) -> Path:

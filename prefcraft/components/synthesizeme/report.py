@@ -1,9 +1,15 @@
-"""SynthesizeMe's terminal tables: a method's pairwise report, the methods side by side, and the fit's summary."""
+"""SynthesizeMe's terminal reports: a method's pairwise report, the methods side by side, the fit's summary, and each
+step's report made of them."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from prefcraft.components.synthesizeme.demo import DemoOutcome
+from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
 from prefcraft.metrics.pairwise import PairwiseReport
+from prefcraft.optimizers.compile_selection import CompileVerdict, format_verdict
 from prefcraft.usage import LMUsage
 
 
@@ -45,3 +51,23 @@ def format_comparison(reports: dict[str, PairwiseReport]) -> str:
         cells = [report.per_user.get(user) for report in reports.values()]
         lines.append(f"  {user:<14}" + "".join(f"{100 * c.mean:13.1f}%" if c else f"{'-':>14}" for c in cells))
     return "\n".join(lines)
+
+
+def format_evaluation(outcomes: dict[str, MethodOutcome]) -> str:
+    """Each method's report, then the methods side by side when there are several."""
+    parts = [format_report(method, outcome.report, outcome.usage) for method, outcome in outcomes.items()]
+    if len(outcomes) > 1:
+        parts.append(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
+    return "\n".join(parts)
+
+
+def format_demo(outcome: DemoOutcome) -> str:
+    return f"{format_fit_summary(outcome.fit)}\n{format_evaluation(outcome)}"
+
+
+def format_compile_persona(verdict: CompileVerdict) -> str:
+    return "compile-persona:\n" + format_verdict(verdict, "persona judge accuracy")
+
+
+def format_imported(path: Path) -> str:
+    return f"released persona prompt imported to {path}; fit from it with --persona-prompt {path}"

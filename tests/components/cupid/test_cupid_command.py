@@ -2,7 +2,6 @@
 
 import json
 import math
-from contextlib import nullcontext
 
 import dspy
 import mlflow
@@ -12,29 +11,28 @@ from dspy.utils import DummyLM
 from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.components.cupid import evaluation as cupid
-from prefcraft.components.cupid.evaluation import CupidData, EvaluationJob, evaluate_instances, select_instances
+from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
+from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
 from prefcraft.settings import Settings
+from tests.fakes import FakeTracker
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
 
 
 @pytest.fixture
 def role_models(monkeypatch):
-    """No server and no MLflow; the task and judge roles each answer from their own scripted LM."""
+    """No server; the task and judge roles each answer from their own scripted LM."""
     models = {role: DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter()) for role in ("task", "judge")}
     monkeypatch.setattr(evaluation, "lm_context",
                         lambda session, role="task": dspy.context(lm=models[role], adapter=dspy.JSONAdapter()))
-    monkeypatch.setattr(cupid, "tracked_run", lambda *args, **kwargs: nullcontext())
-    for name in ("log_metrics", "log_json"):
-        monkeypatch.setattr(cupid, name, lambda *args: None)
     return models
 
 
 def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
     instances = [marked_instance(), marked_instance(sessions=2)]
-    job = EvaluationJob(variants=("all", "relevant"), use_shipped=False, output_dir=tmp_path,
-                        response_methods=("none", "sessions", "inferred"))
-    outcome = evaluate_instances(Settings(num_threads=1), job, instances)
+    options = EvaluateOptions(variants=["all", "relevant"], use_shipped=False, output_dir=tmp_path,
+                        responses=["none", "sessions", "inferred"])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
 
     assert [inference.name for inference in outcome.inference] == ["all", "relevant"]
     for inference in outcome.inference:
@@ -61,8 +59,8 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
 
 
 def test_only_the_gold_response_method_hands_the_gold_preference_to_the_generator(role_models, tmp_path):
-    job = EvaluationJob(output_dir=tmp_path, response_methods=("gold",))
-    outcome = evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+    options = EvaluateOptions(output_dir=tmp_path, responses=["gold"])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
     generator_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history[-1:]])
     assert "GOLD-CURRENT-PREFERENCE" in generator_prompts  # the ceiling: by definition it is given the gold
     assert "GOLD-CHECK" not in generator_prompts and outcome.responses[0].score.mean == 7
@@ -73,12 +71,12 @@ def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, t
         def forward(self, sessions, current_request):
             raise RuntimeError("the model answered nonsense")
 
-    monkeypatch.setattr(cupid, "_inferrers", lambda session, job: {"failing": Failing()})
+    monkeypatch.setattr(cupid, "_inferrers", lambda session, options: {"failing": Failing()})
     import prefcraft.evaluation
 
     monkeypatch.setattr(prefcraft.evaluation, "check_reachable", lambda model: None)
-    outcome = evaluate_instances(Settings(num_threads=1), EvaluationJob(output_dir=tmp_path, response_methods=()),
-                                 [marked_instance()])
+    options = EvaluateOptions(output_dir=tmp_path, responses=[])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
     (inference,) = outcome.inference
     assert inference.overall.inference_failures == 1 and inference.results[0].failed == "inference"
     assert inference.overall.instances == 0 and math.isnan(inference.overall.recall.mean)
@@ -92,8 +90,8 @@ class FailingGrader(dspy.Module):
 
 def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(role_models, tmp_path, monkeypatch):
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=())
-    (inference,) = evaluate_instances(Settings(num_threads=1), job, [marked_instance()]).inference
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
     # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
     (result,) = inference.results
     assert result.failed == "matching" and result.checklist == REPLY["checklist"]
@@ -106,8 +104,8 @@ def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_pa
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
     monkeypatch.setattr(cupid, "DecomposePreference", dspy.Signature("preference -> missing_field"))
     role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=())
-    (inference,) = evaluate_instances(Settings(num_threads=1), job, [marked_instance()]).inference
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
     assert inference.results[0].failed == "decomposition"
     assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
 
@@ -124,8 +122,8 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
 
     monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
     instances = [marked_instance(), marked_instance(sessions=2), marked_instance(sessions=1)]
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("gold",))
-    outcome = evaluate_instances(Settings(num_threads=1), job, instances)
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
     (response,) = outcome.responses
     assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
     assert [result.failed for result in response.results] == [None, "unparseable score", "judging"]
@@ -144,8 +142,9 @@ def with_current_preference_in(instance, *numbers):
 
 def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_preference(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("sessions",), oracle_sessions=True)
-    outcome = evaluate_instances(Settings(num_threads=1), job, [relevant, marked_instance(sessions=2)])
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["sessions"], oracle_sessions=True)
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options,
+                                 [relevant, marked_instance(sessions=2)])
 
     assert outcome.instances == 1 and outcome.oracle_left_out == 1  # the second has no session with its preference
     inference_prompt, response_prompt = (json.dumps(entry["messages"]) for entry in role_models["task"].history)
@@ -156,8 +155,8 @@ def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_prefe
 
 
 def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path):
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=("summaries",))
-    outcome = evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["summaries"])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
     (response,) = outcome.responses
     assert response.method == "summaries" and response.score.mean == 7
     assert response.costs["generate"].usage.calls == 2  # the summaries' call and the response's, one instance
@@ -167,15 +166,15 @@ def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path)
 
 
 def test_the_oracle_setting_with_no_relevant_session_anywhere_is_one_clear_error(role_models, tmp_path):
-    job = EvaluationJob(use_shipped=False, output_dir=tmp_path, response_methods=(), oracle_sessions=True)
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[], oracle_sessions=True)
     with pytest.raises(cupid.ConfigError, match="oracle setting has nothing to give"):
-        evaluate_instances(Settings(num_threads=1), job, [marked_instance()])
+        evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
 
 
 def test_outside_the_oracle_setting_every_session_reaches_the_inferrer(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
-    outcome = evaluate_instances(Settings(num_threads=1), EvaluationJob(use_shipped=False, output_dir=tmp_path,
-                                                                        response_methods=()), [relevant])
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [relevant])
     assert outcome.oracle_left_out is None and "Oracle setting" not in format_evaluation(outcome)
     prompt = json.dumps(role_models["task"].history[0]["messages"])
     assert all(f"dialogue-{number}" in prompt for number in range(3))
@@ -185,7 +184,7 @@ def test_select_instances_skips_bad_rows_when_asked(tmp_path):
     from tests.components.cupid.test_cupid_loader import real_row, write_jsonl
 
     path = write_jsonl(tmp_path / "data.jsonl", [real_row("a"), real_row("b", sessions=0), real_row("c")])
-    instances, skipped = select_instances(CupidData(source=path, skip_invalid=True), "all")
+    instances, skipped = select_instances(EvaluateOptions(data=str(path), skip_invalid=True), "all")
     assert [i.persona_id for i in instances] == ["a", "c"] and skipped == 1
 
 

@@ -5,13 +5,13 @@ import math
 import pytest
 
 from prefcraft.components.cupid.metrics import (
-    ChecklistMatch,
     judge_score,
     match_report,
     micro_f1_estimate,
     micro_scores,
     response_scores,
 )
+from prefcraft.programs.cupid import ChecklistMatch
 
 
 def test_one_instance_scores_as_the_paper_defines_them():

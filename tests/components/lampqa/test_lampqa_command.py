@@ -7,22 +7,21 @@ from contextlib import nullcontext
 import dspy
 import pytest
 
-from prefcraft import compile_gate, evaluation
+from prefcraft import evaluation, runner
 from prefcraft.cli import main, make_parser
 from prefcraft.components.lampqa import compilation as lampqa_compile
-from prefcraft.components.lampqa import evaluation as lampqa
-from prefcraft.components.lampqa.compilation import CompileJob, compile_and_select
+from prefcraft.components.lampqa.compilation import compile_and_select
 from prefcraft.components.lampqa.evaluation import (
-    EvaluationJob,
-    LampQAData,
-    RetrievalConfig,
     evaluate_methods,
+    load_evaluated,
     method_programs,
+    select_questions,
     with_random_profiles,
 )
+from prefcraft.components.lampqa.options import CompileOptions, DemoOptions, EvaluateOptions
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
 from prefcraft.errors import ConfigError
-from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
+from prefcraft.optimizers import compile_gate
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker, FieldFillingEngine
 
@@ -38,26 +37,21 @@ class FieldFiller(FieldFillingEngine):
 
 @pytest.fixture
 def fake_lm(monkeypatch):
+    """No server: every model role answers from the field-filling LM (runs go to a `FakeTracker`, not MLflow)."""
     lm = dspy.LM("fake-model", engine=FieldFiller(), cache=False)
-    for module in (lampqa, lampqa_compile, evaluation):
-        if hasattr(module, "lm_context"):
-            monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
-        if hasattr(module, "tracked_run"):
-            monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
-        for name in ("log_metrics", "log_json", "log_file", "check_servers"):
-            if hasattr(module, name):
-                monkeypatch.setattr(module, name, lambda *args: None)
+    for module in (lampqa_compile, evaluation):
+        monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     monkeypatch.setattr(lampqa_compile, "build_lm", lambda model: lm)
     return lm
 
 
 def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_path):
-    job = EvaluationJob(data=LampQAData(max_questions=1), use_shipped=False, output_dir=tmp_path,
-                        retrieval=RetrievalConfig(k=3))
-    loaded = job.data.load("test")
+    options = EvaluateOptions(max_questions=1, use_shipped=False, output_dir=tmp_path, k=3)
+    loaded = select_questions(options, "test")
     aspects = sum(len(question.rubric_aspects) for question in loaded.questions)
-    programs, compiled = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct")
-    outcome = evaluate_methods(Settings(num_threads=1), job, loaded, programs, compiled)  # no warm-up call
+    programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
+    tracker = FakeTracker()
+    outcome = evaluate_methods(Settings(num_threads=1), tracker, options, loaded, programs, compiled)  # no warm-up
 
     assert list(outcome.methods) == ["none", "rag", "planpers"] and outcome.questions == 3
     for method in outcome.methods.values():
@@ -75,20 +69,25 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
     text = format_evaluation(outcome)
     assert "PlanPers" in text and "Planner coverage" in text and "gain vs none" in text and "Cost per question" in text
 
+    parent = tracker.named("lampqa-evaluate")  # one parent run, a child run per method, each result written once
+    assert parent.params["split"] == "test" and parent.params["k"] == 3 and parent.params["kind"] == "bm25"
+    assert parent.files == [tmp_path / "lampqa-summary.json"] and parent.metrics["planpers_gain"] == 0.0
+    for name in ("none", "rag", "planpers"):
+        child = tracker.named(f"lampqa-{name}")
+        assert child.nested and child.params == {"method": name} and child.files == [tmp_path / f"lampqa-{name}.jsonl"]
+        assert child.metrics["judge_failures"] == 0.0
+
 
 def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_path, monkeypatch):
     registered = []
     monkeypatch.setattr(compile_gate, "register_compiled", lambda *args: registered.append(args) or True)
     monkeypatch.setattr(compile_gate, "check_servers", lambda session: None)  # the fake LM needs no server
-    data = LampQAData(max_questions=1)
-    trainset = [q.example() for q in data.load("train").questions]
-    valset = [q.example() for q in data.load("validation").questions]
-    config = MIPROv2Config(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=0,
-                           num_threads=1)
-    job = CompileJob(output=tmp_path / "compiled.json", data=data, config=config, output_dir=tmp_path,
-                     retrieval=RetrievalConfig(k=3))
+    options = CompileOptions(max_questions=1, candidates=2, trials=2, max_bootstrapped_demos=1, max_labeled_demos=0,
+                             output=tmp_path / "compiled.json", output_dir=tmp_path, k=3)
+    trainset = [q.example() for q in select_questions(options, "train").questions]
+    valset = [q.example() for q in select_questions(options, "validation").questions]
     tracker = FakeTracker()
-    outcome = compile_and_select(Settings(num_threads=1), job, trainset, valset, tracker)
+    outcome = compile_and_select(Settings(num_threads=1), options, trainset, valset, tracker)
 
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
     verdict = outcome.verdict
@@ -110,6 +109,27 @@ def test_the_demo_and_compile_flags():
     assert compile_args.max_labeled_demos == 0
 
 
+def test_the_demo_runs_through_the_runner_in_one_tracked_run_and_reports_once(fake_lm, tmp_path, monkeypatch):
+    tracker = FakeTracker()
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # the fake LM needs no server
+    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
+    emitted = []
+    options = DemoOptions(k=3, use_shipped=False, output_dir=tmp_path)
+    outcome = runner.run_step("lampqa", "demo", options, Settings(num_threads=1), emitted.append)
+
+    assert emitted == [format_evaluation(outcome)] and outcome.split == "test" and outcome.questions == 3
+    assert [run.name for run in tracker.runs] == ["lampqa-evaluate", "lampqa-none", "lampqa-rag", "lampqa-planpers"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == [
+        "lampqa-none.jsonl", "lampqa-planpers.jsonl", "lampqa-rag.jsonl", "lampqa-summary.json"]
+
+
+def test_the_demo_reads_the_test_questions_and_evaluate_the_split_asked_for():
+    demo = load_evaluated(DemoOptions())
+    assert len(demo.questions) == 3 and demo.questions == select_questions(DemoOptions(), "test").questions
+    assert EvaluateOptions(split="val").questions_split == "validation"
+    assert EvaluateOptions().questions_split == DemoOptions().questions_split == "test"
+
+
 def test_bad_input_fails_before_any_server_starts(tmp_path, capsys):
     assert main(["lampqa", "evaluate", "--data", str(tmp_path / "absent.jsonl")]) == 2
     assert "file not found" in capsys.readouterr().err
@@ -121,20 +141,23 @@ def test_bad_input_fails_before_any_server_starts(tmp_path, capsys):
     assert "not one file" in capsys.readouterr().err
     assert main(["lampqa", "evaluate", "--retriever", "dense", "--no-shipped"]) == 2
     assert "needs an embedding model" in capsys.readouterr().err
+    assert main(["lampqa", "evaluate", "--compiled", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json does not exist" in capsys.readouterr().err
+    assert main(["lampqa", "compile", "--retriever", "dense"]) == 2
+    assert "needs an embedding model" in capsys.readouterr().err
 
 
 def test_the_small_model_profile_cuts_retrieved_posts_and_the_paper_profile_does_not():
-    job = EvaluationJob(use_shipped=False)
-    cut, _ = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct", post_chars=300)
-    whole, _ = method_programs(job, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
+    options = EvaluateOptions(use_shipped=False)
+    cut, _ = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct", post_chars=300)
+    whole, _ = method_programs(options, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
     assert cut["rag"].post_chars == cut["planpers"].post_chars == 300
     assert whole["rag"].post_chars is None and whole["planpers"].post_chars is None
 
 
 def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tmp_path):
-    job = EvaluationJob(data=LampQAData(max_questions=2), methods=["rag_random"], use_shipped=False,
-                        output_dir=tmp_path, retrieval=RetrievalConfig(k=3))
-    loaded = job.data.load("test")
+    options = EvaluateOptions(max_questions=2, methods=["rag_random"], use_shipped=False, output_dir=tmp_path, k=3)
+    loaded = select_questions(options, "test")
     examples = [question.example() for question in loaded.questions]
     drawn = with_random_profiles(examples, seed=0)
     assert [example.question for example in drawn] == [example.question for example in examples]
@@ -146,8 +169,8 @@ def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tm
     with pytest.raises(ConfigError, match="at least two users"):
         with_random_profiles(examples[:1], seed=0)
 
-    programs, compiled = method_programs(job, "hosted_vllm/SmolLM2-135M-Instruct")
-    outcome = evaluate_methods(Settings(num_threads=1), job, loaded, programs, compiled)
+    programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
+    outcome = evaluate_methods(Settings(num_threads=1), FakeTracker(), options, loaded, programs, compiled)
     assert list(outcome.methods) == ["rag_random"] and outcome.methods["rag_random"].report.overall.mean == 0.5
     rows = [json.loads(line) for line in (tmp_path / "lampqa-rag_random.jsonl").read_text().splitlines()]
     for row, question, example in zip(rows, loaded.questions, drawn, strict=True):

@@ -1,7 +1,6 @@
 """`prefcraft prefdisco` without a model server (scripted LMs), and once end to end on the embedded server."""
 
 import json
-from contextlib import nullcontext
 
 import dspy
 import mlflow
@@ -9,21 +8,30 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft.cli import main, make_parser
+from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco import evaluation as prefdisco
-from prefcraft.components.prefdisco.build import BuildJob, build_scenario_file, read_problems
+from prefcraft.components.prefdisco.build import (
+    SAMPLE_PROBLEMS,
+    build,
+    build_scenario_file,
+    format_build,
+    load_problems,
+    read_problems,
+)
+from prefcraft.components.prefdisco.commands import COMPONENT
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.components.prefdisco.evaluation import (
     BASELINE,
     DISCOVERY,
     ORACLE,
-    EvaluationJob,
-    PrefDiscoData,
     evaluate_conditions,
     select_scenarios,
 )
+from prefcraft.components.prefdisco.options import BuildOptions, EvaluateOptions
 from prefcraft.components.prefdisco.report import format_evaluation
 from prefcraft.errors import ConfigError
 from prefcraft.settings import Settings
+from tests.fakes import FakeTracker
 
 # One reply holding every output field of every PrefDisco signature; each call keeps its own fields.
 REPLY = {"action": "ask", "question": "How detailed?", "response": "It is 8.", "final_answer": "8",
@@ -32,17 +40,15 @@ REPLY = {"action": "ask", "question": "How detailed?", "response": "It is 8.", "
 
 def offline(monkeypatch, lm):
     monkeypatch.setattr(prefdisco, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
-    monkeypatch.setattr(prefdisco, "tracked_run", lambda *args, **kwargs: nullcontext())
-    for name in ("log_metrics", "log_json"):
-        monkeypatch.setattr(prefdisco, name, lambda *args: None)
 
 
 def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp_path):
     lm = DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter())
     offline(monkeypatch, lm)
-    job = EvaluationJob(data=PrefDiscoData(max_scenarios=3), max_turns=2, use_shipped=False, output_dir=tmp_path)
-    scenarios = select_scenarios(job.data, "test")
-    outcome = evaluate_conditions(Settings(num_threads=1), job, scenarios)
+    options = EvaluateOptions(max_scenarios=3, max_turns=2, use_shipped=False, output_dir=tmp_path)
+    scenarios = select_scenarios(options, "test")
+    tracker = FakeTracker()
+    outcome = evaluate_conditions(Settings(num_threads=1), tracker, options, scenarios)
     rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     assert [row["condition"] for row in rows] == [BASELINE] * 3 + [ORACLE] * 3 + [DISCOVERY] * 3
     discovery = rows[-1]
@@ -60,6 +66,11 @@ def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp
     # Calls: per scenario 1 + 1 answers, 2 x (asker + simulator) + 1 answer, and (criteria + 1) grading calls x 3.
     graded_calls = 3 * sum(len(s.criteria) + 1 for s in scenarios)
     assert len(lm.history) == 3 * (1 + 1 + 5) + graded_calls
+    # One run with a child run per condition; the dialogues and the summary are logged to it once each.
+    assert [run.name for run in tracker.runs] == ["prefdisco-evaluate", BASELINE, ORACLE, DISCOVERY]
+    run = tracker.named("prefdisco-evaluate")
+    assert run.files == [outcome.results_path, tmp_path / "summary.json"]
+    assert run.metrics["all_discovery_questions"] == 2 and "generation_lm_calls" in tracker.named(DISCOVERY).metrics
 
 
 def _row(task: str, scenario: str, condition: str, pref_align: float | None, missing: int = 0):
@@ -87,27 +98,43 @@ def test_the_summary_gives_the_papers_norm_align_per_task_and_the_share_of_negat
 
 
 def test_splits_keep_all_personas_of_a_problem_together_and_do_not_overlap():
-    splits = {split: select_scenarios(PrefDiscoData(), split) for split in ("train", "val", "test")}
+    splits = {split: select_scenarios(EvaluateOptions(), split) for split in ("train", "val", "test")}
     problems = {split: {s.problem_id for s in scenarios} for split, scenarios in splits.items()}
     assert sum(map(len, splits.values())) == len(load_scenarios(SAMPLE_SCENARIOS))
     assert not (problems["train"] & problems["val"]) and not (problems["val"] & problems["test"])
     assert len(splits["test"]) == 6 and len(splits["val"]) == 6
-    one_each = select_scenarios(PrefDiscoData(per_task=1), "test")
+    one_each = select_scenarios(EvaluateOptions(per_task=1), "test")
     assert [s.task for s in one_each] == ["math", "science", "social"]
     with pytest.raises(ConfigError):
-        select_scenarios(PrefDiscoData(), "dev")
+        select_scenarios(EvaluateOptions(), "dev")
 
 
 def test_the_builder_is_seeded_and_writes_loadable_scenarios(tmp_path):
-    problems = read_problems(BuildJob.problems)
-    first = build_scenario_file(problems, BuildJob(output=tmp_path / "a.jsonl", seed=3)).path.read_bytes()
-    again = build_scenario_file(problems, BuildJob(output=tmp_path / "b.jsonl", seed=3)).path.read_bytes()
-    other = build_scenario_file(problems, BuildJob(output=tmp_path / "c.jsonl", seed=4)).path.read_bytes()
+    problems = read_problems(SAMPLE_PROBLEMS)
+    first = build_scenario_file(problems, BuildOptions(output=tmp_path / "a.jsonl"), seed=3).path.read_bytes()
+    again = build_scenario_file(problems, BuildOptions(output=tmp_path / "b.jsonl"), seed=3).path.read_bytes()
+    other = build_scenario_file(problems, BuildOptions(output=tmp_path / "c.jsonl"), seed=4).path.read_bytes()
     assert first == again != other
     scenarios = load_scenarios(tmp_path / "a.jsonl")
     assert len(scenarios) == 24 and len({s.persona["id"] for s in scenarios}) > 2
-    assert SAMPLE_SCENARIOS.read_bytes() == build_scenario_file(
-        problems, BuildJob(output=tmp_path / "d.jsonl")).path.read_bytes()  # the bundled file is regenerable
+    bundled = build_scenario_file(problems, BuildOptions(output=tmp_path / "d.jsonl"), seed=0).path.read_bytes()
+    assert SAMPLE_SCENARIOS.read_bytes() == bundled  # the bundled file is regenerable
+
+
+def test_building_is_one_tracked_run_with_a_child_run_per_task_and_runs_no_model(tmp_path):
+    step = COMPONENT.steps["build-scenarios"]
+    assert not step.models and step.tracked
+    options, tracker, settings = BuildOptions(output=tmp_path / "s.jsonl"), FakeTracker(), Settings(seed=3)
+    outcome = build(options, StepRun(settings, settings, tracker, print, load_problems(options)))
+    assert outcome.path.read_bytes() == build_scenario_file(
+        read_problems(SAMPLE_PROBLEMS), BuildOptions(output=tmp_path / "again.jsonl"), seed=3).path.read_bytes()
+    run = tracker.named("prefdisco-build-scenarios")
+    assert run.params["seed"] == 3 and run.params["problems"] == str(SAMPLE_PROBLEMS)
+    assert run.metrics == {"scenarios": 24, "rejected_personas": outcome.rejected_personas}
+    assert run.files == [outcome.path]
+    assert [(child.name, child.nested, child.metrics) for child in tracker.runs[1:]] == [
+        (f"task-{task}", True, {"scenarios": 8}) for task in ("math", "science", "social")]
+    assert format_build(outcome).startswith("wrote 24 SYNTHETIC scenarios (12 problems x 2 of 8 personas; ")
 
 
 def test_the_command_line_builds_each_step():

@@ -1,7 +1,6 @@
 """`prefcraft sensejudge` without a model server: the command line, and every step's control flow on a scripted LM."""
 
 import json
-from contextlib import nullcontext
 from pathlib import Path
 
 import dspy
@@ -13,39 +12,52 @@ from sensebench_files import write_dialogues
 
 import prefcraft
 from prefcraft.cli import main
+from prefcraft.components.component import StepRun
 from prefcraft.components.sensejudge import simulation as sensejudge_simulate
 from prefcraft.components.sensejudge import steps as sensejudge
-from prefcraft.components.sensejudge.commands import COMPONENT, DEMO_TOPICS, sensejudge_job
+from prefcraft.components.sensejudge.commands import COMPONENT
+from prefcraft.components.sensejudge.options import (
+    DEMO_TOPICS,
+    DemoOptions,
+    EvaluateOptions,
+    SelectOptions,
+    SimulateOptions,
+)
 from prefcraft.components.sensejudge.report import (
     SIMULATED_NOTE,
+    format_demo,
     format_evaluation,
     format_selection,
     format_simulation,
 )
-from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues, simulate_pairs
+from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues
 from prefcraft.components.sensejudge.steps import (
     ALL_TOPICS,
-    SenseJudgeJob,
+    demo,
     description_names,
     draw_descriptions,
-    evaluate_judge,
-    select_descriptions,
+    evaluate,
+    read_dev_pairs,
+    read_held_out_pairs,
+    read_simulated,
+    select,
+    simulate,
 )
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set, load_pairs, pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.optimizers.artifacts import load_compiled
-from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
 from prefcraft.usage import LMUsage
+from tests.fakes import FakeTracker
 
 
 @pytest.fixture
 def scripted(monkeypatch):
-    """No server and no MLflow; every call answers from one long script (JSON, as the schema adapter asks), so every
-    response differs."""
+    """No server; every call answers from one long script (JSON, as the schema adapter asks), so every response
+    differs."""
     lm = DummyLM([{"response": f"Answer {i}.", "reasoning": "r", "preference": "First" if i % 3 else "Second",
                    "analysis": "a", "decision": "Response A" if i % 3 else "Response B"}
                   for i in range(2000)], adapter=dspy.JSONAdapter())
@@ -56,27 +68,37 @@ def scripted(monkeypatch):
 def offline(monkeypatch, lm):
     for module in (sensejudge, sensejudge_simulate):
         monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
-        monkeypatch.setattr(module, "tracked_run", lambda *args, **kwargs: nullcontext())
-        for name in ("log_metrics", "log_file", "log_json"):
-            monkeypatch.setattr(module, name, lambda *args: None)
 
 
-def simulate_two_topics(tmp_path):
+def step_run(load, options, tracker=None):
+    """What the runner hands a step's work, on one thread and no server: its data read by its `load`."""
+    settings = Settings(num_threads=1)
+    return StepRun(settings, settings, tracker or FakeTracker(), lambda text: None, load(options))
+
+
+def simulate_two_topics(tmp_path, tracker=None):
     """One dev and one test dialogue in each of two topics, three variants: three dev and three test pairs a topic."""
     source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
-    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise", "detailed"))
-    return simulate_pairs(Settings(num_threads=1), sample_dialogues(source, config), source, tmp_path / "pairs.jsonl",
-                          config)
+    options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
+                              variants=["plain", "concise", "detailed"])
+    return simulate(options, step_run(read_simulated, options, tracker))
 
 
-def job_in(tmp_path, pairs, **fields):
-    selection = SubsetSelectionConfig(num_threads=1, display_progress=False)
-    return SenseJudgeJob(pairs=pairs, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
-                         max_pair_descriptions=2, selection=selection, **fields)
+def select_in(tmp_path, pairs, tracker=None, **options):
+    """`select` on `pairs`, writing the judge in `tmp_path`; two dev pairs of each topic get a description."""
+    chosen = SelectOptions(pairs=pairs, judge=tmp_path / "sensejudge.json", **{"max_pair_descriptions": 2, **options})
+    return select(chosen, step_run(read_dev_pairs, chosen, tracker))
+
+
+def evaluate_in(tmp_path, pairs, tracker=None, **options):
+    """`evaluate` on `pairs` of the judge `select_in` wrote, the judgments written under `tmp_path / "out"`."""
+    chosen = EvaluateOptions(pairs=pairs, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out", **options)
+    return evaluate(chosen, step_run(read_held_out_pairs, chosen, tracker))
 
 
 def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(scripted, tmp_path):
-    summary = simulate_two_topics(tmp_path)
+    tracker = FakeTracker()
+    summary = simulate_two_topics(tmp_path, tracker)
     assert (summary.dev_pairs, summary.test_pairs) == (6, 6) and len(summary.dialogues) == 4
     assert summary.topics == {"Math": [3, 3], "QA": [3, 3]}  # every topic has dev and test pairs
     rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
@@ -85,9 +107,7 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     text = format_simulation(summary)
     assert SIMULATED_NOTE in text and "Math 3 + 3, QA 3 + 3" in text
 
-    session = Settings(num_threads=1)
-    job = job_in(tmp_path, summary.path)
-    selection = select_descriptions(session, job)
+    selection = select_in(tmp_path, summary.path, tracker)
     assert selection.scope == "topic" and list(selection.topics) == ["Math", "QA"]
     for topic in ("Math", "QA"):  # none, two of the topic's dev pairs, the aggregate; its 3 pairs in both orders
         assert len(selection.topics[topic].descriptions) == 4 and selection.records[topic].examples == 6
@@ -95,12 +115,13 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert selection.dev_accuracy == (selection.records["Math"].accuracy + selection.records["QA"].accuracy) / 2
     assert "Math: selected" in format_selection(selection)
 
-    loaded = prefcraft.load(job.judge)  # the registry's builder and the saved state give each topic's subset back
+    # the registry's builder and the saved state give each topic's subset back
+    loaded = prefcraft.load(tmp_path / "sensejudge.json")
     assert set(loaded.program.topics) == {"Math", "QA"}
     assert [len(loaded.program.for_topic(topic).judges) for topic in ("Math", "QA")] == [
         len(loaded.metadata["topics"][topic]["descriptions"]) for topic in ("Math", "QA")]
 
-    outcome = evaluate_judge(session, job)
+    outcome = evaluate_in(tmp_path, summary.path, tracker)
     assert [row.name for row in outcome.rows] == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
     assert outcome.selected.report.accuracy.n == 12 and set(outcome.selected.topics) == {"Math", "QA"}
     assert outcome.selected.overall == sum(outcome.selected.topics.values()) / 2
@@ -118,24 +139,36 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert "model ranking (judge: 5 random descriptions per topic" in text
     assert "  QA descriptions drawn: dev pair 1, dev pair 2, aggregate" in text
 
+    # One run per step, each with its params and metrics; every result file written once and logged to its run.
+    assert [(run.name, run.nested) for run in tracker.runs] == [
+        ("sensejudge-simulate", False), ("sensejudge-select", False), ("sensejudge-evaluate", False)]
+    simulated, selected, evaluated = tracker.runs
+    assert simulated.params["labels"] == "simulated" and simulated.params["dev_dialogues"] == 1
+    assert simulated.params["seed"] == 0 and simulated.metrics["dev_pairs"] == 6
+    assert [path.name for path in simulated.files] == ["pairs.jsonl", "dialogues.json"]
+    assert selected.params["scope"] == "topic" and selected.params["max_pair_descriptions"] == 2
+    assert selected.metrics["dev_accuracy"] == selection.dev_accuracy
+    assert selected.files == [tmp_path / "sensejudge.json"]
+    assert evaluated.params["test_pairs"] == 6 and evaluated.metrics["selected_overall_accuracy"] == (
+        outcome.selected.overall)
+    assert [path.name for path in evaluated.files] == ["sensejudge-evaluation.json", "sensejudge-judgments.jsonl"]
+
     with summary.path.open("a") as pairs:
         pairs.write(summary.path.read_text().splitlines()[0].replace('"train"', '"test"') + "\n")
-    with pytest.raises(ConfigError, match="could be among the test pairs"):
-        evaluate_judge(session, job)
+    with pytest.raises(ConfigError, match="could be among the test pairs"):  # read before any model starts
+        read_held_out_pairs(EvaluateOptions(pairs=summary.path, judge=tmp_path / "sensejudge.json"))
 
 
 def test_scope_all_selects_once_over_every_dev_pair_and_still_reports_each_topic(scripted, tmp_path):
     summary = simulate_two_topics(tmp_path)
-    session = Settings(num_threads=1)
-    job = job_in(tmp_path, summary.path, scope="all")
-    selection = select_descriptions(session, job)
+    selection = select_in(tmp_path, summary.path, scope="all")
     assert list(selection.topics) == [ALL_TOPICS] and selection.records[ALL_TOPICS].examples == 12
     assert selection.usage["extraction"].calls == 3
     judge = SelectedJudge()
-    metadata = load_compiled(judge, job.judge, program_name="sensejudge")
+    metadata = load_compiled(judge, tmp_path / "sensejudge.json", program_name="sensejudge")
     assert judge.topics == {} and metadata["scope"] == "all"
 
-    outcome = evaluate_judge(session, job)
+    outcome = evaluate_in(tmp_path, summary.path)
     assert outcome.scope == "all" and set(outcome.selected.topics) == {"Math", "QA"}
     assert list(outcome.tied_best) == [ALL_TOPICS] and outcome.selected.report.accuracy.n == 12
     assert "once over all dev pairs" in format_evaluation(outcome)
@@ -146,8 +179,8 @@ def test_per_topic_selection_needs_the_pairs_topics(scripted, tmp_path):
     rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
     untopical = tmp_path / "untopical.jsonl"
     untopical.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "topic"}) + "\n" for row in rows))
-    with pytest.raises(DataError, match="topic") as error:
-        select_descriptions(Settings(num_threads=1), job_in(tmp_path, untopical))
+    with pytest.raises(DataError, match="topic") as error:  # read before any model starts
+        read_dev_pairs(SelectOptions(pairs=untopical, judge=tmp_path / "sensejudge.json"))
     assert "--scope all" in error.value.hint
 
 
@@ -161,10 +194,10 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
                                   answer("-", "Second"), answer("C plain"), answer("C concise"), answer("-")],
                                  adapter=dspy.JSONAdapter()))
     source = write_dialogues(tmp_path)
-    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise"))
-    pools = sample_dialogues(source, config)
-    pool = pools["QA"]
-    summary = simulate_pairs(Settings(num_threads=1), pools, source, tmp_path / "pairs.jsonl", config)
+    options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
+                              variants=["plain", "concise"])
+    pool = sample_dialogues(read_simulated(options), options, Settings().seed)["QA"]  # the order simulate draws
+    summary = simulate(options, step_run(read_simulated, options))
     assert (summary.dev_pairs, summary.test_pairs) == (1, 1)
     assert summary.identical_pairs == 1 and summary.replaced_dialogues == 1
     assert summary.dialogues == [pool[1].index, pool[2].index]
@@ -181,9 +214,9 @@ def test_two_variants_that_answer_alike_make_one_pair_not_two_with_the_same_id(m
     offline(monkeypatch, DummyLM([answer("A same"), answer("B plain"), answer("A same"), answer("B concise"),
                                   answer("A long"), answer("B long"), *[answer("-")] * 6], adapter=dspy.JSONAdapter()))
     source = write_dialogues(tmp_path)
-    config = SimulationConfig(dev_dialogues=1, test_dialogues=1, variants=("plain", "concise", "detailed"))
-    summary = simulate_pairs(Settings(num_threads=1), sample_dialogues(source, config), source,
-                             tmp_path / "pairs.jsonl", config)
+    options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
+                              variants=["plain", "concise", "detailed"])
+    summary = simulate(options, step_run(read_simulated, options))
     assert (summary.dev_pairs, summary.test_pairs, summary.identical_pairs) == (1, 3, 2)
     assert len({pair_id(pair) for pair in load_pairs(summary.path)}) == 4  # the loader refuses repeated pairs
 
@@ -204,10 +237,8 @@ def hand_made_pairs(tmp_path):
 
 def test_the_papers_ranking_judge_and_the_selected_judge_can_rank_two_models_differently(
         scripted, monkeypatch, tmp_path):
-    job = job_in(tmp_path, hand_made_pairs(tmp_path))
-    job.max_pair_descriptions = 5  # candidates: none, dev pairs 1 to 5, the aggregate
-    session = Settings(num_threads=1)
-    select_descriptions(session, job)
+    pairs = hand_made_pairs(tmp_path)
+    select_in(tmp_path, pairs, max_pair_descriptions=5)  # candidates: none, dev pairs 1 to 5, the aggregate
     # The test pair in both orders (a first, then b first). The empty description and two written ones vote for a,
     # four written ones for b: any 5 of the 6 written descriptions hold 3 or more of b's votes, so b wins both.
     for_a, for_b = [1, -1], [-1, 1]
@@ -220,14 +251,13 @@ def test_the_papers_ranking_judge_and_the_selected_judge_can_rank_two_models_dif
 
     monkeypatch.setattr(sensejudge, "judge_pairs", selected_prefers_a)
 
-    paper = evaluate_judge(session, job).ranking
+    paper = evaluate_in(tmp_path, pairs).ranking
     assert paper.judge == "5 random descriptions per topic, majority vote"
     assert len(paper.drawn["QA"]) == 5 and "no description" not in paper.drawn["QA"]
     assert paper.judge_wins == {"a": 0.0, "b": 1.0} and paper.by_wins.kendall_tau == -1.0
     assert paper.judge_bradley_terry["b"] > paper.judge_bradley_terry["a"]
 
-    job.ranking_judge = "selected"
-    selected = evaluate_judge(session, job).ranking
+    selected = evaluate_in(tmp_path, pairs, ranking_judge="selected").ranking
     assert selected.judge == "selected judge" and selected.drawn == {}
     assert selected.judge_wins == {"a": 1.0, "b": 0.0} and selected.by_wins.kendall_tau == 1.0
     assert paper.reference == selected.reference == {"a": 1.0, "b": 0.0}
@@ -242,25 +272,48 @@ def test_the_ranking_descriptions_are_drawn_reproducibly_and_all_are_taken_when_
     assert draw_descriptions(["", "short", "long"], 5, seed=7, topic="QA") == [1, 2]
 
 
-def test_the_ranking_judge_options_reach_the_job():
-    default = sensejudge_job(parse_step(COMPONENT, "evaluate", []), Settings())
+def test_the_ranking_judge_flags_reach_the_options():
+    default = parse_step(COMPONENT, "evaluate", [])
     assert (default.ranking_judge, default.ranking_descriptions) == ("random_descriptions", 5)
     options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--ranking-judge", "selected",
                                              "--ranking-descriptions", "3"])
-    job = sensejudge_job(options, Settings())
-    assert (job.ranking_judge, job.ranking_descriptions) == ("selected", 3)
+    assert (options.ranking_judge, options.ranking_descriptions) == ("selected", 3)
 
 
 def test_description_names_follow_the_extractor_order():
     assert description_names(4) == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
 
 
-def test_the_demo_flags_build_a_small_job():
+def test_the_demo_flags_make_a_small_job():
     options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--variants", "concise", "plain"])
-    job = sensejudge_job(options, Settings(num_threads=2))
-    assert job.simulation.variants == ("concise", "plain") and job.simulation.topics == ("QA", "Math")
-    assert (job.simulation.dev_dialogues, job.simulation.test_dialogues) == (1, 1)
-    assert job.max_pair_descriptions == 4 and job.scope == "topic" and job.selection.num_threads == 2
+    assert options.variants == ["concise", "plain"] and options.topics == ["QA", "Math"]
+    assert (options.dev_dialogues, options.test_dialogues) == (1, 1)
+    assert options.max_pair_descriptions == 4 and options.scope == "topic"
+    assert options.selection(num_threads=2).num_threads == 2
+    assert (options.pairs, options.judge, options.output_dir) == (
+        Path("runs/sensejudge/pairs.jsonl"), Path("runs/sensejudge/sensejudge.json"), Path("runs/sensejudge"))
+
+
+def test_the_simulation_defaults_are_the_simulate_steps():
+    options = parse_step(COMPONENT, "simulate", ["--sensebench", "d.json"])
+    assert SimulationConfig().model_dump() == {name: getattr(options, name) for name in SimulationConfig.model_fields}
+    assert options.output == Path("runs/sensejudge/pairs.jsonl") and options.topics is None
+
+
+def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(scripted, tmp_path):
+    source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
+    options = DemoOptions(sensebench=source, pairs=tmp_path / "pairs.jsonl", judge=tmp_path / "sensejudge.json",
+                          output_dir=tmp_path / "out", max_pair_descriptions=1)
+    tracker = FakeTracker()
+    outcome = demo(options, step_run(read_simulated, options, tracker))
+    assert [run.name for run in tracker.runs] == ["sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"]
+    assert outcome.simulation.path == options.pairs and outcome.selection.path == options.judge
+    assert list(outcome.evaluation.selected.topics) == sorted(DEMO_TOPICS)
+    report = format_demo(outcome)
+    assert report == "\n".join([format_simulation(outcome.simulation), format_selection(outcome.selection),
+                                format_evaluation(outcome.evaluation)])
+    comparison = COMPONENT.demo.compare(outcome)
+    assert comparison.baseline == "no description" and comparison.personalized.startswith("selected (")
 
 
 def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
@@ -273,6 +326,14 @@ def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path,
     assert "cannot draw 9 dev" in capsys.readouterr().err
     assert main(["sensejudge", "simulate", "--sensebench", str(source), "--topics", "QA", "Poetry"]) == 2
     assert "no dialogues of the topics Poetry" in capsys.readouterr().err
+
+
+def test_pairs_or_a_judge_that_do_not_fit_fail_before_any_server_starts(tmp_path, capsys):
+    assert main(["sensejudge", "select", "--pairs", str(tmp_path / "absent.jsonl")]) == 2
+    assert "absent.jsonl" in capsys.readouterr().err
+    pairs = hand_made_pairs(tmp_path)
+    assert main(["sensejudge", "evaluate", "--pairs", str(pairs), "--judge", str(tmp_path / "absent.json")]) == 2
+    assert "absent.json" in capsys.readouterr().err
 
 
 SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "sensebench"

@@ -4,14 +4,36 @@ from contextlib import nullcontext
 
 import pytest
 
+from prefcraft import runner
 from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.usage import LMUsage
+from tests.fakes import FakeTracker
 
 
 @pytest.fixture
-def offline(monkeypatch):
+def tracker(monkeypatch):
+    """The runner with no server and no MLflow: its model session is the settings as given, and its tracker this
+    FakeTracker."""
+    tracker = FakeTracker()
+    monkeypatch.setattr(runner, "model_session", nullcontext)
+    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
+    return tracker
+
+
+@pytest.fixture
+def no_models(monkeypatch):
+    """A runner that fails the test if it starts a model session."""
+
+    def model_session(settings):
+        raise AssertionError("a model session was started")
+
+    monkeypatch.setattr(runner, "model_session", model_session)
+
+
+@pytest.fixture
+def offline(monkeypatch, tracker):
     """`evaluate` with no server, no MLflow and no model calls: every judged pair counts as right. Yields each user's
     judge instructions, in the order they were judged."""
     instructions: dict[str, list[str]] = {}
@@ -20,10 +42,6 @@ def offline(monkeypatch):
         instructions.setdefault(pairs[0].user_id, []).append(judge.judge.predict.signature.instructions)
         return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
 
-    monkeypatch.setattr(evaluate, "model_session", nullcontext)
     monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())
-    monkeypatch.setattr(evaluate, "tracked_run", lambda *args, **kwargs: nullcontext())
-    for name in ("start_tracking", "log_metrics", "log_json"):
-        monkeypatch.setattr(evaluate, name, lambda *args: None)
     monkeypatch.setattr(evaluate, "judge_pairs", judge_pairs)
     return instructions

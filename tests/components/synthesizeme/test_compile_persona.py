@@ -6,13 +6,13 @@ import random
 import dspy
 import pytest
 
-from prefcraft import compile_gate
 from prefcraft.components.synthesizeme import compile_persona as compile_module
 from prefcraft.components.synthesizeme.compile_persona import select_persona_prompt
 from prefcraft.loaders.personal_reward_bench import judge_set
+from prefcraft.optimizers import compile_gate
+from prefcraft.optimizers.compile_selection import format_verdict
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
-from prefcraft.report import format_verdict
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker, FieldFillingEngine
 

@@ -6,8 +6,14 @@ import logging
 import pytest
 
 import prefcraft
-from prefcraft.components.synthesizeme import evaluation as evaluate
-from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, evaluate_methods, judge_for
+from prefcraft.components.component import StepRun
+from prefcraft.components.synthesizeme.evaluation import (
+    DEMOGRAPHICS_HEADING,
+    evaluate_methods,
+    judge_for,
+    select_judged,
+)
+from prefcraft.components.synthesizeme.options import EvaluateOptions
 from prefcraft.errors import ConfigError
 from prefcraft.settings import Settings
 
@@ -23,26 +29,35 @@ def data(tmp_path, user_with):
     return path
 
 
+def demographics(data, profiles):
+    """The default and demographics methods on `data` (results beside it), with the demographic `profiles` given by
+    user id: their options, and what the step judges."""
+    options = EvaluateOptions(data=str(data), methods=["default", "demographics"], output_dir=data.parent / "results")
+    return options, select_judged(options, options.methods, {}, profiles)
+
 
 def test_the_judge_is_told_the_users_profile(user_with):
     instructions = judge_for("demographics", user_with(1, 0), None, PROFILE).judge.predict.signature.instructions
     assert f"{DEMOGRAPHICS_HEADING}:\n===\n{PROFILE}\n===" in instructions
 
 
-@pytest.mark.parametrize("profiles", [None, {}, {"someone_else": PROFILE}])
-def test_demographics_without_profiles_fails_before_any_model_call(monkeypatch, data, profiles):
-    def no_models(settings):
-        raise AssertionError("a model session was started")
-
-    monkeypatch.setattr(evaluate, "model_session", no_models)
+@pytest.mark.parametrize("profiles", [{}, {"someone_else": PROFILE}])
+def test_demographics_without_profiles_fails_before_any_model_call(data, profiles):
     with pytest.raises(ConfigError, match="no demographic profile") as caught:
-        evaluate_methods(Settings(), data, methods=["default", "demographics"], profiles=profiles)
+        demographics(data, profiles)  # what the step reads before its model session (`load_evaluated`)
     assert "--demographics" in caught.value.hint and "demographics=" in caught.value.hint
 
 
-def test_users_without_a_profile_are_left_out_of_demographics_only(offline, data, caplog):
+def test_demographics_without_a_survey_fails_before_any_model_call(no_models, data):
+    with pytest.raises(ConfigError, match="no demographic profile"):
+        prefcraft.evaluate(Settings(), data=data, methods=["default", "demographics"])
+
+
+def test_users_without_a_profile_are_left_out_of_demographics_only(offline, tracker, data, caplog):
     with caplog.at_level(logging.WARNING):
-        outcomes = evaluate_methods(Settings(), data, methods=["default", "demographics"], profiles={"u1": PROFILE})
+        options, selection = demographics(data, {"u1": PROFILE})
+        outcomes = evaluate_methods(StepRun(Settings(), Settings(), tracker, print), options, options.methods,
+                                    selection)
     assert list(outcomes["default"].report.per_user) == ["u1", "u2"]
     assert list(outcomes["demographics"].report.per_user) == ["u1"]
     [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]

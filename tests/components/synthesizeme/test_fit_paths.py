@@ -9,11 +9,13 @@ from typing import ClassVar
 import pytest
 
 from prefcraft.components.synthesizeme import fit
-from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE, evaluate_methods
-from prefcraft.components.synthesizeme.fit import fit_settings, fit_users
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
+from prefcraft.components.synthesizeme.fit import fit_settings
+from prefcraft.components.synthesizeme.options import EvaluateOptions, FitOptions
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.runner import run_step
 from prefcraft.settings import Settings, SmallModelProfile
 from prefcraft.tracking import data_digest
 
@@ -39,16 +41,25 @@ class FakeFitter:
 
 
 @pytest.fixture
-def offline_fit(monkeypatch):
-    """`fit_users` with no server, no MLflow and no model calls."""
-    monkeypatch.setattr(fit, "model_session", nullcontext)
+def offline_fit(monkeypatch, tracker):
+    """`fit` with no server, no MLflow and no model calls."""
     monkeypatch.setattr(fit, "lm_context", lambda *args: nullcontext())
-    monkeypatch.setattr(fit, "tracked_run", lambda *args, **kwargs: nullcontext())
     monkeypatch.setattr(fit, "metered_prompt_cache", lambda api_base: nullcontext(SimpleNamespace(usage=None)))
-    for name in ("start_tracking", "log_metrics", "check_reachable"):
-        monkeypatch.setattr(fit, name, lambda *args: None)
+    monkeypatch.setattr(fit, "check_reachable", lambda *args: None)
     monkeypatch.setattr(fit, "SynthesizeMe", FakeFitter)
     FakeFitter.configs.clear()
+
+
+def fit_users(data, fitted_dir, settings=None, **options):
+    """`prefcraft synthesizeme fit` of every user of `data` into `fitted_dir`, one thread."""
+    options = FitOptions(data=str(data), fitted_dir=fitted_dir, **options)
+    return run_step("synthesizeme", "fit", options, settings or Settings(num_threads=1))
+
+
+def evaluate_persona(data, fitted_dir, output_dir):
+    """`prefcraft synthesizeme evaluate --methods persona` with the judges fitted in `fitted_dir`."""
+    options = EvaluateOptions(data=str(data), methods=["persona"], fitted_dir=fitted_dir, output_dir=output_dir)
+    return run_step("synthesizeme", "evaluate", options, Settings())
 
 
 def real_id(user_id, tmp_path):
@@ -67,13 +78,15 @@ def files_under(folder):
 
 
 @pytest.mark.parametrize("user_id", HOSTILE, ids=["dotdot", "absolute", "parent", "slash", "nul", "long"])
-def test_a_hostile_user_id_is_fitted_into_a_file_inside_the_fitted_directory(offline_fit, tmp_path, user_with,
-                                                                             user_id):
+def test_a_hostile_user_id_is_fitted_into_a_file_inside_the_fitted_directory(offline_fit, tracker, tmp_path,
+                                                                             user_with, user_id):
     user_id = real_id(user_id, tmp_path)
     data = write_pairs(tmp_path / "pairs.jsonl", ["user123", user_id], user_with)
     out = tmp_path / "work" / "fitted"
-    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    summary = fit_users(data, out)
     assert set(summary.fitted) == {"user123", user_id} and not summary.skipped
+    assert tracker.named("fit-synthesizeme").metrics == {"users_fitted": 2, "users_resumed": 0, "users_skipped": 0}
+    assert tracker.named(user_id).nested and "val_accuracy" in tracker.named(user_id).metrics
     assert summary.fitted["user123"] == out / "user123.json"  # a plain id keeps its file name
     path = summary.fitted[user_id]
     assert path.parent == out and path != out / "user123.json" and not path.name.startswith(".")
@@ -87,8 +100,8 @@ def test_a_refit_resumes_every_user_from_the_same_files(offline_fit, tmp_path, u
     users = ["user123", *(real_id(user_id, tmp_path) for user_id in HOSTILE)]
     data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
     out = tmp_path / "work" / "fitted"
-    first = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
-    again = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    first = fit_users(data, out)
+    again = fit_users(data, out)
     assert set(first.fitted) == set(users) and again.fitted == {} and again.resumed == first.fitted
     assert len(set(first.fitted.values())) == len(users)
 
@@ -97,12 +110,12 @@ def test_a_judge_planted_where_a_hostile_id_points_is_neither_read_nor_resumed(o
     user_id = "../../outside"
     data = write_pairs(tmp_path / "pairs.jsonl", [user_id], user_with)
     out = tmp_path / "work" / "fitted"
-    config = SynthesizeMeConfig(num_threads=1, max_demos=SmallModelProfile().max_demos)  # all a fit here records
+    config = FitOptions().search_config(Settings(num_threads=1))  # all a fit here records
     planted = save_compiled(PreferenceJudge("planted"), out / f"{user_id}.json", program_name=PERSONAL_JUDGE,
                             user_id=user_id, data_digest=data_digest(data), model=Settings().task.model,
                             persona_prompt="uncompiled", optimizer=fit_settings(config), persona="planted")
     assert planted.resolve() == (tmp_path / "outside.json").resolve()
-    summary = fit_users(Settings(), data, out, config=config)
+    summary = fit_users(data, out)
     assert summary.resumed == {} and summary.fitted[user_id].parent == out
     assert read_metadata(summary.fitted[user_id])["persona"] == f"persona of {user_id}"
     assert read_metadata(planted)["persona"] == "planted"  # left as it was
@@ -112,7 +125,7 @@ def test_ids_that_differ_only_in_unsafe_characters_get_files_of_their_own(offlin
     users = ["a/b", "a\\b", "a:b", "a b", "a_b", "../x", "..\\x", "x" * 300, "x" * 299 + "y"]
     data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
     out = tmp_path / "work" / "fitted"
-    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    summary = fit_users(data, out)
     assert set(summary.fitted) == set(users)
     assert len({path.name for path in summary.fitted.values()}) == len(users)
     assert summary.fitted["a_b"] == out / "a_b.json"
@@ -124,9 +137,8 @@ def test_evaluate_finds_each_hostile_users_judge_in_the_fitted_directory(offline
     users = ["user123", *(real_id(user_id, tmp_path) for user_id in HOSTILE)]
     data = write_pairs(tmp_path / "pairs.jsonl", users, user_with)
     out = tmp_path / "work" / "fitted"
-    fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
-    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}  # as `evaluate --fitted-dir` reads it
-    outcomes = evaluate_methods(Settings(), data, methods=["persona"], fitted=fitted, output_dir=tmp_path / "results")
+    fit_users(data, out)
+    outcomes = evaluate_persona(data, out, tmp_path / "results")
     assert set(outcomes["persona"].report.per_user) == set(users)
     for user_id in users:
         assert f"persona of {user_id}" in offline[user_id][0]
@@ -136,20 +148,19 @@ def test_evaluate_finds_each_hostile_users_judge_in_the_fitted_directory(offline
 def test_a_file_holding_another_users_judge_is_not_used_for_this_user(offline_fit, offline, tmp_path, user_with):
     data = write_pairs(tmp_path / "pairs.jsonl", ["u1", "u2"], user_with)
     out = tmp_path / "work" / "fitted"
-    fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    fit_users(data, out)
     (out / "u1.json").replace(out / "u2.json")  # u2's file now holds u1's judge
-    fitted = {path.stem: path for path in sorted(out.glob("*.json"))}
-    outcomes = evaluate_methods(Settings(), data, methods=["persona"], fitted=fitted)
+    outcomes = evaluate_persona(data, out, tmp_path / "results")
     assert list(outcomes["persona"].report.per_user) == []
-    summary = fit_users(Settings(), data, out, config=SynthesizeMeConfig(num_threads=1))
+    summary = fit_users(data, out)
     assert set(summary.fitted) == {"u1", "u2"}  # u1 had no file; u2's held u1's judge
     assert read_metadata(out / "u2.json")["user_id"] == "u2"
 
 
 def test_a_config_without_a_demo_cap_gets_the_small_model_profiles_when_it_is_on(offline_fit, tmp_path, user_with):
     data = write_pairs(tmp_path / "pairs.jsonl", ["u1"], user_with)
-    fit_users(Settings(), data, tmp_path / "on", config=SynthesizeMeConfig(num_threads=1))
-    off = Settings(small_model=SmallModelProfile(enabled=False))
-    fit_users(off, data, tmp_path / "off", config=SynthesizeMeConfig(num_threads=1))
-    fit_users(off, data, tmp_path / "given", config=SynthesizeMeConfig(num_threads=1, max_demos=6))
+    fit_users(data, tmp_path / "on")
+    off = Settings(num_threads=1, small_model=SmallModelProfile(enabled=False))
+    fit_users(data, tmp_path / "off", off)
+    fit_users(data, tmp_path / "given", off, max_demos=6)
     assert [config.max_demos for config in FakeFitter.configs] == [4, None, 6]

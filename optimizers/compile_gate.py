@@ -8,16 +8,14 @@ the compile leaves a program chosen on zeros, and its validation here may come f
 compiled program is saved beside the results as `<program>.rejected.json` and never registered; a winner is saved to
 the requested path and, inside the compiled package, registered for the task model.
 
-Tracking is passed in as a `Tracker`: `MLflowTracker` in the commands, a fake in tests.
+Tracking is passed in as a `prefcraft.tracking.Tracker`: MLflow's in the commands, a fake in tests.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import dspy
 
@@ -27,45 +25,9 @@ from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, d
 from prefcraft.optimizers.prompt_optimizer import Metric
 from prefcraft.runtime import check_servers
 from prefcraft.settings import Settings
-from prefcraft.tracking import log_file, log_metrics, tracked_run
-from prefcraft.usage import UsageMeter, metered
+from prefcraft.tracking import Tracker
 
 logger = logging.getLogger(__name__)
-
-
-class Tracker(Protocol):
-    """Where a compile's runs, metrics and files go."""
-
-    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
-            nested: bool = False) -> AbstractContextManager[Any]: ...
-
-    def log_metrics(self, metrics: Mapping[str, float]) -> None: ...
-
-    def log_file(self, path: Path) -> None: ...
-
-
-class MLflowTracker:
-    """MLflow runs as `prefcraft.tracking` keeps them (after `start_tracking`)."""
-
-    def run(self, name: str, params: Mapping[str, Any] | None = None, *,
-            nested: bool = False) -> AbstractContextManager[Any]:
-        return tracked_run(name, params, nested=nested)
-
-    def log_metrics(self, metrics: Mapping[str, float]) -> None:
-        log_metrics(metrics)
-
-    def log_file(self, path: Path) -> None:
-        log_file(path)
-
-
-@contextmanager
-def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
-    """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
-    fails too: a failed run still shows what it cost."""
-    with ExitStack() as stack:
-        stack.callback(lambda: tracker.log_metrics(meter.usage.as_metrics()))
-        meter = stack.enter_context(metered())
-        yield meter
 
 
 def keep_if_better(

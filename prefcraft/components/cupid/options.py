@@ -1,0 +1,74 @@
+"""The CUPID steps' options: each step's job, read directly by its work (`compilation`, `evaluation`); its flags,
+experiment options and `prefcraft.run` arguments are made from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from prefcraft.components.cupid.data import SAMPLE_INSTANCES
+from prefcraft.optimizers.options import optimizer_options
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
+from prefcraft.programs.cupid import InferrerVariant
+
+DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
+VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), the log "
+                "summarised first, session by session (one more call: the paper's summaries), or the same summaries "
+                "one call per session (for a small context window)")
+
+
+class _Source(Options):
+    data: str | None = option(None, "kixlab/CUPID, kixlab/CUPID-Unverified or a local .jsonl/.json/.parquet file "
+                              "(default: the bundled SYNTHETIC sample)")
+
+
+class DataOptions(Options):
+    """Which instances a step reads: a file or hub dataset, split by persona."""
+
+    val_personas: Count = option(2, "personas held out for validation")
+    test_personas: Count = option(2, "personas held out for testing")
+    max_instances: Positive | None = option(None, "use only the first N instances of the split")
+    skip_invalid: bool = option(False, "skip (and count) rows that break the schema instead of stopping at the first")
+    output_dir: FilePath = option(Path("runs/cupid"), "where results go")
+
+    @property
+    def source(self) -> str | Path:
+        """`--data`, or the bundled sample for a step without it (the demo)."""
+        return getattr(self, "data", None) or SAMPLE_INSTANCES
+
+
+class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4), DataOptions,
+                     _Source):
+    variant: InferrerVariant = option("all", VARIANT_HELP)
+    output: FilePath = option(Path("runs/cupid/cupid_inferrer.json"),
+                              "compiled JSON to write; under compiled/ it is registered as the shipped inferrer")
+
+
+class _Judging(DataOptions):
+    variants: OneOrMore[InferrerVariant] = option(["all"], VARIANT_HELP)
+    compiled: FilePath | None = option(
+        None, "compiled inferrer to compare (default: the one compiled/index.json registers for the task model, "
+        "if any)")
+    use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
+    split: Literal["train", "val", "test", "all"] = option(
+        "test", "which instances to evaluate: a split by persona, or all of them")
+    responses: list[Literal["none", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(
+        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): no "
+        "user context, the prior sessions (the paper's), their summaries (the paper's Table 10; per session: one call "
+        "each), the inferred preference, the gold preference (the paper's oracle)")
+    oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the responses from "
+                                   "sessions or summaries only the prior sessions that share the current preference "
+                                   "(gold)")
+
+
+class EvaluateOptions(_Judging, _Source):
+    pass
+
+
+class DemoOptions(_Judging):
+    """Evaluate on the bundled sample, one persona's three instances."""
+
+    max_instances: Positive | None = option(3, "use only the first N instances of the split")
+
+
+JudgingOptions = EvaluateOptions | DemoOptions

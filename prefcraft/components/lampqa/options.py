@@ -1,0 +1,82 @@
+"""The LaMP-QA steps' options: each step's job, read directly by its work (`compilation`, `evaluation`); its flags,
+experiment options and `prefcraft.run` arguments are made from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from prefcraft.components.lampqa.data import DATA_SPLITS, SAMPLE_QUESTIONS
+from prefcraft.optimizers.options import optimizer_options
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
+from prefcraft.programs.lampqa import DEFAULT_K
+
+Method = Literal["none", "rag", "rag_random", "planpers"]
+DEFAULT_METHODS = ("none", "rag", "planpers")
+RETRIEVAL = "profile retrieval"
+
+
+class _Source(Options):
+    data: str | None = option(None, "alireza7/LaMP-QA, a folder <config>/<split>.jsonl, or one local "
+                              ".jsonl/.json/.parquet file (default: the bundled SYNTHETIC sample)")
+
+
+class DataOptions(Options):
+    """Which questions a step reads (a folder laid out like the hub dataset, one local file, or the hub name; the
+    first N of each category), how it retrieves from a profile, and where its results go."""
+
+    configs: OneOrMore[str] | None = option(
+        None, "categories to use (default: all three, Art_and_Entertainment Lifestyle_and_Personal_Development "
+        "Society_and_Culture)", metavar="CONFIG")
+    max_questions: Positive | None = option(None, "use only the first N questions of each category")
+    k: Positive = option(DEFAULT_K, "posts retrieved from the profile (the paper: 10)", group=RETRIEVAL)
+    retriever: Literal["bm25", "dense"] = option(
+        "bm25", "bm25 (lexical, local) or dense (embeddings from --embedding-model)", group=RETRIEVAL)
+    embedding_model: str | None = option(None, "dense: litellm embedding model string, e.g. openai/<name>",
+                                         group=RETRIEVAL)
+    embedding_api_base: str | None = option(None, "dense: OpenAI-compatible embeddings endpoint", group=RETRIEVAL)
+    output_dir: FilePath = option(Path("runs/lampqa"), "where results go")
+
+    @property
+    def source(self) -> str | Path:
+        """`--data`, or the bundled sample for a step without it (the demo)."""
+        return getattr(self, "data", None) or SAMPLE_QUESTIONS
+
+
+# The paper trains its planner instead of prompting it; for a vLLM user the compile's defaults are SynthesizeMe's
+# MIPROv2 budget (Appendix F). Labeled demos would be raw question rows, not planner traces: none by default.
+class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0), DataOptions,
+                     _Source):
+    output: FilePath = option(Path("runs/lampqa/lampqa_planner.json"),
+                              "compiled JSON to write; under compiled/ it is registered as the shipped lampqa_planner")
+
+
+class _Methods(DataOptions):
+    methods: OneOrMore[Method] = option(
+        list(DEFAULT_METHODS),
+        "no personalization, RAG over the profile, RAG over a random other user's profile (seeded: the paper's "
+        "control), PlanPers (plan the aspects, then answer)")
+    compiled: FilePath | None = option(
+        None, "compiled PlanPers to compare (default: the one compiled/index.json registers for the task model, "
+        "if any)")
+    use_shipped: bool = option(True, "without --compiled, compare no compiled PlanPers", flag="--no-shipped")
+
+    @property
+    def questions_split(self) -> str:
+        """The dataset's split the step answers: `--split`'s, or the test split for a step without it (the demo)."""
+        return DATA_SPLITS[getattr(self, "split", "test")]
+
+
+class EvaluateOptions(_Methods, _Source):
+    split: Literal["train", "val", "test"] = option("test", "which questions to answer",
+                                                    renamed={"validation": "val"})
+
+
+class DemoOptions(_Methods):
+    """3 test questions, 5 posts each: about 70 LM calls."""
+
+    max_questions: Positive | None = option(1, "use only the first N questions of each category")
+    k: Positive = option(5, "posts retrieved from the profile (the paper: 10)", group=RETRIEVAL)
+
+
+MethodOptions = EvaluateOptions | DemoOptions

@@ -1,0 +1,79 @@
+"""The PrefDisco steps' options: each step's job, read directly by its work (`build`, `compilation`, `evaluation`); its
+flags, experiment options and `prefcraft.run` arguments are made from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
+from prefcraft.optimizers.options import optimizer_options
+from prefcraft.options import Count, FilePath, Options, Positive, Share, option
+from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS
+
+RUNS = Path("runs/prefdisco")
+"""Where every step writes by default."""
+
+
+class BuildOptions(Options):
+    problems: FilePath | None = option(None, "JSONL of {task, problem_id, original_problem} rows (default: the "
+                                       "bundled problems (math, science, social reasoning))")
+    output: FilePath = option(RUNS / "scenarios.jsonl", "scenario JSONL to write")
+    personas: Positive = option(8, "distinct personas to sample (seeded by --seed)")
+    personas_per_problem: Positive = option(2, "scenarios per problem, each with another persona")
+    attributes: Positive = option(2, "attributes in each sparse profile")
+
+
+class _Source(Options):
+    data: str | None = option(None, "stellalisy/prefq-bench or a local scenario .jsonl/.json/.parquet file "
+                              "(default: the bundled SYNTHETIC scenarios)")
+
+
+class DataOptions(Options):
+    """Which scenarios a step reads: a reference JSONL file or hub dataset, split by problem within each task."""
+
+    val_share: Share = option(0.25, "share of each task's problems for validation")
+    test_share: Share = option(0.25, "share of each task's problems for testing")
+    max_scenarios: Positive | None = option(None, "use only the first N scenarios of the split")
+    per_task: Positive | None = option(None, "use only the first N scenarios of each task in the split")
+    output_dir: FilePath = option(RUNS, "where results go")
+    max_turns: Positive = option(DEFAULT_MAX_TURNS, "the asker's turn budget (questions it may ask)")
+
+    @property
+    def source(self) -> str | Path:
+        """`--data`, or the bundled scenarios for a step without it (the demo)."""
+        return getattr(self, "data", None) or SAMPLE_SCENARIOS
+
+
+# Labeled demos would be raw scenarios, which hold no dialogue: none by default. A bootstrapped trace counts as a demo
+# from a gated PrefAlign / 5 of 0.6.
+class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0,
+                                       metric_threshold=0.6), DataOptions, _Source):
+    output: FilePath = option(RUNS / "prefdisco_asker.json",
+                              "compiled JSON to write; under compiled/ it is registered as the shipped asker")
+
+
+class _Conditions(DataOptions):
+    split: Literal["train", "val", "test", "all"] = option(
+        "test", "which scenarios to evaluate: a split by problem within each task, or all")
+    forced_questions: Count | None = option(
+        None, "ask exactly this many questions (the paper's Figure 5) instead of deciding")
+    collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
+    compiled: FilePath | None = option(
+        None, "compiled asker to compare (default: the one compiled/index.json registers for the task model, "
+        "if any)")
+    use_shipped: bool = option(True, "without --compiled, compare no compiled asker", flag="--no-shipped")
+
+
+class EvaluateOptions(_Conditions, _Source):
+    pass
+
+
+class DemoOptions(_Conditions):
+    """Evaluate on the bundled scenarios, one of each task, with a small turn budget."""
+
+    per_task: Positive | None = option(1, "use only the first N scenarios of each task in the split")
+    max_turns: Positive = option(2, "the asker's turn budget (questions it may ask)")
+
+
+ConditionsOptions = EvaluateOptions | DemoOptions

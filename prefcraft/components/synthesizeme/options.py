@@ -1,0 +1,149 @@
+"""The SynthesizeMe steps' options: each step's job, read directly by its work (`fit`, `evaluation`,
+`compile_persona`, `released_prompt`, `demo`); its flags, experiment options and `prefcraft.run` arguments are made
+from it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
+from prefcraft.executors import Executor, ExecutorOptions
+from prefcraft.optimizers.options import optimizer_options
+from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
+from prefcraft.settings import Settings
+
+DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
+FITTED_DIR = Path("runs/fitted")  # where fit writes the users' judges and evaluate reads them
+
+
+class _Data(Options):
+    data: str | None = option(None, "PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
+                              "(default: the bundled synthetic sample users)")
+    users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
+
+    @property
+    def source(self) -> str | Path:
+        """`--data`, or the bundled sample users."""
+        return self.data or SAMPLE_USERS
+
+    @property
+    def selected_users(self) -> list[str] | None:
+        """The users the step reads (None: all)."""
+        return self.users
+
+
+class _Judged(_Data):
+    split: Literal["train", "val", "test"] = option("test", "which pairs to judge")
+    output_dir: FilePath = option(Path("runs/latest"), "where result files go")
+
+
+class _Search(Options):
+    subsets: Positive = option(10, "n: random candidate trace subsets for the persona (besides the unshuffled and "
+                               "labeled-only ones)")
+    demo_candidates: Positive = option(10, "m: random candidate demo sets (besides no demos, the unshuffled and the "
+                                       "labeled-only ones)")
+    max_demos: Positive | None = option(
+        None, "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train "
+        "pair may be one, as in the paper; with the small-model profile on, its max_demos)")
+    search: Literal["exact", "exhaustive", "halving"] = option(
+        "exact", "how candidates are scored: the first to reach 0.8 on the validation judgments wins, else the most "
+        "accurate (the paper), found with the calls that cannot change the choice left out (exact) or with every "
+        "candidate scored on every judgment (exhaustive: the same winner, every score in the record); or successive "
+        "halving (fewer calls still; the winner can differ)")
+    verification: Literal["one_order", "both_orders"] = option(
+        "one_order", "step 1 keeps a train pair judged right in the one order it is shown in (the paper), or only "
+        "one judged right in both orders, with demo sets balanced by order (a guard against position bias; one more "
+        "call per train pair)")
+    step3_traces: Literal["bootstrap_with_persona", "from_step1"] = option(
+        "bootstrap_with_persona", "step 3's demos: bootstrap the train pairs again with the persona (the paper), or "
+        "reuse step 1's traces, written without it (one bootstrap pass fewer)")
+
+    def search_config(self, settings: Settings) -> SynthesizeMeConfig:
+        return SynthesizeMeConfig(num_persona_subsets=self.subsets, num_demo_candidates=self.demo_candidates,
+                                  max_demos=demo_cap(settings, self.max_demos), search=self.search,
+                                  verification=self.verification, step3_traces=self.step3_traces,
+                                  num_threads=settings.num_threads, seed=settings.seed)
+
+
+class _Fit(_Search):
+    persona_prompt: FilePath | None = option(
+        None, "compiled persona prompt JSON (default: the one compiled/index.json registers for the task model, if "
+        "any, else the uncompiled prompt)")
+    fitted_dir: FilePath = option(FITTED_DIR, "where fitted users go")
+
+
+class FitOptions(ExecutorOptions, _Fit, _Data):
+    pass
+
+
+class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6,
+                                              budget_from="SynthesizeMe, App. F"), _Search):
+    data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
+    train_users: OneOrMore[str] = option(..., "users whose traces the persona prompt is optimized on",
+                                         metavar="USER")
+    val_users: OneOrMore[str] = option(..., "users the candidate prompts are scored on (none of the training users)",
+                                       metavar="USER")
+    output: FilePath = option(..., "compiled JSON to write")
+
+    @property
+    def source(self) -> str | Path:
+        """`--data`, or the bundled sample users."""
+        return self.data or SAMPLE_USERS
+
+
+class EvaluateOptions(ExecutorOptions, _Judged):
+    methods: OneOrMore[str] = option(["default"], "default, demographics, memory, demos, persona, synthesizeme")
+    fitted_dir: FilePath = option(FITTED_DIR, "fitted users' JSON files")
+    demographics: str | None = option(
+        None, "user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
+        "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy",
+        metavar="FILE_OR_DATASET")
+    allow_fitted_pairs: bool = option(
+        False, "score demos, persona, synthesizeme and memory on --split train or val, the pairs they learned from "
+        "(optimistic: for debugging, not for reporting)")
+
+
+class DemoOptions(_Fit, _Judged):
+    users: OneOrMore[str] | None = option(None, "user ids to fit and judge (default: the three demo users, "
+                                          f"{', '.join(DEMO_USERS)}; with --data, all)")
+    subsets: Positive = option(DEMO_SEARCH_SIZE, "n: random candidate trace subsets for the persona (besides the "
+                               "unshuffled and labeled-only ones)")
+    demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: random candidate demo sets (besides no demos, the "
+                                       "unshuffled and the labeled-only ones)")
+    # Halving, in a tour that has to stay under 15 minutes: its rungs take at most 18 and 20 calls for the 4 and 5
+    # candidates of 8 judgments a demo fit searches. The paper's rule, even decided exactly, needs the first one's 8
+    # and, when every candidate scores 4 of 8 (as nearly all of a 135M judge's do), at least 4 of each later one's:
+    # 20 and 24 at least.
+    search: Literal["exact", "exhaustive", "halving"] = option(
+        "halving", "how candidates are scored: successive halving (the demo's default: fewer calls; the winner can "
+        "differ), or the paper's rule, the first to reach 0.8 winning, decided with the calls that cannot change the "
+        "choice left out (exact) or with every candidate on every validation judgment (exhaustive)")
+    # Not options: the demo fits and judges here, and only on the test split.
+    executor: ClassVar[Executor] = "local"
+    address: ClassVar[str | None] = None
+    allow_fitted_pairs: ClassVar[bool] = False
+
+    @property
+    def selected_users(self) -> list[str] | None:
+        return self.users or (None if self.data else DEMO_USERS)
+
+
+class ImportPersonaPromptOptions(Options):
+    released: FilePath = option(..., "a persona program released with the SynthesizeMe paper (the reference "
+                                "repository's synthesizeme/prompts/llama3b.json, llama8b.json or llama70b.json)")
+    output: FilePath = option(..., "compiled persona prompt JSON to write, for fit --persona-prompt")
+
+
+FittedOptions = FitOptions | DemoOptions
+"""The options of a step that fits users."""
+JudgedOptions = EvaluateOptions | DemoOptions
+"""The options of a step that judges users' pairs."""
+
+
+def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
+    """The most demos in a fitted judge: `max_demos` when given, else the small-model profile's when the profile is on,
+    else none (the paper)."""
+    profile = settings.small_model_profile()
+    return max_demos if max_demos is not None else profile.max_demos if profile else None
