@@ -25,9 +25,18 @@ def labeled(example: dspy.Example) -> dspy.Example:
     return example.copy(preference=example.gold_preference)
 
 
+def new_inferrer(metadata: dict[str, Any]) -> PreferenceInferrer:
+    """A fresh inferrer of the variant a compiled file's metadata names."""
+    return PreferenceInferrer(metadata.get("variant", "relevant"))
+
+
+PROGRAMS = {PROGRAM_NAME: new_inferrer}
+"""The program a compiled file names, built fresh from its metadata (`prefcraft.load`)."""
+
+
 def load_inferrer(path: Path) -> tuple[PreferenceInferrer, dict[str, Any]]:
     """A compiled inferrer (its variant read from the file's metadata) and that metadata."""
     metadata = read_metadata(path)
-    inferrer = PreferenceInferrer(metadata.get("variant", "relevant"))
+    inferrer = new_inferrer(metadata)
     load_compiled(inferrer, path, program_name=PROGRAM_NAME)
     return inferrer, metadata

@@ -17,6 +17,8 @@ from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.lampqa import DEFAULT_K, BM25Retriever, PlanPers, Retriever
 
 PROGRAM_NAME = "lampqa_planner"
+PROGRAMS = {PROGRAM_NAME: lambda metadata: PlanPers(BM25Retriever(metadata.get("k", DEFAULT_K)))}
+"""The program a compiled file names, built fresh from its metadata (`prefcraft.load`)."""
 
 
 def load_planpers(

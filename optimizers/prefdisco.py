@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import dspy
 
-from prefcraft.programs.prefdisco import SimulatedUser
+from prefcraft.programs.prefdisco import QuestionAsker, SimulatedUser
 
 PROGRAM_NAME = "prefdisco_asker"
+PROGRAMS = {PROGRAM_NAME: lambda metadata: QuestionAsker(metadata["max_turns"])}
+"""The program a compiled file names, built fresh from its metadata (`prefcraft.load`)."""
 
 
 def asker_example(scenario_id: str, problem: str, user: SimulatedUser) -> dspy.Example:

@@ -16,12 +16,13 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prefcraft.files import write_jsonl_atomic
-from prefcraft.lm import EndpointFaults
 from prefcraft.settings import Settings
-from prefcraft.usage import UsageMeter, metered
+
+if TYPE_CHECKING:
+    from prefcraft.usage import UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ def tracked_run(
         except (KeyboardInterrupt, SystemExit):
             mlflow.end_run("KILLED")  # stopped by Ctrl-C or a signal: nothing failed
             raise
+        from prefcraft.lm import EndpointFaults  # DSPy: loaded once a run has started, not by `prefcraft --help`
+
         if (fault := EndpointFaults.error()) is not None:
             raise fault  # its failed calls were scored as 0: the run failed
 
@@ -189,6 +192,8 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
 def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
     """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
     fails too: a failed run still shows what it cost."""
+    from prefcraft.usage import metered  # DSPy's usage tracker: loaded by a step that calls a model
+
     with ExitStack() as stack:
         stack.callback(lambda: tracker.log_metrics(meter.usage.as_metrics()))
         meter = stack.enter_context(metered())

@@ -49,7 +49,9 @@ def import_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
 
 def _imported(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    tree = ast.parse(path.read_text(), str(path))
+    yield from (name for name in _deferred(tree, package) if name in modules)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
@@ -60,6 +62,22 @@ def _imported(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[
                     yield f"{source}.{alias.name}"
                 elif source in modules:
                     yield source
+
+
+def _deferred(tree: ast.Module, package: str) -> Iterator[str]:
+    """The modules a component names for later import: `Deferred("module", name)`, and `at("module", name)` where
+    `at = deferred_in(__package__)`."""
+    relative = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "deferred_in"
+                for target in node.targets if isinstance(target, ast.Name)}
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+            continue
+        called = getattr(node.func, "id", None)
+        if called == "Deferred":
+            yield node.args[0].value
+        elif called in relative:
+            yield f"{package}.{node.args[0].value}"
 
 
 def cycles(graph: Graph) -> list[list[str]]:
@@ -156,6 +174,12 @@ def test_a_cycle_through_a_function_level_import_or_a_package_is_found(tmp_path)
     assert graph["pkg.report"] == {"pkg.runner"}
     assert graph["pkg.sub.leaf"] == {"pkg.results", "pkg.sub.leaf"}
     assert cycles(graph) == [["pkg.report", "pkg.runner"], ["pkg.sub.leaf"]]
+
+
+def test_a_deferred_name_is_an_import():
+    graph = import_graph(module_files(source_folders()))
+    assert {"prefcraft.components.cupid.evaluation", "prefcraft.components.cupid.options",
+            "prefcraft.optimizers.cupid"} <= graph["prefcraft.components.cupid.commands"]
 
 
 def test_a_package_importing_its_own_submodules_is_no_cycle():

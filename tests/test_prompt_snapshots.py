@@ -11,9 +11,11 @@ messages by role, the JSON schema asked for, temperature and max_tokens. The tes
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 import json
 import os
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -75,9 +77,8 @@ from prefcraft.settings import ModelSettings, SmallModelProfile
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE_VARIABLE = "PREFCRAFT_UPDATE_SNAPSHOTS"
 REGENERATE = f"{UPDATE_VARIABLE}=1 .venv/bin/python -m pytest tests/test_prompt_snapshots.py"
-PROGRAM_MODULES = (prefcraft.programs.cupid, prefcraft.programs.judge, prefcraft.programs.lampqa,
-                   prefcraft.programs.memory, prefcraft.programs.persona, prefcraft.programs.prefdisco,
-                   prefcraft.programs.responder, prefcraft.programs.sensejudge)
+PROGRAM_MODULES = tuple(importlib.import_module(f"prefcraft.programs.{info.name}")
+                        for info in pkgutil.iter_modules(prefcraft.programs.__path__))
 # The embedded default: the model string and sampling commands use. The messages are the same in every structured-output
 # dialect; the fake reads the schema from the json_schema form.
 MODEL = ModelSettings()

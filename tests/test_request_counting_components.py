@@ -11,6 +11,7 @@ from sensebench_files import write_dialogues
 from test_failure_matrix import argv
 
 from prefcraft.cli import main
+from prefcraft.registry import COMPONENTS
 from prefcraft.usage import LMUsage, metered
 
 COMMANDS = ["synthesizeme evaluate", "sensejudge simulate", "prefdisco evaluate", "cupid evaluate", "lampqa evaluate"]
@@ -43,6 +44,10 @@ def run_counted(step: str, workdir, server: StandInServer) -> LMUsage:
     with metered() as meter:
         assert main(argv(step, *flags(workdir, server.api_base))) == 0
     return meter.usage
+
+
+def test_every_component_has_a_counted_command():
+    assert [command.split()[0] for command in COMMANDS] == list(COMPONENTS)
 
 
 @pytest.mark.parametrize("step", COMMANDS)

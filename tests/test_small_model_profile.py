@@ -21,7 +21,7 @@ import pytest
 import prefcraft.signatures
 from prefcraft import small_model
 from prefcraft.adapter import LengthBounds, output_schema
-from prefcraft.components.synthesizeme.commands import FitOptions
+from prefcraft.components.synthesizeme.options import FitOptions
 from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
 from prefcraft.lm import build_adapter

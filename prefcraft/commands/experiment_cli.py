@@ -10,7 +10,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.commands.experiment import run_experiment
 from prefcraft.errors import ConfigError
 from prefcraft.experiments import experiment_settings, is_settings_file, load_experiment
 from prefcraft.flags import add_executor_flags, settings_overrides
@@ -37,6 +36,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the experiment (returns each step's outcome) or checks the files (returns the experiments). `settings` is
     not used: an experiment runs on its own [settings] under the flags."""
+    from prefcraft.commands.experiment import run_experiment  # the steps' code: not loaded by `--help`
+
     if args.step == "check":
         return check_files(args.files, load_experiment,
                            lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo,

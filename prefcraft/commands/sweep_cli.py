@@ -13,7 +13,6 @@ from typing import Any
 
 from prefcraft.commands.experiment_cli import check_files
 from prefcraft.flags import settings_overrides
-from prefcraft.sweeps import load_sweep, run_sweep
 
 HELP = ("sweeps: an Optuna study over a compile step's settings, resumable, with its Pareto front (run), or validate "
         "files (check)")
@@ -33,6 +32,8 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the sweep (returns its SweepOutcome) or checks the files (returns the sweeps). `settings` is not used: a
     sweep runs on its own [settings] under the flags."""
+    from prefcraft.sweeps import load_sweep, run_sweep  # Optuna and the steps' code: not loaded by `--help`
+
     if args.step == "check":
         return check_files(args.files, load_sweep, _describe, echo)
     return run_sweep(args.file, load_sweep(args.file), args.config, settings_overrides(args), echo)

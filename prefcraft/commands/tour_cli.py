@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from prefcraft.commands.tour import run_tour
 from prefcraft.registry import COMPONENTS
 
 HELP = "the main job: every component's demo on the embedded model, then one summary table"
@@ -27,4 +26,6 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the tour; returns its table's rows."""
+    from prefcraft.commands.tour import run_tour  # the components' code: not loaded by `--help`
+
     return run_tour(settings, args.components, args.sensebench, echo)

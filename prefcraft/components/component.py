@@ -1,10 +1,15 @@
 """What a component is to the rest of prefcraft: its steps (options and work each), the MLflow runs they open, the
 comparison its demo gives the tour and what its runs add to the HTML report. Each component's `commands` module builds
 one `Component`; `prefcraft.registry` lists them, and the command line, tour, experiments, sweeps, report and Python
-API read it. `prefcraft.runner` runs a step."""
+API read it. `prefcraft.runner` runs a step.
+
+A component names its steps' options, work, report and load, its charts and its programs by where they are
+(`Deferred`), and they are imported when first used: listing the components and their steps (`prefcraft --help`,
+`prefcraft <component> --help`) loads no DSPy, no model code and no plotting."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +24,22 @@ if TYPE_CHECKING:
     from prefcraft.tracking import Tracker
 
 Emit = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A name in a module, imported when first used."""
+
+    module: str
+    name: str
+
+    def resolve(self) -> Any:
+        return getattr(importlib.import_module(self.module), self.name)
+
+
+def deferred_in(package: str) -> Callable[[str, str], Deferred]:
+    """`at("options", "CompileOptions")`: names in the modules of one package (a component's)."""
+    return lambda module, name: Deferred(f"{package}.{module}", name)
 
 
 @dataclass(frozen=True)
@@ -57,22 +78,43 @@ class Comparison:
 @dataclass(frozen=True)
 class Step:
     help: str
-    options: type[Options]
-    """Its job: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments, read
-    directly by its work; the settings (models, server, tracking) are not among them."""
-    work: Callable[[Any, StepRun], Any]
-    """What the step does, given its options, inside the model session and MLflow tracking the runner opened;
-    returns its outcome."""
-    report: Callable[[Any], str]
-    """The outcome as the terminal report."""
-    load: Callable[[Any], Any] = _nothing_to_load
-    """What the step reads before any model starts (its data), so that bad input stops it before a server starts."""
+    options_at: Deferred
+    """Its options model (`options`)."""
+    work_at: Deferred
+    """Its work (`work`)."""
+    report_at: Deferred
+    """Its report (`report`)."""
+    load_at: Deferred | None = None
+    """What it reads before any model starts (`load`), if anything."""
     models: bool = True
     """It runs models: the runner opens a model session (starting the servers it needs) around its work."""
     tracked: bool = True
     """It is tracked in MLflow (a step that neither runs a model nor writes results is not)."""
     settings_defaults: Mapping[str, Any] = field(default_factory=dict)
     """Settings flags' defaults on its command line, by dest (`task_timeout_s`): a flag given still wins."""
+
+    @property
+    def options(self) -> type[Options]:
+        """Its job: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments, read
+        directly by its work; the settings (models, server, tracking) are not among them."""
+        return self.options_at.resolve()
+
+    @property
+    def work(self) -> Callable[[Any, StepRun], Any]:
+        """What the step does, given its options, inside the model session and MLflow tracking the runner opened;
+        returns its outcome."""
+        return self.work_at.resolve()
+
+    @property
+    def report(self) -> Callable[[Any], str]:
+        """The outcome as the terminal report."""
+        return self.report_at.resolve()
+
+    @property
+    def load(self) -> Callable[[Any], Any]:
+        """What the step reads before any model starts (its data), so that bad input stops it before a server
+        starts; its work finds it in `StepRun.loaded`."""
+        return self.load_at.resolve() if self.load_at else _nothing_to_load
 
 
 @dataclass(frozen=True)
@@ -127,7 +169,17 @@ class Component:
     demo: Demo
     sweepable: bool = False
     """Its `compile` step returns a compile outcome (a ship verdict and its usage), so a sweep can search over it."""
-    charts: ReportCharts = ReportCharts()
-    programs: Mapping[str, Callable[[dict[str, Any]], Any]] = field(default_factory=dict)
-    """The programs its steps save compiled, by the program name in the file's metadata: each builds a fresh program
-    as that metadata describes, for `prefcraft.load` to load the file into."""
+    charts_at: Deferred | None = None
+    """What its runs add to the HTML report (`charts`), if anything."""
+    programs_at: Deferred | None = None
+    """The programs its steps save compiled (`programs`), if any."""
+
+    @property
+    def charts(self) -> ReportCharts:
+        return self.charts_at.resolve() if self.charts_at else ReportCharts()
+
+    @property
+    def programs(self) -> Mapping[str, Callable[[dict[str, Any]], Any]]:
+        """The programs its steps save compiled, by the program name in the file's metadata: each builds a fresh
+        program as that metadata describes, for `prefcraft.load` to load the file into."""
+        return self.programs_at.resolve() if self.programs_at else {}

@@ -163,3 +163,48 @@ def test_the_seed_is_a_flag_as_the_help_of_the_steps_it_seeds_says():
     assert settings_overrides(args)["seed"] == 7 and "seeded by --seed" in PARSERS[
         "prefcraft prefdisco build-scenarios"].format_help()
     assert "seed" not in settings_overrides(make_parser().parse_args(["prefdisco", "build-scenarios"]))
+
+
+HEAVY = ("dspy", "litellm", "mlflow", "optuna", "matplotlib")
+LISTING_IMPORTS = """
+import sys
+from prefcraft.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(" ".join(sorted(name for name in {heavy} if name in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], *([name, "--help"] for name in COMPONENTS), ["experiment", "--help"]])
+def test_listing_the_commands_or_a_components_steps_loads_no_model_code(argv):
+    """`prefcraft --help` and `prefcraft <component> --help` stay fast: no DSPy, LiteLLM, MLflow, Optuna or
+    matplotlib is imported until a step's flags are built or a step runs."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LISTING_IMPORTS.format(heavy=HEAVY), *argv], capture_output=True,
+                          text=True, check=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "", f"imported by prefcraft {' '.join(argv)}: {done.stdout.splitlines()[-1]}"
+
+
+def test_given_its_arguments_the_parser_builds_only_the_named_steps_flags():
+    parser = make_parser(["cupid", "evaluate", "--max-instances", "2"])
+    assert parser.parse_args(["cupid", "evaluate", "--max-instances", "2"]).max_instances == 2
+    with pytest.raises(SystemExit):  # another step's flags are not built: its parser takes no flag
+        parser.parse_args(["cupid", "compile", "--trials", "3"])
+    assert make_parser(["-v", "lampqa", "demo"]).parse_args(["-v", "lampqa", "demo"]).k == 5  # the demo's k
+
+
+@pytest.mark.parametrize("component", COMPONENTS)
+def test_every_name_a_component_defers_resolves(component):
+    from prefcraft.components.component import ReportCharts
+    from prefcraft.options import Options
+
+    registered = COMPONENTS[component]
+    for name, step in registered.steps.items():
+        assert issubclass(step.options, Options), name
+        assert all(callable(function) for function in (step.work, step.report, step.load)), name
+    assert isinstance(registered.charts, ReportCharts)
+    assert registered.programs and all(callable(build) for build in registered.programs.values())

@@ -9,15 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Demo, Step
-from prefcraft.components.prefdisco.build import build, format_build, load_problems
-from prefcraft.components.prefdisco.charts import CHARTS
-from prefcraft.components.prefdisco.compilation import compile_asker, load_compiled_on
-from prefcraft.components.prefdisco.evaluation import evaluate, load_evaluated
-from prefcraft.components.prefdisco.options import BuildOptions, CompileOptions, DemoOptions, EvaluateOptions
-from prefcraft.components.prefdisco.report import format_compile, format_evaluation
-from prefcraft.optimizers.prefdisco import PROGRAM_NAME
-from prefcraft.programs.prefdisco import QuestionAsker
+from prefcraft.components.component import Comparison, Component, Deferred, Demo, Step, deferred_in
+
+at = deferred_in(__package__)
 
 HELP = "PrefDisco: elicit a user's preferences by asking, then answer (build-scenarios, compile, evaluate, demo)"
 
@@ -33,16 +27,19 @@ COMPONENT = Component(
     name="prefdisco", title="PrefDisco", help=HELP,
     steps={
         "build-scenarios": Step("turn a question set with answers into PrefDisco scenarios (personas, profiles, "
-                                "rubrics)", BuildOptions, build, format_build, load_problems, models=False),
+                                "rubrics)", at("options", "BuildOptions"), at("build", "build"),
+                                at("build", "format_build"), at("build", "load_problems"), models=False),
         "compile": Step("MIPROv2 over the question asker, PrefAlign of its answer gated by correctness as the metric",
-                        CompileOptions, compile_asker, format_compile, load_compiled_on),
+                        at("options", "CompileOptions"), at("compilation", "compile_asker"),
+                        at("report", "format_compile"), at("compilation", "load_compiled_on")),
         "evaluate": Step("Baseline, Discovery and Oracle on held-out scenarios: PrefAlign, NormAlign, accuracy, "
-                         "questions", EvaluateOptions, evaluate, format_evaluation, load_evaluated),
+                         "questions", at("options", "EvaluateOptions"), at("evaluation", "evaluate"),
+                         at("report", "format_evaluation"), at("evaluation", "load_evaluated")),
         "demo": Step("evaluate 3 bundled synthetic test scenarios (one per task) on the embedded model, 2 turns",
-                     DemoOptions, evaluate, format_evaluation, load_evaluated),
+                     at("options", "DemoOptions"), at("evaluation", "evaluate"), at("report", "format_evaluation"),
+                     at("evaluation", "load_evaluated")),
     },
     run_names=("prefdisco-build-scenarios", "prefdisco-compile", "prefdisco-evaluate"),
     demo=Demo(lambda _: ["demo"], compare), sweepable=True,
-    charts=CHARTS,
-    programs={PROGRAM_NAME: lambda metadata: QuestionAsker(metadata["max_turns"])},
+    charts_at=at("charts", "CHARTS"), programs_at=Deferred("prefcraft.optimizers.prefdisco", "PROGRAMS"),
 )

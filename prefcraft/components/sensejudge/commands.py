@@ -8,21 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Demo, Step
-from prefcraft.components.sensejudge.charts import CHARTS
-from prefcraft.components.sensejudge.options import DemoOptions, EvaluateOptions, SelectOptions, SimulateOptions
-from prefcraft.components.sensejudge.report import format_demo, format_evaluation, format_selection, format_simulation
-from prefcraft.components.sensejudge.steps import (
-    SENSEJUDGE,
-    demo,
-    evaluate,
-    read_dev_pairs,
-    read_held_out_pairs,
-    read_simulated,
-    select,
-    simulate,
-)
-from prefcraft.programs.sensejudge import SelectedJudge
+from prefcraft.components.component import Comparison, Component, Demo, Step, deferred_in
+
+at = deferred_in(__package__)
 
 HELP = "SenseJudge: preference subsets and model ranking (simulate, select, evaluate, demo)"
 
@@ -42,16 +30,17 @@ COMPONENT = Component(
     name="sensejudge", title="SenseJudge", help=HELP,
     steps={
         "simulate": Step("responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
-                         SimulateOptions, simulate, format_simulation, read_simulated),
+                         at("options", "SimulateOptions"), at("steps", "simulate"), at("report", "format_simulation"),
+                         at("steps", "read_simulated")),
         "select": Step("write preference descriptions from each topic's dev pairs and select the subset whose vote is "
-                       "best",
-                       SelectOptions, select, format_selection, read_dev_pairs),
+                       "best", at("options", "SelectOptions"), at("steps", "select"),
+                       at("report", "format_selection"), at("steps", "read_dev_pairs")),
         "evaluate": Step("accuracy, consistency and position bias of a selected judge on the test pairs, and the "
-                         "model ranking", EvaluateOptions, evaluate, format_evaluation, read_held_out_pairs),
-        "demo": Step("simulate, select and evaluate on the embedded model", DemoOptions, demo, format_demo,
-                     read_simulated),
+                         "model ranking", at("options", "EvaluateOptions"), at("steps", "evaluate"),
+                         at("report", "format_evaluation"), at("steps", "read_held_out_pairs")),
+        "demo": Step("simulate, select and evaluate on the embedded model", at("options", "DemoOptions"),
+                     at("steps", "demo"), at("report", "format_demo"), at("steps", "read_simulated")),
     },
     run_names=("sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"), demo=Demo(_demo_argv, compare),
-    charts=CHARTS,
-    programs={SENSEJUDGE: lambda _: SelectedJudge()},
+    charts_at=at("charts", "CHARTS"), programs_at=at("steps", "PROGRAMS"),
 )

@@ -97,6 +97,8 @@ from prefcraft.usage import LMUsage, metered
 logger = logging.getLogger(__name__)
 
 SENSEJUDGE = "sensejudge"
+PROGRAMS = {SENSEJUDGE: lambda metadata: SelectedJudge()}
+"""The program a compiled file names, built fresh (`prefcraft.load`)."""
 ALL_TOPICS = "all"
 """The name of the one selection made over every dev pair (scope "all")."""
 

@@ -29,6 +29,9 @@ from prefcraft.tracking import Tracker, data_digest, model_params
 logger = logging.getLogger(__name__)
 
 PERSONA_SYNTHESIZER = "persona_synthesizer"
+PROGRAMS = {PERSONAL_JUDGE: lambda metadata: PreferenceJudge(),
+            PERSONA_SYNTHESIZER: lambda metadata: PersonaSynthesizer()}
+"""The programs a compiled file names, built fresh (`prefcraft.load`)."""
 
 
 @dataclass
