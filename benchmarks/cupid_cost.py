@@ -12,17 +12,7 @@ Run: .venv/bin/python benchmarks/cupid_cost.py [--instances 6] [--variants all] 
 
 from __future__ import annotations
 
-from harness import (
-    Measured,
-    cold_then_warm,
-    configure_logging,
-    make_parser,
-    model_endpoint,
-    print_summary,
-    session_settings,
-    step_row,
-    write_result,
-)
+from harness import Measured, make_parser, measure_evaluation, step_row
 
 from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
 from prefcraft.components.cupid.options import EvaluateOptions
@@ -46,16 +36,11 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=6, help="first N instances of the test split")
     parser.add_argument("--variants", nargs="+", default=["all"])
     args = parser.parse_args()
-    configure_logging()
     instances, _ = select_instances(EvaluateOptions(max_instances=args.instances), "test")
-    with model_endpoint(args) as endpoint:
-        session = session_settings(args, endpoint)
-        options = EvaluateOptions(variants=args.variants, use_shipped=False, output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, options, instances))
-    result = {"instances": len(instances), "variants": args.variants, "threads": args.threads,
-              "model": session.task.model, **runs}
-    write_result(args.output, result)
-    print_summary(result, args.output)
+    measure_evaluation(
+        args, lambda session, output_dir: run(session, EvaluateOptions(variants=args.variants, use_shipped=False,
+                                                                       output_dir=output_dir), instances),
+        lambda session: {"instances": len(instances), "variants": args.variants})
 
 
 if __name__ == "__main__":

@@ -178,6 +178,19 @@ def write_result(path: Path, result: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(made | result, indent=2, ensure_ascii=False) + "\n")
 
 
+def measure_evaluation(args: argparse.Namespace, run: Callable[[Settings, Path], Measured],
+                       described: Callable[[Settings], dict[str, Any]]) -> None:
+    """An evaluation benchmark: `run(session, output_dir)` on the benchmark's model endpoint, cold then warm; the
+    result, after what `described` says of it, written to `args.output` and summed up."""
+    configure_logging()
+    with model_endpoint(args) as endpoint:
+        session = session_settings(args, endpoint)
+        runs = cold_then_warm(session, lambda: run(session, endpoint.scratch / "out"))
+    result = {**described(session), "threads": args.threads, "model": session.task.model, **runs}
+    write_result(args.output, result)
+    print_summary(result, args.output)
+
+
 def print_summary(result: dict[str, Any], path: Path) -> None:
     """The first run's totals and the re-run's calls, for the evaluation benchmarks."""
     first = result["first_run"]

@@ -12,17 +12,7 @@ Run: .venv/bin/python benchmarks/lampqa_cost.py [--questions-per-category 1] [--
 
 from __future__ import annotations
 
-from harness import (
-    Measured,
-    cold_then_warm,
-    configure_logging,
-    make_parser,
-    model_endpoint,
-    print_summary,
-    session_settings,
-    step_row,
-    write_result,
-)
+from harness import Measured, make_parser, measure_evaluation, step_row
 
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import EvaluateOptions
@@ -47,18 +37,11 @@ def main() -> None:
     parser.add_argument("--questions-per-category", type=int, default=1, help="first N test questions per category")
     parser.add_argument("--k", type=int, default=5, help="posts retrieved from each profile")
     args = parser.parse_args()
-    configure_logging()
-    with model_endpoint(args) as endpoint:
-        session = session_settings(args, endpoint)
-        options = EvaluateOptions(max_questions=args.questions_per_category, use_shipped=False, k=args.k,
-                                  output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, options))
-    result = {"questions": 3 * args.questions_per_category, "k": args.k, "threads": args.threads,
-              "model": session.task.model,
-              "answer_bound_chars": field_bounds(session.small_model_profile())[0]["AnswerWithPlan.answer"], **runs}
-    write_result(args.output, result)
-    print_summary(result, args.output)
-
+    measure_evaluation(
+        args, lambda session, output_dir: run(session, EvaluateOptions(
+            max_questions=args.questions_per_category, use_shipped=False, k=args.k, output_dir=output_dir)),
+        lambda session: {"questions": 3 * args.questions_per_category, "k": args.k,
+                         "answer_bound_chars": field_bounds(session.small_model_profile())[0]["AnswerWithPlan.answer"]})
 
 if __name__ == "__main__":
     main()

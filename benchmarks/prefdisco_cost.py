@@ -16,17 +16,7 @@ from __future__ import annotations
 
 import json
 
-from harness import (
-    Measured,
-    cold_then_warm,
-    configure_logging,
-    make_parser,
-    model_endpoint,
-    print_summary,
-    session_settings,
-    step_row,
-    write_result,
-)
+from harness import Measured, make_parser, measure_evaluation, step_row
 
 from prefcraft.components.prefdisco.evaluation import DISCOVERY, evaluate_conditions, select_scenarios
 from prefcraft.components.prefdisco.options import EvaluateOptions
@@ -56,18 +46,12 @@ def main() -> None:
     parser.add_argument("--scenarios", type=int, default=3, help="first N scenarios of the test split")
     parser.add_argument("--max-turns", type=int, default=2)
     args = parser.parse_args()
-    configure_logging()
     scenarios = select_scenarios(EvaluateOptions(max_scenarios=args.scenarios), "test")
-    with model_endpoint(args) as endpoint:
-        session = session_settings(args, endpoint)
-        options = EvaluateOptions(max_scenarios=args.scenarios, max_turns=args.max_turns, use_shipped=False,
-                                  output_dir=endpoint.scratch / "out")
-        runs = cold_then_warm(session, lambda: run(session, options, scenarios))
-    result = {"scenarios": len(scenarios), "max_turns": args.max_turns, "threads": args.threads,
-              "model": session.task.model, **runs}
-    write_result(args.output, result)
-    print_summary(result, args.output)
-
+    measure_evaluation(
+        args, lambda session, output_dir: run(session, EvaluateOptions(
+            max_scenarios=args.scenarios, max_turns=args.max_turns, use_shipped=False, output_dir=output_dir),
+            scenarios),
+        lambda session: {"scenarios": len(scenarios), "max_turns": args.max_turns})
 
 if __name__ == "__main__":
     main()

@@ -115,7 +115,7 @@ class StepCost:
                 f"{prefix}degenerate_outputs": self.degenerate}
 
 
-def run_step(
+def run_pipeline_step(
     session: Settings, program: dspy.Module, examples: Sequence[dspy.Example],
     metric: Callable[[dspy.Example, dspy.Prediction], float], role: Role,
 ) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], StepCost]:

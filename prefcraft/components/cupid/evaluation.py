@@ -47,7 +47,7 @@ from prefcraft.components.cupid.results import (
     ResponseResult,
 )
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, run_step
+from prefcraft.evaluation import StepCost, run_pipeline_step
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
@@ -141,7 +141,7 @@ def infer_and_match(
 ) -> InferenceOutcome:
     """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
     with tracker.run(f"infer-{name}", {"inferrer": name}, nested=True):
-        inferred, infer_cost = run_step(session, inferrer, examples, _unscored, "task")
+        inferred, infer_cost = run_pipeline_step(session, inferrer, examples, _unscored, "task")
         gradings, checklists, grading_costs = _grade(session, inferred)
         results = [_instance_result(example, prediction, grading, checklist) for (example, prediction, _), grading,
                    checklist in zip(inferred, gradings, checklists, strict=True)]
@@ -167,14 +167,14 @@ def respond_and_judge(
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
         generator = FROM_SESSIONS.get(method, ResponseGenerator)()
-        generated, generate_cost = run_step(session, generator, requests, _unscored, "task")
+        generated, generate_cost = run_pipeline_step(session, generator, requests, _unscored, "task")
         to_judge = [
             dspy.Example(request=example.current_request, response=prediction.response,
                          preference=example.gold_preference, checklist=example.gold_checklist,
                          ).with_inputs("request", "response", "preference", "checklist")
             for example, (_, prediction, _) in zip(examples, generated, strict=True) if prediction is not None
         ]
-        judged, judge_cost = run_step(session, ResponseJudge(), to_judge, _judge_score, "judge")
+        judged, judge_cost = run_pipeline_step(session, ResponseJudge(), to_judge, _judge_score, "judge")
         judgments = _aligned([prediction is not None for _, prediction, _ in generated], judged)
         results = [_response_result(request.instance_id, method, prediction, judgment)
                    for (request, prediction, _), judgment in zip(generated, judgments, strict=True)]
@@ -198,11 +198,12 @@ def _grade(
     was_inferred = [prediction is not None for _, prediction, _ in inferred]
     to_grade = [_grading_example(example, prediction) for example, prediction, _ in inferred
                 if prediction is not None]
-    graded, match_cost = run_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
+    graded, match_cost = run_pipeline_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
     gradings = _aligned(was_inferred, graded)
     ungraded = [dspy.Example(preference=example.preference).with_inputs("preference")
                 for example, prediction, _ in graded if prediction is None]
-    decomposed, decompose_cost = run_step(session, dspy.Predict(DecomposePreference), ungraded, _unscored, "judge")
+    decomposed, decompose_cost = run_pipeline_step(session, dspy.Predict(DecomposePreference), ungraded, _unscored,
+                                                   "judge")
     redecomposed = _aligned([done and grading is None for done, grading in zip(was_inferred, gradings, strict=True)],
                             decomposed)
     checklists = [None if prediction is None else [item for item in prediction.checklist if item.strip()]

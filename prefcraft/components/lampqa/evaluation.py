@@ -32,7 +32,7 @@ from prefcraft.components.lampqa.metrics import (
 from prefcraft.components.lampqa.options import DataOptions, Method, MethodOptions
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, run_step
+from prefcraft.evaluation import StepCost, run_pipeline_step
 from prefcraft.files import write_text_atomic
 from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
@@ -176,7 +176,7 @@ def evaluate_method(
     session: Settings, name: str, program: dspy.Module, examples: Sequence[dspy.Example]
 ) -> MethodOutcome:
     """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge."""
-    answered, answer_cost = run_step(session, program, examples, _answered, "task")
+    answered, answer_cost = run_pipeline_step(session, program, examples, _answered, "task")
     predictions = [prediction for _, prediction, _ in answered]
     judged, judge_cost = _judge(session, examples, [p.answer if p else None for p in predictions])
     cost = {"answer": answer_cost, "judge": judge_cost}
@@ -204,7 +204,7 @@ def _judge(
     """
     to_judge = [judge_example(example, response) for example, response in zip(examples, responses, strict=True)
                 if response is not None]
-    judged, cost = run_step(session, AspectJudge(), to_judge, _scored, "judge")
+    judged, cost = run_pipeline_step(session, AspectJudge(), to_judge, _scored, "judge")
     scores = {example.id: tuple(prediction.scores) if prediction else (None,) * len(example.aspects)
               for example, prediction, _ in judged}
     results = [QuestionResult(example.id, example.category, scores.get(example.id, ()),
