@@ -33,6 +33,17 @@ class Options(BaseModel):
     renamed_options: ClassVar[dict[str, str]] = {}
 
 
+class SampleSource(Options):
+    """A step that reads `data` (`--data`) when given, else its component's bundled `sample`; a step without `--data`
+    (a demo) reads the sample."""
+
+    sample: ClassVar[Path]
+
+    @property
+    def source(self) -> str | Path:
+        return getattr(self, "data", None) or self.sample
+
+
 def option(default: Any, help: str, *, flag: str | None = None, group: str | None = None,
            metavar: str | None = None, renamed: dict[str, str] | None = None) -> Any:
     """A field of an Options model with its flag's help; `flag` names a switch whose name differs from the field's

@@ -37,14 +37,17 @@ def test_the_table_shows_scores_on_their_scales_and_says_what_was_skipped_or_fai
 
 
 def test_synthesizeme_compares_the_default_judge_with_the_personal_one():
+    from prefcraft.components.synthesizeme.demo import DemoOutcome
     from prefcraft.components.synthesizeme.evaluation import MethodOutcome
+    from prefcraft.components.synthesizeme.fit import FitSummary
 
     def outcome(right: list[bool]) -> MethodOutcome:
         judgments = [Judgment("u", f"p{i}", "chosen_first", "First", ok) for i, ok in enumerate(right)]
         return MethodOutcome(pairwise_report(judgments), LMUsage(), judgments)
 
     compare = COMPONENTS["synthesizeme"].demo.compare
-    comparison = compare({"default": outcome([True, False]), "synthesizeme": outcome([True, True])})
+    demo = DemoOutcome(FitSummary(), {"default": outcome([True, False]), "synthesizeme": outcome([True, True])})
+    comparison = compare(demo)
     assert (comparison.baseline_score, comparison.personalized_score) == (0.5, 1.0)
 
 

@@ -4,11 +4,11 @@ experiment options and `prefcraft.run` arguments are made from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, option
 from prefcraft.programs.cupid import InferrerVariant
 
 DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
@@ -22,19 +22,16 @@ class _Source(Options):
                               "(default: the bundled SYNTHETIC sample)")
 
 
-class DataOptions(Options):
+class DataOptions(SampleSource):
     """Which instances a step reads: a file or hub dataset, split by persona."""
+
+    sample: ClassVar[Path] = SAMPLE_INSTANCES
 
     val_personas: Count = option(2, "personas held out for validation")
     test_personas: Count = option(2, "personas held out for testing")
     max_instances: Positive | None = option(None, "use only the first N instances of the split")
     skip_invalid: bool = option(False, "skip (and count) rows that break the schema instead of stopping at the first")
     output_dir: FilePath = option(Path("runs/cupid"), "where results go")
-
-    @property
-    def source(self) -> str | Path:
-        """`--data`, or the bundled sample for a step without it (the demo)."""
-        return getattr(self, "data", None) or SAMPLE_INSTANCES
 
 
 class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4), DataOptions,

@@ -4,11 +4,11 @@ experiment options and `prefcraft.run` arguments are made from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from prefcraft.components.lampqa.data import DATA_SPLITS, SAMPLE_QUESTIONS
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
 from prefcraft.programs.lampqa import DEFAULT_K
 
 Method = Literal["none", "rag", "rag_random", "planpers"]
@@ -21,9 +21,11 @@ class _Source(Options):
                               ".jsonl/.json/.parquet file (default: the bundled SYNTHETIC sample)")
 
 
-class DataOptions(Options):
+class DataOptions(SampleSource):
     """Which questions a step reads (a folder laid out like the hub dataset, one local file, or the hub name; the
     first N of each category), how it retrieves from a profile, and where its results go."""
+
+    sample: ClassVar[Path] = SAMPLE_QUESTIONS
 
     configs: OneOrMore[str] | None = option(
         None, "categories to use (default: all three, Art_and_Entertainment Lifestyle_and_Personal_Development "
@@ -36,11 +38,6 @@ class DataOptions(Options):
                                          group=RETRIEVAL)
     embedding_api_base: str | None = option(None, "dense: OpenAI-compatible embeddings endpoint", group=RETRIEVAL)
     output_dir: FilePath = option(Path("runs/lampqa"), "where results go")
-
-    @property
-    def source(self) -> str | Path:
-        """`--data`, or the bundled sample for a step without it (the demo)."""
-        return getattr(self, "data", None) or SAMPLE_QUESTIONS
 
 
 # The paper trains its planner instead of prompting it; for a vLLM user the compile's defaults are SynthesizeMe's

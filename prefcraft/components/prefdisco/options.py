@@ -4,11 +4,11 @@ flags, experiment options and `prefcraft.run` arguments are made from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import Count, FilePath, Options, Positive, Share, option
+from prefcraft.options import Count, FilePath, Options, Positive, SampleSource, Share, option
 from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS
 
 RUNS = Path("runs/prefdisco")
@@ -29,8 +29,10 @@ class _Source(Options):
                               "(default: the bundled SYNTHETIC scenarios)")
 
 
-class DataOptions(Options):
+class DataOptions(SampleSource):
     """Which scenarios a step reads: a reference JSONL file or hub dataset, split by problem within each task."""
+
+    sample: ClassVar[Path] = SAMPLE_SCENARIOS
 
     val_share: Share = option(0.25, "share of each task's problems for validation")
     test_share: Share = option(0.25, "share of each task's problems for testing")
@@ -38,11 +40,6 @@ class DataOptions(Options):
     per_task: Positive | None = option(None, "use only the first N scenarios of each task in the split")
     output_dir: FilePath = option(RUNS, "where results go")
     max_turns: Positive = option(DEFAULT_MAX_TURNS, "the asker's turn budget (questions it may ask)")
-
-    @property
-    def source(self) -> str | Path:
-        """`--data`, or the bundled scenarios for a step without it (the demo)."""
-        return getattr(self, "data", None) or SAMPLE_SCENARIOS
 
 
 # Labeled demos would be raw scenarios, which hold no dialogue: none by default. A bootstrapped trace counts as a demo

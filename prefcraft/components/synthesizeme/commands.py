@@ -20,9 +20,11 @@ HELP = ("SynthesizeMe: personal judges from verified reasoning (fit, evaluate, c
 TOUR_USERS = ["sample_user_07", "sample_user_08"]
 
 
-def compare(outcomes: dict[str, Any]) -> Comparison:
-    return Comparison("accuracy, both orders", "default judge", outcomes["default"].report.accuracy.mean,
-                      "SynthesizeMe", outcomes["synthesizeme"].report.accuracy.mean, "%")
+def compare(outcome: Any) -> Comparison:
+    """The demo's two methods (its `DemoOutcome`), side by side for the tour."""
+    methods = outcome.methods
+    return Comparison("accuracy, both orders", "default judge", methods["default"].report.accuracy.mean,
+                      "SynthesizeMe", methods["synthesizeme"].report.accuracy.mean, "%")
 
 
 COMPONENT = Component(

@@ -3,6 +3,8 @@ their fitted ones, in one model session."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate_methods, select_judged
 from prefcraft.components.synthesizeme.fit import FitSummary, fit_users
@@ -11,12 +13,12 @@ from prefcraft.components.synthesizeme.options import DemoOptions
 DEMO_METHODS = ["default", "synthesizeme"]
 
 
-class DemoOutcome(dict[str, MethodOutcome]):
-    """Each method's outcome, as `evaluate` returns them (what the tour compares), and the fit before them (`fit`)."""
+@dataclass(frozen=True)
+class DemoOutcome:
+    """The fit (`fit`), then each method's outcome as `evaluate` returns them (`methods`: what the tour compares)."""
 
-    def __init__(self, fit: FitSummary, methods: dict[str, MethodOutcome]) -> None:
-        super().__init__(methods)
-        self.fit = fit
+    fit: FitSummary
+    methods: dict[str, MethodOutcome]
 
 
 def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:

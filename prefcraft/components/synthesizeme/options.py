@@ -11,22 +11,19 @@ from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.executors import Executor, ExecutorOptions
 from prefcraft.optimizers.options import optimizer_options
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
-from prefcraft.options import FilePath, OneOrMore, Options, Positive, option
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
 from prefcraft.settings import Settings
 
 DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
 FITTED_DIR = Path("runs/fitted")  # where fit writes the users' judges and evaluate reads them
 
 
-class _Data(Options):
+class _Data(SampleSource):
+    sample: ClassVar[Path] = SAMPLE_USERS
+
     data: str | None = option(None, "PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
                               "(default: the bundled synthetic sample users)")
     users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
-
-    @property
-    def source(self) -> str | Path:
-        """`--data`, or the bundled sample users."""
-        return self.data or SAMPLE_USERS
 
     @property
     def selected_users(self) -> list[str] | None:
@@ -79,18 +76,15 @@ class FitOptions(ExecutorOptions, _Fit, _Data):
 
 
 class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6,
-                                              budget_from="SynthesizeMe, App. F"), _Search):
+                                              budget_from="SynthesizeMe, App. F"), _Search, SampleSource):
+    sample: ClassVar[Path] = SAMPLE_USERS
+
     data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
     train_users: OneOrMore[str] = option(..., "users whose traces the persona prompt is optimized on",
                                          metavar="USER")
     val_users: OneOrMore[str] = option(..., "users the candidate prompts are scored on (none of the training users)",
                                        metavar="USER")
     output: FilePath = option(..., "compiled JSON to write")
-
-    @property
-    def source(self) -> str | Path:
-        """`--data`, or the bundled sample users."""
-        return self.data or SAMPLE_USERS
 
 
 class EvaluateOptions(ExecutorOptions, _Judged):

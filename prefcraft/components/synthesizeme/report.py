@@ -62,7 +62,7 @@ def format_evaluation(outcomes: dict[str, MethodOutcome]) -> str:
 
 
 def format_demo(outcome: DemoOutcome) -> str:
-    return f"{format_fit_summary(outcome.fit)}\n{format_evaluation(outcome)}"
+    return f"{format_fit_summary(outcome.fit)}\n{format_evaluation(outcome.methods)}"
 
 
 def format_compile_persona(verdict: CompileVerdict) -> str:
