@@ -22,10 +22,11 @@ PROGRAMS = {PROGRAM_NAME: lambda metadata: PlanPers(BM25Retriever(metadata.get("
 
 
 def load_planpers(
-    path: Path, retriever: Retriever | None = None, post_chars: int | None = None
+    path: Path, retriever: Retriever | None = None, post_chars: int | None = None, retries: int = 0
 ) -> tuple[PlanPers, dict[str, Any]]:
-    """A compiled PlanPers and its metadata; without a retriever, BM25 with the k it was compiled with."""
+    """A compiled PlanPers and its metadata; without a retriever, BM25 with the k it was compiled with. `retries`: of a
+    plan or answer whose reply does not parse (`PlanPers`)."""
     metadata = read_metadata(path)
-    program = PlanPers(retriever or BM25Retriever(metadata.get("k", DEFAULT_K)), post_chars)
+    program = PlanPers(retriever or BM25Retriever(metadata.get("k", DEFAULT_K)), post_chars, retries)
     load_compiled(program, path, program_name=PROGRAM_NAME)
     return program, metadata

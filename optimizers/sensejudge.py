@@ -50,7 +50,7 @@ from prefcraft.metrics.majority_vote import (
     encode_votes,
     majority_decisions,
 )
-from prefcraft.programs.sensejudge import PreferenceExtractor, SelectedJudge
+from prefcraft.programs.sensejudge import DescriptionLength, PreferenceExtractor, SelectedJudge
 from prefcraft.scheduling import run_phases, warm_then_interleave
 from prefcraft.usage import LMUsage, metered
 
@@ -169,16 +169,21 @@ class TopicSelection:
 
 def select_per_topic(
     dev_by_topic: Mapping[str, Sequence[PreferencePair]], *, config: SubsetSelectionConfig | None = None,
-    max_pair_descriptions: int | None = None,
+    max_pair_descriptions: int | None = None, description_length: DescriptionLength = "three_sentences",
+    written_from: Mapping[str, Sequence[PreferencePair]] | None = None,
 ) -> dict[str, TopicSelection]:
     """The paper's setting (§4.1.2): each topic's descriptions are written from that topic's dev pairs alone (10 per
     topic in the paper) and selected on them, in both orders. Each topic's test pairs are then judged by its own judge,
     and Overall is the unweighted mean of the topics' accuracies (Table 1). One group of every dev pair gives the
-    selection over all pairs. Calls the model of the current context."""
+    selection over all pairs. `written_from`: each topic's dev pairs as the extractor reads them, where the judge reads
+    them shortened (the same pairs, in the same order; default: `dev_by_topic`). Calls the model of the current
+    context."""
+    written_from = written_from or dev_by_topic
     selections = {}
     for topic, pairs in dev_by_topic.items():
+        extractor = PreferenceExtractor(max_pair_descriptions, description_length)
         with metered() as extraction:
-            extracted = PreferenceExtractor(max_pair_descriptions)(pairs=[extraction_input(pair) for pair in pairs])
+            extracted = extractor(pairs=[extraction_input(pair) for pair in written_from[topic]])
         descriptions = list(extracted.descriptions)
         with metered() as selection:
             judge = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(pairs))

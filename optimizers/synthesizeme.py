@@ -8,8 +8,9 @@ Step 3: with the persona in the judge's instructions, the train pairs are bootst
 of those traces (and no demos at all) are scored on the validation pairs; the best one completes the personal judge.
 
 By default the fit follows the paper and its reference code (DSPy's BootstrapFewShotWithRandomSearch):
-- each train pair is judged once, in one order (half of the pairs with the chosen response first, drawn by the seed),
-  and kept when that one prediction is right;
+- each train pair is judged once, in one order (the order its data row shows it in when the examples carry
+  `row_order`, as `fit` marks them; else half of the pairs with the chosen response first, drawn by the seed), and
+  kept when that one prediction is right;
 - a demo set holds up to every verified pair as a reasoned demo, topped up with labeled pairs (no reasoning) to
   `labeled_demos` in all, as BootstrapFewShot does: the unshuffled set takes the verified pairs in train order, the
   labeled-only set the first `labeled_demos` train pairs, and each of n (step 1) or m (step 3) random sets a random
@@ -39,10 +40,11 @@ it scores as its first copy and comes later), and identical calls are answered b
 
 `SynthesizeMe` is a DSPy teleprompter: settings in its constructor, one user's data in
 `compile(student, trainset=..., valset=...)`. Both sets are judge examples as `judge_examples` makes them (inputs
-conversation, first_completion, second_completion; label preference; plus user_id, pair_id and order), every train
-pair in both orders: `judge_set(pairs)` gives them, and `train_val_split(user)` splits a user's pairs first. It
-returns a new judge carrying what the fit tried as `fit_record`. `collect_evidence` is step 1 alone, for compiling
-the persona prompt.
+conversation, first_completion, second_completion; label preference; plus user_id, pair_id and order, and optionally
+row_order), every train pair in both orders: `judge_set(pairs)` gives them, and `train_val_split(user)` splits a
+user's pairs first. The candidates are scored on the valset's examples as given: `fit` gives each validation pair in
+the one order its row shows (the reference's), or in both. It returns a new judge carrying what the fit tried as
+`fit_record`. `collect_evidence` is step 1 alone, for compiling the persona prompt.
 """
 
 from __future__ import annotations
@@ -223,8 +225,7 @@ class SynthesizeMe(Teleprompter):
         if not valset:
             raise DataError("valset", None, None, "no judge examples", SETS_HINT)
         rng = random.Random(self.config.seed)
-        train = pairs if self.config.verification == "both_orders" else [
-            (example,) for example in _balanced_orders(pairs, rng)]
+        train = pairs if self.config.verification == "both_orders" else [(example,) for example in _shown(pairs, rng)]
         val_examples = list(valset)
         with metered() as bootstrap:
             verified, bootstrap_failures = self._bootstrap(student.reset_copy(), train)
@@ -310,6 +311,14 @@ def _balanced_orders(pairs: Sequence[Judged], rng: random.Random) -> list[dspy.E
     orders = [(start + index) % 2 for index in range(len(pairs))]
     rng.shuffle(orders)
     return [pair[order] for pair, order in zip(pairs, orders, strict=True)]
+
+
+def _shown(pairs: Sequence[Judged], rng: random.Random) -> list[dspy.Example]:
+    """Each pair in the order its data row shows it (`row_order`, as `fit` marks the examples: the reference's), or,
+    for examples without it, in balanced orders drawn by `rng`."""
+    if all(hasattr(pair[0], "row_order") for pair in pairs):
+        return [pair[ORDERS.index(pair[0].row_order)] for pair in pairs]
+    return _balanced_orders(pairs, rng)
 
 
 def _check_student(student: PreferenceJudge) -> None:

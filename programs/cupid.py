@@ -13,7 +13,7 @@
 twice (inferred checklist against the gold preference: precision; gold checklist against the inferred preference:
 recall). `ResponseGenerator` answers with no user context, the prior sessions, or a preference; `SummaryResponder`
 answers from the sessions' summaries (the paper's generation with summaries, Table 10); `ResponseJudge` scores a
-response 1-10 against the gold preference and checklist.
+response 1-10 against the gold preference and checklist, with the reference code's prompt or the paper's.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from prefcraft.signatures.cupid import (
     GenerateResponse,
     InferPreference,
     JudgeResponse,
+    JudgeResponseFigure16,
     MatchChecklist,
     SelectRelevantSessions,
     SummarizeSession,
@@ -37,6 +38,8 @@ from prefcraft.signatures.cupid import (
 
 InferrerVariant = Literal["relevant", "summaries", "summaries-per-session", "all"]
 INFERRER_VARIANTS: tuple[str, ...] = get_args(InferrerVariant)
+JudgePrompt = Literal["reference", "paper"]
+JUDGE_PROMPTS: dict[str, type[dspy.Signature]] = {"reference": JudgeResponse, "paper": JudgeResponseFigure16}
 
 COVERAGE = {"Fully": 1.0, "Partially": 0.5, "Not": 0.0}
 
@@ -206,11 +209,14 @@ class SummaryResponder(dspy.Module):
 
 
 class ResponseJudge(dspy.Module):
-    """(request, response, gold preference, gold checklist) -> `score`, 1-10."""
+    """(request, response, gold preference, gold checklist) -> `score`, 1-10. `prompt`: the reference code's (a label
+    for each score, given before the score) or the paper's Figure 16 (no labels)."""
 
-    def __init__(self):
+    def __init__(self, prompt: JudgePrompt = "reference"):
         super().__init__()
-        self.judge = dspy.Predict(JudgeResponse)
+        if prompt not in JUDGE_PROMPTS:
+            raise ValueError(f"unknown judge prompt {prompt!r}: choose one of {', '.join(JUDGE_PROMPTS)}")
+        self.judge = dspy.Predict(JUDGE_PROMPTS[prompt])
 
     def forward(self, request: str, response: str, preference: str, checklist: Sequence[str]) -> dspy.Prediction:
         return self.judge(request=request, response=response, preference=preference, checklist=number_items(checklist))

@@ -2,11 +2,12 @@
 
 Without user context it is SynthesizeMe's default LLM-as-judge. With user context (a persona, memory insights or
 demographics) that context becomes part of its instructions, as in the paper; demos are set by an optimizer.
+`ProfileJudge` is the paper's Demographics baseline, a prompt of its own (Dong et al.'s).
 """
 
 import dspy
 
-from prefcraft.signatures.judge import JudgePreference
+from prefcraft.signatures.judge import JudgeForProfile, JudgePreference
 
 # The judge given user context (the paper's Figures 13 and 14) has instructions of its own: it is not asked for the
 # default judge's one to three speculations (Figure 11), as it is told what is known of the user.
@@ -17,6 +18,10 @@ USER_CONTEXT_TEMPLATE = (
     "Given the conversation and the two completions, decide which completion this user is more likely to prefer, "
     "keeping\nwhat you know about them in mind."
 )
+
+
+POSITIONS = {"A": "First", "B": "Second"}
+"""`ProfileJudge`'s assistants as `PreferenceJudge`'s answers name them."""
 
 
 class PreferenceJudge(dspy.Module):
@@ -41,3 +46,19 @@ class PreferenceJudge(dspy.Module):
         return self.judge(
             conversation=conversation, first_completion=first_completion, second_completion=second_completion
         )
+
+
+class ProfileJudge(dspy.Module):
+    """SynthesizeMe's Demographics baseline: Dong et al.'s judge, told the user's demographic profile, picks assistant A
+    (the first completion) or B with a certainty and no reasoning. It answers as `PreferenceJudge` does ('First' for A),
+    so that it is scored the same way."""
+
+    def __init__(self, profile: str):
+        super().__init__()
+        self.profile = profile
+        self.judge = dspy.Predict(JudgeForProfile)
+
+    def forward(self, conversation: str, first_completion: str, second_completion: str) -> dspy.Prediction:
+        answer = self.judge(user_profile=self.profile, question=conversation, answer_a=first_completion,
+                            answer_b=second_completion)
+        return dspy.Prediction(preference=POSITIONS[answer.choice], certainty=answer.certainty)

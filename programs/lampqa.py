@@ -5,19 +5,24 @@ Every answerer takes `question` and `profile` (the user's past posts) and return
 - `RAGPersonalization` retrieves the top-k posts for the question and answers with them;
 - `PlanPers` retrieves, plans the aspects the user expects (`aspects`, `plan`), then answers with the plan.
 Retrieval is BM25 (bm25s) by default, or dense with any embedding function (`dspy.Embedder` over an OpenAI-compatible
-embeddings endpoint). `post_chars` cuts each retrieved post for a small model's context (the small-model profile's
-`post_chars`); by default the posts are shown whole, as in the paper. The question's narrative and rubric aspects never
-enter these programs; `AspectJudge` reads them. `ProfilePost` and `RubricAspect` are the types they read (the loader
-makes them).
+embeddings endpoint), ranked by the raw dot product as the reference ranks Contriever's vectors, or by cosine.
+`post_chars` cuts each retrieved post for a small model's context (the small-model profile's `post_chars`); by default
+the posts are shown whole, as in the paper. The question's narrative and rubric aspects never enter these programs;
+`AspectJudge` reads them. `ProfilePost` and `RubricAspect` are the types they read (the loader makes them).
+
+`retries`: how many times each program asks again for a reply that does not parse (`predict_with_retries`), 0.1 warmer
+each time, as the reference does; none by default, the step's options give the reference's counts (`ANSWER_RETRIES`,
+`PLANPERS_RETRIES`, `JUDGE_RETRIES`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import dspy
 import numpy as np
+from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from prefcraft.signatures.lampqa import (
@@ -31,6 +36,14 @@ from prefcraft.signatures.lampqa import (
 
 DEFAULT_K = 10  # the paper's k
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
+Similarity = Literal["dot", "cosine"]
+# The reference's retries of a reply that does not parse: baselines.py (no personalization, RAG), planpers.py (the
+# answer written with the plan) and evaluation/evaluator.py (the judge); each retry is 0.1 warmer, up to 1.0.
+ANSWER_RETRIES = 20
+PLANPERS_RETRIES = 100
+JUDGE_RETRIES = 100
+RETRY_WARMING = 0.1
+RETRY_MAX_TEMPERATURE = 1.0
 
 
 class ProfilePost(BaseModel):
@@ -79,15 +92,18 @@ class BM25Retriever:
 
 
 class DenseRetriever:
-    """The k posts whose embeddings are closest (cosine) to the question's; `embed` maps texts to vectors."""
+    """The k posts whose embeddings score highest against the question's: by raw dot product (the reference's, over
+    Contriever's mean-pooled, unnormalized vectors) or by cosine; `embed` maps texts to vectors."""
 
-    def __init__(self, embed: Embed, k: int = DEFAULT_K):
+    def __init__(self, embed: Embed, k: int = DEFAULT_K, similarity: Similarity = "dot"):
         self.embed = embed
         self.k = k
+        self.similarity = similarity
 
     def __call__(self, question: str, posts: Sequence[ProfilePost]) -> list[ProfilePost]:
         vectors = np.asarray(self.embed([question, *(post.text for post in posts)]), dtype=float)
-        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+        if self.similarity == "cosine":
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         return _top_k(posts, vectors[1:] @ vectors[0], self.k)
 
 
@@ -114,57 +130,90 @@ def _cut(text: str, limit: int | None) -> str:
     return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
+def predict_with_retries(predict: dspy.Predict, retries: int, **inputs: Any) -> dspy.Prediction:
+    """`predict(**inputs)`, asked again up to `retries` times while its reply does not parse, each time 0.1 warmer than
+    the model's temperature, up to 1.0 (the same request again would get the same reply); the last failure is raised.
+    Any other error (a server down, a timeout) is raised at once."""
+    for attempt in range(retries):
+        try:
+            return _attempt(predict, attempt, inputs)
+        except AdapterParseError:
+            continue
+    return _attempt(predict, retries, inputs)
+
+
+def _attempt(predict: dspy.Predict, attempt: int, inputs: dict[str, Any]) -> dspy.Prediction:
+    warmer = {"config": {"temperature": _retry_temperature(predict, attempt)}} if attempt else {}
+    return predict(**inputs, **warmer)
+
+
+def _retry_temperature(predict: dspy.Predict, attempt: int) -> float:
+    """The temperature of retry number `attempt` (1, 2, ...): the model's own plus 0.1 per retry, capped at 1.0 (or at
+    the model's own, when that is higher)."""
+    lm = predict.lm or dspy.settings.lm
+    base = float((lm.kwargs.get("temperature") if lm is not None else None) or 0.0)
+    return min(base + RETRY_WARMING * attempt, max(base, RETRY_MAX_TEMPERATURE))
+
+
 class NoPersonalization(dspy.Module):
     """The question alone; the profile is accepted and ignored, so every method takes the same inputs."""
 
-    def __init__(self):
+    def __init__(self, retries: int = 0):
         super().__init__()
+        self.retries = retries
         self.answer = dspy.Predict(AnswerQuestion)
 
     def forward(self, question: str, profile: Sequence[ProfilePost] = ()) -> dspy.Prediction:
-        return dspy.Prediction(answer=self.answer(question=question).answer, retrieved=[])
+        answer = predict_with_retries(self.answer, self.retries, question=question).answer
+        return dspy.Prediction(answer=answer, retrieved=[])
 
 
 class RAGPersonalization(dspy.Module):
     """Retrieval over the user's profile, then an answer conditioned on the retrieved posts."""
 
-    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None):
+    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None, retries: int = 0):
         super().__init__()
         self.retrieve = retriever or BM25Retriever()
         self.post_chars = post_chars
+        self.retries = retries
         self.answer = dspy.Predict(AnswerWithProfile)
 
     def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
         posts = self.retrieve(question, profile)
-        answer = self.answer(profile=format_profile(posts, self.post_chars), question=question).answer
+        answer = predict_with_retries(self.answer, self.retries, profile=format_profile(posts, self.post_chars),
+                                      question=question).answer
         return dspy.Prediction(answer=answer, retrieved=[post.id for post in posts])
 
 
 class PlanPers(dspy.Module):
-    """Retrieval, the aspect planner, then an answer conditioned on the retrieved posts and the plan."""
+    """Retrieval, the aspect planner, then an answer conditioned on the retrieved posts and the plan. The plan gets the
+    answer's retries: the reference's planner writes free text, which cannot fail to parse."""
 
-    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None):
+    def __init__(self, retriever: Retriever | None = None, post_chars: int | None = None, retries: int = 0):
         super().__init__()
         self.retrieve = retriever or BM25Retriever()
         self.post_chars = post_chars
+        self.retries = retries
         self.plan = dspy.Predict(PlanAspects)
         self.answer = dspy.Predict(AnswerWithPlan)
 
     def forward(self, question: str, profile: Sequence[ProfilePost]) -> dspy.Prediction:
         posts = self.retrieve(question, profile)
         context = format_profile(posts, self.post_chars)
-        aspects = self.plan(profile=context, question=question).aspects
+        aspects = predict_with_retries(self.plan, self.retries, profile=context, question=question).aspects
         plan = format_plan(aspects)
-        answer = self.answer(profile=context, question=question, plan=plan).answer
+        answer = predict_with_retries(self.answer, self.retries, profile=context, question=question, plan=plan).answer
         return dspy.Prediction(answer=answer, aspects=aspects, plan=plan, retrieved=[post.id for post in posts])
 
 
 class AspectJudge(dspy.Module):
-    """One judge call per gold aspect: 0 (not covered), 1 (somewhat) or 2 (well). A call that fails scores None, so
-    that the caller can count it; when every call fails, the last error is raised."""
+    """One judge call per gold aspect: 0 (not covered), 1 (somewhat) or 2 (well), each asked again up to `retries`
+    times while its reply does not parse. A call that fails scores None, so that the caller can count it; when every
+    call fails, the last error is raised."""
 
-    def __init__(self):
+    def __init__(self, retries: int = 0):
         super().__init__()
+        self.retries = retries
         self.judge = dspy.Predict(JudgeAspect)
 
     def forward(self, question: str, details: str, response: str, aspects: Sequence[RubricAspect]) -> dspy.Prediction:
@@ -172,8 +221,9 @@ class AspectJudge(dspy.Module):
         error: Exception | None = None
         for aspect in aspects:
             try:
-                scores.append(int(self.judge(question=question, details=details, response=response,
-                                             aspect=format_rubric_aspect(aspect)).match_score))
+                scores.append(int(predict_with_retries(
+                    self.judge, self.retries, question=question, details=details, response=response,
+                    aspect=format_rubric_aspect(aspect)).match_score))
             except Exception as failure:  # a failed judgment is counted by the caller, not guessed
                 scores.append(None)
                 error = failure

@@ -5,8 +5,9 @@ as the paper allows) or stops; the user (any callable from the conversation so f
 reply) answers; after the loop one `AnswerInDialogue` call, with the reference code's final-answer instructions, writes
 the personalized answer. That call sees the conversation as the reference's chat does: the user's task as the first user
 turn, each question as an assistant turn and each reply as a user turn (a `dspy.History`). It never receives the hidden
-profile: a `SimulatedUser` holds that, and shows only its scenario id when printed. `forced_questions=k` asks exactly k
-questions whatever the asker decides (the paper's Figure 5).
+profile: a `SimulatedUser` holds that, and shows only its scenario id when printed. `FixedQuestionAsker` is the paper's
+Figure 5: with the reference's fixed-count prompt (`NextQuestion`) it takes exactly k turns of questions, then answers
+the same way.
 
 Temperatures that the paper and its reference code fix are set on the predictors, over the role's setting: the user
 simulator samples at 0.4, the rubric grader at 0.1 (appendix A) and the correctness check at 0.
@@ -22,19 +23,20 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError
 
 from prefcraft.signatures.prefdisco import (
-    COLLABORATIVE_USER,
     AnswerInDialogue,
     AnswerProblem,
     GradeCriterion,
     JudgeCorrectness,
+    NextQuestion,
     NextTurn,
+    ReplyAsCollaborativeUser,
     ReplyAsUser,
     SolveProblem,
 )
 
 DEFAULT_MAX_TURNS = 5
-FALLBACK_QUESTION = "How would you like me to write the answer for you?"
-TASK_MESSAGE = "I need help with the following task: {problem}"  # the user's first turn in the reference's chat
+# The user's first turn in the reference's chat, in every condition (Baseline, Oracle and the asker's final answer).
+TASK_MESSAGE = "I need help with the following task: {problem}"
 SIMULATOR_TEMPERATURE = 0.4
 GRADER_TEMPERATURE = 0.1
 CORRECTNESS_TEMPERATURE = 0.0
@@ -57,37 +59,74 @@ def format_chat(turns: Sequence[dict[str, str]], question: str) -> str:
     return "\n".join(part for part in (format_dialogue(turns), f"Assistant: {question}") if part)
 
 
-class QuestionAsker(dspy.Module):
-    """(problem, user) -> the final response, its final answer and the dialogue turns."""
+def _put_question(user: Callable[[str], str], turns: list[dict[str, str]], question: str) -> None:
+    """Put `question` to the user and add the exchange to `turns`."""
+    turns.append({"question": question, "reply": user(format_chat(turns, question))})
 
-    def __init__(self, max_turns: int = DEFAULT_MAX_TURNS, forced_questions: int | None = None):
+
+def _answer_after(answer: dspy.Predict, problem: str, turns: list[dict[str, str]]) -> dspy.Prediction:
+    """The asker's answer after its questions, with the dialogue it had."""
+    answered = answer(**answer_chat(problem, turns))
+    return dspy.Prediction(response=answered.response, final_answer=answered.final_answer, turns=turns,
+                           questions_asked=len(turns))
+
+
+class QuestionAsker(dspy.Module):
+    """(problem, user) -> the final response, its final answer and the dialogue turns: asks until it decides to answer
+    or its turn budget is spent."""
+
+    def __init__(self, max_turns: int = DEFAULT_MAX_TURNS):
         super().__init__()
-        if max_turns < 0 or (forced_questions is not None and forced_questions < 0):
-            raise ValueError("the turn budget and the forced question count must be >= 0")
+        if max_turns < 0:
+            raise ValueError("the turn budget must be >= 0")
         self.next_turn = dspy.Predict(NextTurn)
         self.answer = dspy.Predict(AnswerInDialogue)
         self.max_turns = max_turns
-        self.forced_questions = forced_questions
 
     def forward(self, problem: str, user: Callable[[str], str]) -> dspy.Prediction:
-        budget = self.max_turns if self.forced_questions is None else self.forced_questions
         turns: list[dict[str, str]] = []
-        while len(turns) < budget:
-            step = self.next_turn(problem=problem, dialogue=format_dialogue(turns), questions_left=budget - len(turns))
+        while len(turns) < self.max_turns:
+            step = self.next_turn(problem=problem, dialogue=format_dialogue(turns),
+                                  questions_left=self.max_turns - len(turns))
             question = step.question.strip()
-            if self.forced_questions is None and (step.action == "answer" or not question):
+            if step.action == "answer" or not question:
                 break
-            question = question or FALLBACK_QUESTION
-            turns.append({"question": question, "reply": user(format_chat(turns, question))})
-        answer = self.answer(**answer_chat(problem, turns))
-        return dspy.Prediction(response=answer.response, final_answer=answer.final_answer, turns=turns,
-                               questions_asked=len(turns))
+            _put_question(user, turns, question)
+        return _answer_after(self.answer, problem, turns)
+
+
+class FixedQuestionAsker(dspy.Module):
+    """(problem, user) -> as `QuestionAsker`, after exactly `questions` turns of questions (the paper's Figure 5).
+
+    Each turn is told to ask and which turn of how many it is, counted from 0 as the reference counts; whatever the
+    model writes goes to the user, as the reference sends it, and the dialogue runs all its turns. An empty question
+    fails the scenario, as the reference refuses an empty reply."""
+
+    def __init__(self, questions: int):
+        super().__init__()
+        if questions < 0:
+            raise ValueError("the fixed question count must be >= 0")
+        self.next_question = dspy.Predict(NextQuestion)
+        self.answer = dspy.Predict(AnswerInDialogue)
+        self.questions = questions
+
+    def forward(self, problem: str, user: Callable[[str], str]) -> dspy.Prediction:
+        turns: list[dict[str, str]] = []
+        for turn in range(self.questions):
+            step = self.next_question(problem=problem, dialogue=format_dialogue(turns), turn=turn,
+                                      question_count=self.questions)
+            question = step.question.strip()
+            if not question:
+                raise ValueError(f"the asker wrote no question on turn {turn} of {self.questions}")
+            _put_question(user, turns, question)
+        return _answer_after(self.answer, problem, turns)
 
 
 class Responder(dspy.Module):
-    """One answer with what is known of the user given up front. With nothing known (Baseline) the model gets the
-    problem alone and no word of personalizing, as the paper's Baseline has no system prompt; with the profile (Oracle)
-    it is told to align with it."""
+    """One answer with what is known of the user given up front. The problem comes as the reference's user turn ("I
+    need help with the following task: ..."). With nothing known (Baseline) the model gets it alone and no word of
+    personalizing, as the paper's Baseline has no system prompt; with the profile (Oracle) it is told to align with
+    it."""
 
     def __init__(self):
         super().__init__()
@@ -95,9 +134,10 @@ class Responder(dspy.Module):
         self.answer = dspy.Predict(AnswerProblem)
 
     def forward(self, problem: str, user_preferences: str) -> dspy.Prediction:
+        request = TASK_MESSAGE.format(problem=problem)
         if not user_preferences:
-            return self.solve(problem=problem)
-        return self.answer(problem=problem, user_preferences=user_preferences)
+            return self.solve(problem=request)
+        return self.answer(problem=request, user_preferences=user_preferences)
 
 
 class UserSimulator(dspy.Module):
@@ -106,9 +146,8 @@ class UserSimulator(dspy.Module):
 
     def __init__(self, collaborative: bool = False):
         super().__init__()
-        self.reply = dspy.Predict(ReplyAsUser, temperature=SIMULATOR_TEMPERATURE)
-        if collaborative:
-            self.reply.signature = self.reply.signature.with_instructions(COLLABORATIVE_USER)
+        self.reply = dspy.Predict(ReplyAsCollaborativeUser if collaborative else ReplyAsUser,
+                                  temperature=SIMULATOR_TEMPERATURE)
 
     def forward(self, hidden_profile: str, chat_history: str) -> dspy.Prediction:
         return self.reply(hidden_profile=hidden_profile, chat_history=chat_history)

@@ -2,23 +2,31 @@
 votes with the descriptions an optimizer selected (optimizers/sensejudge.py).
 
 `PreferenceExtractor` writes the reference code's set: an empty description (the judge without user context), one
-description per dev pair, and one aggregate over all of them. `DescriptionJudge` is the paper's judge (Appendix A.2):
-the description is the user's preferences it scores both responses on before it decides. `SelectedJudge` asks one
-such judge per selected description and returns their majority vote; a tie goes to the first response, and a failed
-call counts against the response the user chose, as in the reference (or abstains: `unparseable_vote`). Selected per
-topic (the paper's way), it holds each topic's subset and judges a pair with its topic's.
+description per dev pair, and one aggregate over all of them; each of about three sentences, as the paper's prompt
+asks (Appendix A.2), or of one very concise sentence, as the public reference code asks (`length="one_sentence"`).
+`DescriptionJudge` is the paper's judge (Appendix A.2): the description is the user's preferences it scores both
+responses on before it decides. `SelectedJudge` asks one such judge per selected description and returns their
+majority vote; a tie goes to the first response, and a failed call counts against the response the user chose, as in
+the reference (or abstains: `unparseable_vote`). Selected per topic (the paper's way), it holds each topic's subset and
+judges a pair with its topic's.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import dspy
 
 from prefcraft.metrics.majority_vote import UnparseableVote, majority_preference
-from prefcraft.signatures.sensejudge import AggregatePreference, ExtractPreference, JudgeByPreferences
+from prefcraft.signatures.sensejudge import (
+    AGGREGATE_ONE_SENTENCE,
+    EXTRACT_ONE_SENTENCE,
+    AggregatePreference,
+    ExtractPreference,
+    JudgeByPreferences,
+)
 
 PREFERENCES_TEMPLATE = """{instructions}
 
@@ -30,6 +38,7 @@ POSITIONS = {"Response A": "First", "Response B": "Second"}
 SAVED_JUDGE = re.compile(r"^judges\[(\d+)\]\.")
 VOTE_RULE_KEY = "unparseable_vote"
 TOPICS_KEY = "topics"
+DescriptionLength = Literal["three_sentences", "one_sentence"]
 
 
 class DescriptionJudge(dspy.Module):
@@ -68,13 +77,18 @@ class PreferenceExtractor(dspy.Module):
     """Labelled pairs (conversation, chosen_response, rejected_response) -> candidate preference descriptions.
 
     `max_pair_descriptions` caps how many pairs (the first ones) get a description of their own; the aggregate always
-    reads every pair.
+    reads every pair. `length`: about three sentences per description (the paper's prompt) or one very concise sentence
+    (the public reference code's).
     """
 
-    def __init__(self, max_pair_descriptions: int | None = None):
+    def __init__(self, max_pair_descriptions: int | None = None, length: DescriptionLength = "three_sentences"):
         super().__init__()
-        self.extract = dspy.Predict(ExtractPreference)
-        self.aggregate = dspy.Predict(AggregatePreference)
+        extract, aggregate = ExtractPreference, AggregatePreference
+        if length == "one_sentence":
+            extract = extract.with_instructions(EXTRACT_ONE_SENTENCE)
+            aggregate = aggregate.with_instructions(AGGREGATE_ONE_SENTENCE)
+        self.extract = dspy.Predict(extract)
+        self.aggregate = dspy.Predict(aggregate)
         self.max_pair_descriptions = max_pair_descriptions
 
     def forward(self, pairs: Sequence[Mapping[str, str]]) -> dspy.Prediction:

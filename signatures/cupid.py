@@ -5,8 +5,10 @@ preferences and checklists. Each prompt follows its figure in the paper's append
 analysis the paper asks for comes as an output field before the answer, and the calibration examples (four example
 preferences for the inferrer, five decompositions, eight matches from the paper's meta-evaluation, taken from the
 reference code's prompts) are written into the instructions in prefcraft's words, with the reference's labels. The
-signatures' bounds are the paper's: a preference of one sentence of at most 30 words, and checklists of at most 4
-items; the small-model profile's bounds are declared apart, after the signatures.
+response judge is the reference code's (`JudgeResponse`: Figure 16 plus a label for each score, the label given before
+the score); `JudgeResponseFigure16` is the paper's figure, without labels. The signatures' bounds are the paper's: a
+preference of one sentence of at most 30 words, and checklists of at most 4 items; the small-model profile's bounds
+are declared apart, after the signatures.
 Field order is part of every compiled JSON: never reorder these fields.
 """
 
@@ -21,6 +23,9 @@ MAX_SESSION_NUMBER = 16
 MAX_CHECKLIST_ITEMS = 4
 Coverage = Literal["Fully", "Partially", "Not"]
 SessionNumber = Literal[tuple(range(1, MAX_SESSION_NUMBER + 1))]  # a Literal renders as plain numbers in the prompt
+JudgeScore = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+JudgeLabel = Literal["Exceptional", "Excellent", "Very Good", "Good", "Above Average", "Acceptable", "Below Average",
+                     "Poor", "Very Poor", "Unacceptable"]
 
 
 class SelectRelevantSessions(dspy.Signature):
@@ -210,6 +215,34 @@ class GenerateResponse(dspy.Signature):
 
 class JudgeResponse(dspy.Signature):
     """You are a critical and meticulous evaluator. You see a user's request to an AI assistant, the assistant's
+    response, the user's preference, and an evaluation checklist that breaks the preference into specific questions.
+    Evaluate whether the response satisfies the preference. First write your analysis: walk through each checklist
+    item, summarise the response's strengths and weaknesses on it, and decide whether the item is satisfied. Consider
+    nothing outside the checklist, and do not let any persona of your own sway the evaluation. Then rate the response
+    on this scale from 1 to 10, giving the label of the rating before its score:
+    - 10: Exceptional
+    - 9: Excellent
+    - 8: Very Good
+    - 7: Good
+    - 6: Above Average
+    - 5: Acceptable
+    - 4: Below Average
+    - 3: Poor
+    - 2: Very Poor
+    - 1: Unacceptable
+    """
+
+    request: str = dspy.InputField(desc="the user's request")
+    response: str = dspy.InputField(desc="the AI assistant's response")
+    preference: str = dspy.InputField(desc="the user's preference")
+    checklist: str = dspy.InputField(desc="the preference as yes/no checklist items")
+    evaluation: str = dspy.OutputField(desc="for each checklist item in turn, the response's strengths and weaknesses")
+    label: JudgeLabel = dspy.OutputField(desc="the label of the rating, from the scale")
+    score: JudgeScore = dspy.OutputField(desc="how well the response meets the preference, the label's score")
+
+
+class JudgeResponseFigure16(dspy.Signature):
+    """You are a critical and meticulous evaluator. You see a user's request to an AI assistant, the assistant's
     response, the user's personal preference, and an evaluation checklist that breaks the preference into specific
     questions. Evaluate whether the response satisfies the preference. First write your analysis: walk through each
     checklist item, summarise the response's strengths and weaknesses on it, and decide whether the item is satisfied.
@@ -221,7 +254,7 @@ class JudgeResponse(dspy.Signature):
     preference: str = dspy.InputField(desc="the user's preference")
     checklist: str = dspy.InputField(desc="the preference as yes/no checklist items")
     evaluation: str = dspy.OutputField(desc="for each checklist item in turn, the response's strengths and weaknesses")
-    score: Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] = dspy.OutputField(desc="how well the response meets the preference")
+    score: JudgeScore = dspy.OutputField(desc="how well the response meets the preference")
 
 
 # The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
@@ -236,4 +269,5 @@ small_model_bounds(InferPreference, chars={"analysis": 300, "preference": 200})
 small_model_bounds(DecomposePreference, chars={"analysis": 300, "checklist": 120})
 small_model_bounds(MatchChecklist, chars={"reasoning": 200})
 small_model_bounds(JudgeResponse, chars={"evaluation": 300})
+small_model_bounds(JudgeResponseFigure16, chars={"evaluation": 300})
 small_model_bounds(GenerateResponse, chars={"response": 700})

@@ -1,4 +1,5 @@
-"""Memory baseline (SynthesizeMe's comparison): insights about the user extracted from each past interaction.
+"""Memory baseline (SynthesizeMe's comparison, the paper's Figure 14): insights about the user extracted from each past
+conversation, read alone (the completions the user chose between are not shown).
 
 The paper's ExtractInsights returns a list or a string; a string with one insight per line keeps constrained decoding
 fast on llama.cpp, whose grammars for lists of bounded strings are slow to sample.
@@ -7,12 +8,14 @@ Field order is part of every compiled JSON: never reorder these fields.
 
 import dspy
 
+NO_INSIGHTS = "no insights found"
+
 
 class ExtractInsights(dspy.Signature):
-    """From one past interaction in which the user preferred one completion over another, write between one and five
-    insights about what this user values in responses, one insight per line."""
+    """Given a conversation between a user and an LLM, extract insights from it that can update our profile of the user
+    and our understanding of their preferences and interests. If there are no insights, answer "no insights found".
+    Each insight is one to two complete sentences, as informative about the user as possible."""
 
-    conversation: str = dspy.InputField(desc="the conversation leading up to the completions")
-    preferred_completion: str = dspy.InputField(desc="the completion the user preferred")
-    other_completion: str = dspy.InputField(desc="the completion the user did not prefer")
-    insights: str = dspy.OutputField(desc="one to five insights about the user's preferences, one per line")
+    conversation: str = dspy.InputField(desc="the conversation between the user and the LLM")
+    insights: str = dspy.OutputField(
+        desc=f'the insights extracted from the conversation, one per line; "{NO_INSIGHTS}" if there are none')

@@ -2,10 +2,10 @@
 
 The prompts paraphrase the paper's appendices D (user simulators), E (the assistant in each mode) and F.1 (the judge),
 with the reference code's final-answer turn. As in the paper, no answer has a reasoning field: the assistant's prompts
-ask for the answer alone. The asker's signatures (NextTurn, and AnswerInDialogue, which reads the conversation as chat
-turns) and the Baseline's (SolveProblem) read the problem and the dialogue only, never the hidden profile; the Oracle,
-the simulator and the graders read it. Grades are the paper's 1-5 scale. Field order is part of every compiled JSON:
-never reorder these fields.
+ask for the answer alone. The asker's signatures (NextTurn; NextQuestion, the fixed question count of Figure 5; and
+AnswerInDialogue, which reads the conversation as chat turns) and the Baseline's (SolveProblem) read the problem and the
+dialogue only, never the hidden profile; the Oracle, the simulators and the graders read it. Grades are the paper's 1-5
+scale. Field order is part of every compiled JSON: never reorder these fields.
 """
 
 from typing import Literal
@@ -31,13 +31,26 @@ class NextTurn(dspy.Signature):
     question: str = dspy.OutputField(desc="your clarifying question or two when asking, else empty")
 
 
+class NextQuestion(dspy.Signature):
+    """You are a helpful assistant. You must ask the user exactly `question_count` clarifying questions to learn their
+    background, goals and preferences before you give a final answer; this is turn `turn` of `question_count`. Ask one
+    or two clarifying questions that will help you tailor your answer to their needs. Keep a natural, curious and
+    respectful tone; guide the conversation to learn about the user rather than interrogating them."""
+
+    problem: str = dspy.InputField(desc="the task the user needs help with")
+    dialogue: str = dspy.InputField(desc="your questions and the user's replies so far (empty at first)")
+    turn: int = dspy.InputField(desc="this turn's number, counting from 0")
+    question_count: int = dspy.InputField(desc="how many clarifying questions you must ask in all")
+    question: str = dspy.OutputField(desc="your clarifying question or two")
+
+
 class AnswerProblem(dspy.Signature):
     """You are a helpful assistant writing a personalized explanation of the problem the user asks you about. The
     user's persona and preferences are given. Answer in a way that aligns with these preferences. You will be evaluated
     on how well your explanation aligns with these preferences, so that is your primary goal. End with the final answer
     on its own."""
 
-    problem: str = dspy.InputField(desc="the task the user needs help with")
+    problem: str = dspy.InputField(desc="the user's request: the task they need help with")
     user_preferences: str = dspy.InputField(desc="what you know of the user")
     response: str = dspy.OutputField(desc="your complete, personalized answer to the user")
     final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter")
@@ -60,7 +73,7 @@ class AnswerInDialogue(dspy.Signature):
 class SolveProblem(dspy.Signature):
     """Help the user with their task."""
 
-    problem: str = dspy.InputField(desc="the task the user needs help with")
+    problem: str = dspy.InputField(desc="the user's request: the task they need help with")
     response: str = dspy.OutputField(desc="your answer to the user")
     final_answer: str = dspy.OutputField(desc="the final answer alone, e.g. a number or an option letter")
 
@@ -79,12 +92,20 @@ class ReplyAsUser(dspy.Signature):
     reply: str = dspy.OutputField(desc="your direct, minimal reply to the assistant")
 
 
-COLLABORATIVE_USER = """You are role-playing a collaborative, proactive human user talking to an AI assistant, and you
-actively help it give you the best possible answer. The assistant has just said something. Keep to your role: you are
-engaged and willing to give details so as to reach the solution faster. When asked a question, give a full answer with
-any further context that could be useful. Volunteer information freely: offer any detail that could help, without being
-asked, such as your preferences, what you already understand and your goals. If the assistant's reply is good but
-could be better, ask follow-up questions to refine it."""
+class ReplyAsCollaborativeUser(dspy.Signature):
+    """You are role-playing a collaborative, proactive human user talking to an AI assistant, and you actively help it
+    give you the best possible answer. The assistant has just said something. Keep to your role: you are engaged and
+    willing to give details so as to reach the solution faster. When asked a question, give a full answer with any
+    further context that could be useful. Volunteer information freely: offer any detail that could help, without being
+    asked, such as your preferences, what you already understand and your goals. If the assistant's reply is good but
+    could be better, ask follow-up questions to refine it."""
+
+    hidden_profile: str = dspy.InputField(desc="your persona and your preferences")
+    chat_history: str = dspy.InputField(desc="the conversation so far, ending with what the assistant just said")
+    thought: str = dspy.OutputField(
+        desc="your reasoning about how to help: what to answer, and what more to tell or ask the assistant"
+    )
+    reply: str = dspy.OutputField(desc="your detailed, helpful reply to the assistant")
 
 
 class GradeCriterion(dspy.Signature):
@@ -116,7 +137,9 @@ class JudgeCorrectness(dspy.Signature):
 
 # The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
 # that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+# ReplyAsCollaborativeUser has ReplyAsUser's fields, so the adapter gives it ReplyAsUser's bounds.
 small_model_bounds(NextTurn, chars={"question": 120})
+small_model_bounds(NextQuestion, chars={"question": 120})
 small_model_bounds(AnswerProblem, chars={"response": 400, "final_answer": 40})
 small_model_bounds(AnswerInDialogue, chars={"response": 400, "final_answer": 40})
 small_model_bounds(SolveProblem, chars={"response": 400, "final_answer": 40})

@@ -1,6 +1,10 @@
 """SenseJudge (seeds/004): preference extraction (one annotator's labelled pairs in, a preference description out)
 and the judge that applies descriptions (Appendix A.2: score each response on the stated preferences, then decide).
 
+The extraction follows the paper's prompt (Appendix A.2: about three sentences, the prompt behind Tables 1 and 2);
+the aggregate over several pairs, which only the reference code writes, asks the same of all of them. The public
+reference code asks for one very concise sentence instead: `EXTRACT_ONE_SENTENCE` and `AGGREGATE_ONE_SENTENCE`.
+
 Field order is part of every compiled JSON: never reorder these fields.
 """
 
@@ -10,26 +14,45 @@ import dspy
 
 
 class ExtractPreference(dspy.Signature):
-    """A user compared two assistant responses to the same request and chose one. The conversation is a dialogue
-    between the user and an assistant that ends with the user's request; both responses answer that request. Describe,
-    in one to three sentences, the user's preference that explains why they chose the chosen response over the rejected
-    one. Speak about higher-level qualities the user values (length, structure, tone, depth, rigour, language), not
-    about the details, words or phrasing of this request or these responses. Answer in English."""
+    """You are shown one pairwise comparison: a conversation and two assistant responses to it, the one the user
+    chose (the chosen response) and the one they did not (the rejected response). The conversation is the user's
+    dialogue with an assistant, ending with the user's request or question; both responses answer it. Describe the
+    user's persona preference concisely and specifically, in about three single sentences: give the reasons why the
+    user picked the chosen response and not the rejected one, as the higher-level preferences one can infer about the
+    user's persona. Keep it concise, and do not mention specific details, exact words or phrasing of the conversation
+    or the responses. Answer in English."""
 
     conversation: str = dspy.InputField(desc="the dialogue so far, ending with the user's request")
     chosen_response: str = dspy.InputField(desc="the response the user chose")
     rejected_response: str = dspy.InputField(desc="the response the user rejected")
-    preference: str = dspy.OutputField(desc="the user's preference, in one to three sentences")
+    preference: str = dspy.OutputField(desc="the user's persona preference")
 
 
 class AggregatePreference(dspy.Signature):
-    """The labelled comparisons below all come from the same user: in each, the user chose one of two assistant
-    responses to a request. Describe, in one to three sentences, the preference that explains the user's choices
-    across all of them. Speak about higher-level qualities the user values (length, structure, tone, depth, rigour,
-    language), not about the details, words or phrasing of any one request or response. Answer in English."""
+    """You are shown several pairwise comparisons by the same user: in each, a conversation ending with the user's
+    request, and two assistant responses to it, the one the user chose and the one they rejected. Describe the user's
+    persona preference concisely and specifically, in about three single sentences: give the reasons why the user
+    picked the chosen responses and not the rejected ones, as the higher-level preferences one can infer about the
+    user's persona across all the comparisons. Keep it concise, and do not mention specific details, exact words or
+    phrasing of any conversation or response. Answer in English."""
 
     labelled_pairs: str = dspy.InputField(desc="the user's comparisons: each request, chosen and rejected response")
-    preference: str = dspy.OutputField(desc="the user's preference, in one to three sentences")
+    preference: str = dspy.OutputField(desc="the user's persona preference")
+
+
+# The public reference code's instructions (1_get_preference.py), in prefcraft's words: one very concise sentence.
+EXTRACT_ONE_SENTENCE = """You are shown one pairwise comparison: a conversation and two assistant responses to it,
+the one the user chose (the chosen response) and the one they did not (the rejected response). The conversation is
+the user's dialogue with an assistant, ending with the user's request or question; both responses answer it. Describe
+the user's persona preference in one very concise, specific sentence: the reason why the user picked the chosen
+response and not the rejected one, as a higher-level trait one can infer about the user's persona. Do not mention
+specific details, exact words or phrasing of the conversation or the responses. Answer in English."""
+AGGREGATE_ONE_SENTENCE = """You are shown several pairwise comparisons by the same user: in each, a conversation
+ending with the user's request, and two assistant responses to it, the one the user chose and the one they rejected.
+Describe the user's persona preference in one very concise, specific sentence: the reason why the user picked the
+chosen responses and not the rejected ones, as a higher-level trait one can infer about the user's persona across all
+the comparisons. Do not mention specific details, exact words or phrasing of any conversation or response. Answer in
+English."""
 
 
 class JudgeByPreferences(dspy.Signature):

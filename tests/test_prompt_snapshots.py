@@ -64,11 +64,11 @@ from prefcraft.programs.cupid import (
     ResponseJudge,
     SummaryResponder,
 )
-from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.judge import PreferenceJudge, ProfileJudge
 from prefcraft.programs.lampqa import AspectJudge, NoPersonalization, PlanPers, ProfilePost, RAGPersonalization
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.programs.prefdisco import QuestionAsker, RubricGrader, UserSimulator
+from prefcraft.programs.prefdisco import FixedQuestionAsker, QuestionAsker, RubricGrader, UserSimulator
 from prefcraft.programs.prefdisco import Responder as PrefDiscoResponder
 from prefcraft.programs.responder import Responder
 from prefcraft.programs.sensejudge import DescriptionJudge, PreferenceExtractor, SelectedJudge
@@ -207,8 +207,17 @@ def run_memory_judge(profile: SmallModelProfile | None):
 
 @case("synthesizeme", "demographics_judge", PreferenceJudge)
 def run_demographics_judge(profile: SmallModelProfile | None):
-    """The judge with a demographic profile as user context (`evaluate --method demographics`)."""
+    """The chain-of-thought judge with a demographic profile as user context (`evaluate --method demographics
+    --demographics-judge persona_judge`)."""
     judge = PreferenceJudge("age: 25-34\nlocation: Europe\nenglish_proficiency: fluent", heading=DEMOGRAPHICS_HEADING)
+    return judge(**_judge_inputs(_first_pair_both_orders()[1]))
+
+
+@case("synthesizeme", "profile_judge", ProfileJudge)
+def run_profile_judge(profile: SmallModelProfile | None):
+    """The Demographics baseline's default judge (Dong et al.'s prompt, `evaluate --method demographics`) told a
+    PRISM-style profile."""
+    judge = ProfileJudge("Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom")
     return judge(**_judge_inputs(_first_pair_both_orders()[1]))
 
 
@@ -258,7 +267,14 @@ def run_asker(profile: SmallModelProfile | None):
     return _ask(QuestionAsker(max_turns=2))
 
 
-def _ask(asker: QuestionAsker) -> dspy.Prediction:
+@case("prefdisco", "asker_fixed", FixedQuestionAsker)
+def run_fixed_asker(profile: SmallModelProfile | None):
+    """Discovery with a fixed question count (the paper's Figure 5): exactly two turns of questions on the first sample
+    scenario, with literal replies."""
+    return _ask(FixedQuestionAsker(questions=2))
+
+
+def _ask(asker: QuestionAsker | FixedQuestionAsker) -> dspy.Prediction:
     replies = iter(["Keep it short, please.", "Just the equation and the number."])
     return asker(problem=_scenario().question, user=lambda question: next(replies))
 
@@ -379,6 +395,15 @@ def run_response_judge(profile: SmallModelProfile | None):
     instance = _cupid_instance()
     return ResponseJudge()(request=instance.current_request, response="Dana, can we move the launch to 3 June?",
                            preference=instance.current_contextual_preference, checklist=instance.current_checklist)
+
+
+@case("cupid", "response_judge_figure16", ResponseJudge)
+def run_response_judge_figure16(profile: SmallModelProfile | None):
+    """The same judgment with Figure 16's wording (`--judge-prompt paper`): no rating labels."""
+    instance = _cupid_instance()
+    return ResponseJudge("paper")(request=instance.current_request, response="Dana, can we move the launch to 3 June?",
+                                  preference=instance.current_contextual_preference,
+                                  checklist=instance.current_checklist)
 
 
 # LaMP-QA (programs/lampqa.py)

@@ -192,6 +192,7 @@ FIELD_CHARS_BEFORE_THE_MOVE = {
     "DecomposePreference.checklist": 120,
     "MatchChecklist.reasoning": 200,
     "JudgeResponse.evaluation": 300,
+    "JudgeResponseFigure16.evaluation": 300,  # added after the move: Figure 16's judge
     "GenerateResponse.response": 700,
     "AnswerQuestion.answer": 600,
     "AnswerWithProfile.answer": 600,
@@ -199,6 +200,7 @@ FIELD_CHARS_BEFORE_THE_MOVE = {
     "PlannedAspect.title": 60,
     "PlannedAspect.reason": 60,
     "NextTurn.question": 120,
+    "NextQuestion.question": 120,  # added after the move: the fixed question count's asker
     "AnswerProblem.response": 400,
     "AnswerProblem.final_answer": 40,
     "AnswerInDialogue.response": 400,
@@ -222,7 +224,7 @@ def test_the_default_field_bounds_are_the_table_before_the_move():
 def test_each_component_declares_its_bounds_beside_its_signatures():
     owners = [key.split(".")[0] for key in [*declared("field_chars"), *declared("field_items")]]
     modules = Counter((SIGNATURES | MODELS)[owner].__module__ for owner in owners)
-    assert modules == {"prefcraft.signatures.cupid": 11, "prefcraft.signatures.prefdisco": 11,
+    assert modules == {"prefcraft.signatures.cupid": 12, "prefcraft.signatures.prefdisco": 12,
                        "prefcraft.signatures.lampqa": 6}
 
 

@@ -29,7 +29,7 @@ from prefcraft.signatures.cupid import (
 REPLY = {"relevant_sessions": [2, 9], "analysis": "The user wants it short.", "context": "- A note to a manager.",
          "preference": "Keep it short.", "checklist": ["Is it short?", "Is it warm?"],
          "reasoning": "Both are about the note.", "coverage": ["Fully", "Partially"], "response": "A short answer.",
-         "evaluation": "Short, not warm.", "score": 7,
+         "evaluation": "Short, not warm.", "label": "Good", "score": 7,
          "summaries": [{"session": number, "analysis": "A note again.", "context": [f"Manager note {number}."],
                         "preferences": ["Short notes.", "Decision first."]} for number in (1, 2)]}
 GOLD_MARKERS = ("GOLD-FACTOR", "GOLD-SESSION-PREFERENCE", "GOLD-CURRENT-PREFERENCE", "GOLD-CHECK")

@@ -3,7 +3,7 @@ from dspy.utils.dummies import DummyLM
 
 from prefcraft.programs.memory import MemoryBuilder
 
-INTERACTION = {"conversation": "[user]: hi", "preferred_completion": "Hi!", "other_completion": "Greetings."}
+INTERACTION = {"conversation": "[user]: hi"}
 
 
 def test_insights_are_split_per_line_capped_at_five_and_kept_in_order():

@@ -1,4 +1,4 @@
-"""PrefDisco's programs on scripted LMs: the turn budget, the forced-k mode, the simulator's view of the conversation,
+"""PrefDisco's programs on scripted LMs: the turn budget, the simulator's view of the conversation,
 grading, the paper's temperatures, the Baseline's bare prompt and the profile-leak check."""
 
 import dspy
@@ -7,7 +7,6 @@ from dspy.utils import DummyLM
 
 from prefcraft.programs.prefdisco import (
     CORRECTNESS_TEMPERATURE,
-    FALLBACK_QUESTION,
     GRADER_TEMPERATURE,
     SIMULATOR_TEMPERATURE,
     QuestionAsker,
@@ -74,12 +73,6 @@ def test_the_user_reads_the_whole_conversation_ending_with_the_new_question():
 def test_an_asker_that_decides_to_answer_asks_nothing_more():
     prediction, lm = run_asker(QuestionAsker(max_turns=5), [ASK, STOP, ANSWER])
     assert prediction.questions_asked == 1 and len(lm.history) == 3
-
-
-def test_forced_mode_asks_exactly_k_questions_whatever_the_asker_decides():
-    prediction, _ = run_asker(QuestionAsker(max_turns=5, forced_questions=2), [STOP, STOP, ANSWER])
-    assert prediction.questions_asked == 2
-    assert [turn["question"] for turn in prediction.turns] == [FALLBACK_QUESTION] * 2
 
 
 def test_a_zero_budget_answers_at_once():

@@ -1,19 +1,22 @@
-"""`prefcraft cupid evaluate`: CUPID's inference and generation tasks on held-out instances. One MLflow run.
+"""`prefcraft cupid evaluate`: CUPID's inference and generation tasks on held-out instances (`split`: the test
+personas by default, or every instance with no persona split, as the paper's tables). One MLflow run.
 
 Inference: each inferrer (uncompiled, and the compiled one when there is one) infers a preference per instance from
 the dialogues and the request; `PreferenceMatch` grades it on the judge model (decomposer once, matcher twice); the
 report pools the matched counts (micro P / R / F1) overall and per instance type, with per-instance means, each with a
 95% bootstrap interval over instances. Generation: the task model answers each request with no preference, the
-inferred preference (of the first inferrer) and the gold preference (the ceiling); the judge scores each 1-10 against
-the gold preference and checklist. Every step runs its instances in parallel through `evaluate_program`, and each
-inferrer and response method is a child run. Results go to JSONL under the output directory.
+inferred preference (of the last inferrer: the compiled one, if any) and the gold preference (the ceiling); the judge
+scores each 1-10 against the gold preference and checklist (the reference code's prompt, or the paper's); the report
+gives the mean score over all instances and per instance type (Table 3's columns), each with a 95% bootstrap interval
+over responses. Every step runs its instances in parallel through `evaluate_program`, and each inferrer and response
+method is a child run. Results go to JSONL under the output directory.
 
 Failures count as in the reference code (see `prefcraft.components.cupid.metrics`): a failed inference is left out of
-the scores;
-when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache hit when the
-grading got that far) so that a failed matcher keeps the inferred items in the precision denominator, while a failed
-decomposition counts as a failed inference (the reference decomposes inside inference). A failed or unparseable judge
-score counts 0; a failed generation is left out. Every count is reported beside the figures.
+the scores; when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache
+hit when the grading got that far) so that a failed matcher keeps the inferred items in the precision denominator,
+while a failed decomposition counts as a failed inference (the reference decomposes inside inference). A failed or
+unparseable judge score counts 0; a failed generation is left out. Per instance type the same rules apply to that
+type's instances. Every count is reported beside the figures.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from prefcraft.components.cupid.data import (
 )
 from prefcraft.components.cupid.metrics import (
     MatchReport,
+    ResponseScores,
     judge_score,
     match_report,
     response_scores,
@@ -52,6 +56,7 @@ from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
     ChecklistMatch,
+    JudgePrompt,
     PreferenceInferrer,
     PreferenceMatch,
     ResponseGenerator,
@@ -108,19 +113,20 @@ def evaluate_instances(
     params = {"program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source),
               "split": options.split, "instances": len(instances), "skipped_rows": skipped,
               "sessions": "oracle" if options.oracle_sessions else "all", "oracle_left_out": without_relevant,
-              "inferrers": list(inferrers), **model_params(session)}
+              "inferrers": list(inferrers), "judge_prompt": options.judge_prompt, **model_params(session)}
     with tracker.run("cupid-evaluate", params):
         inference = []
         for name, inferrer in inferrers.items():
             inference.append(infer_and_match(session, tracker, name, inferrer, examples))
             _write_inference(tracker, options.output_dir, inference[-1])
         inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
-        responses = [respond_and_judge(session, tracker, method, examples, inferred) for method in options.responses]
+        responses = [respond_and_judge(session, tracker, method, examples, inferred, options.judge_prompt)
+                     for method in options.responses]
         if responses:
             rows = [asdict(result) for response in responses for result in response.results]
             write_results(tracker, options.output_dir / "responses.jsonl", rows)
         outcome = EvaluationOutcome(str(options.source), len(instances), skipped, options.split, inference, responses,
-                                    options.output_dir, without_relevant)
+                                    options.output_dir, without_relevant, options.judge_prompt)
     return outcome
 
 
@@ -160,9 +166,11 @@ def infer_and_match(
 
 
 def respond_and_judge(
-    session: Settings, tracker: Tracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str]
+    session: Settings, tracker: Tracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str],
+    judge_prompt: JudgePrompt,
 ) -> ResponseOutcome:
-    """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model)."""
+    """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model),
+    scored over all instances and per instance type. A child run."""
     with tracker.run(f"respond-{method}", {"response_method": method}, nested=True):
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
@@ -174,19 +182,21 @@ def respond_and_judge(
                          ).with_inputs("request", "response", "preference", "checklist")
             for example, (_, prediction, _) in zip(examples, generated, strict=True) if prediction is not None
         ]
-        judged, judge_cost = run_pipeline_step(session, ResponseJudge(), to_judge, _judge_score, "judge")
+        judged, judge_cost = run_pipeline_step(session, ResponseJudge(judge_prompt), to_judge, _judge_score, "judge")
         judgments = _aligned([prediction is not None for _, prediction, _ in generated], judged)
-        results = [_response_result(request.instance_id, method, prediction, judgment)
+        results = [_response_result(request, method, prediction, judgment)
                    for (request, prediction, _), judgment in zip(generated, judgments, strict=True)]
-        scores = response_scores([result.score if result.failed is None else None for result in results
-                                  if result.failed in (None, "unparseable score")],
-                                 judge_failures=sum(result.failed == "judging" for result in results),
-                                 generation_failures=sum(result.failed == "generation" for result in results),
-                                 seed=session.seed)
-        outcome = ResponseOutcome(method, scores, results, {"generate": generate_cost, "judge": judge_cost})
-        tracker.log_metrics({"score": scores.score.mean, "judge_failures": float(scores.judge_failures),
-                             "unparseable_scores": float(scores.unparseable),
-                             "generation_failures": float(scores.generation_failures), **_cost_metrics(outcome.costs)})
+        outcome = ResponseOutcome(
+            method=method,
+            overall=_response_scores(results, session.seed),
+            by_type={kind: _response_scores([r for r in results if r.instance_type == kind], session.seed)
+                     for kind in INSTANCE_TYPES if any(r.instance_type == kind for r in results)},
+            results=results,
+            costs={"generate": generate_cost, "judge": judge_cost},
+        )
+        by_type = {metric: value for kind, scores in outcome.by_type.items()
+                   for metric, value in scores.as_metrics(f"{kind}_").items()}
+        tracker.log_metrics({**outcome.overall.as_metrics(), **by_type, **_cost_metrics(outcome.costs)})
     return outcome
 
 
@@ -235,16 +245,26 @@ def _judge_score(example: dspy.Example, prediction: dspy.Prediction) -> float:
 
 
 def _response_result(
-    instance_id: str, method: str, generated: dspy.Prediction | None, judged: dspy.Prediction | None
+    request: dspy.Example, method: str, generated: dspy.Prediction | None, judged: dspy.Prediction | None
 ) -> ResponseResult:
     """A response's score as the reference counts it: 0 when judging failed or its score is no number."""
+    instance = (request.instance_id, request.instance_type, method)
     if generated is None:
-        return ResponseResult(instance_id, method, None, None, "generation")
+        return ResponseResult(*instance, None, None, "generation")
     if judged is None:
-        return ResponseResult(instance_id, method, generated.response, 0.0, "judging")
+        return ResponseResult(*instance, generated.response, 0.0, "judging")
     score = judge_score(judged.score)
-    return ResponseResult(instance_id, method, generated.response, score or 0.0,
+    return ResponseResult(*instance, generated.response, score or 0.0,
                           None if score is not None else "unparseable score")
+
+
+def _response_scores(results: Sequence[ResponseResult], seed: int) -> ResponseScores:
+    """The mean score of `results` as the reference aggregates it: a failed or unparseable judgment scores 0 and
+    stays in the mean; a failed generation is left out; each counted."""
+    return response_scores([result.score if result.failed is None else None for result in results
+                            if result.failed in (None, "unparseable score")],
+                           judge_failures=sum(result.failed == "judging" for result in results),
+                           generation_failures=sum(result.failed == "generation" for result in results), seed=seed)
 
 
 def _aligned(
@@ -301,7 +321,8 @@ def _report(results: Sequence[InstanceResult], seed: int) -> MatchReport:
 
 def _response_example(example: dspy.Example, method: str, inferred: str) -> dspy.Example:
     """The generator's inputs for `method`, with the instance id kept for the results."""
-    request = dspy.Example(request=example.current_request, instance_id=example.instance_id)
+    request = dspy.Example(request=example.current_request, instance_id=example.instance_id,
+                           instance_type=example.instance_type)
     if method in FROM_SESSIONS:
         return request.copy(sessions=example.sessions).with_inputs("request", "sessions")
     preference = {"none": "", "inferred": inferred, "gold": example.gold_preference}[method]

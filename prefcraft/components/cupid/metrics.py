@@ -12,7 +12,9 @@ precision denominator (`ChecklistMatch.unmatched`); an instance whose inference 
 checklist is part of inference there) is left out of the scores and counted apart.
 
 The response judge's 1-10 is read as the reference reads it (`judge_score`): the text before any "/", then before any
-".", then before any blank line, without "**"; what is then no number scores 0, and so does a failed judge call.
+".", then before any blank line, without "**"; what is then no number scores 0, and so does a failed judge call. A
+response score (`response_scores`) is the mean over the responses judged, over all instances or over one instance
+type's (the paper's Table 3 columns), with the same failure rules in each.
 """
 
 from __future__ import annotations
@@ -129,6 +131,13 @@ class ResponseScores:
     judge_failures: int
     unparseable: int
     generation_failures: int
+
+    def as_metrics(self, prefix: str = "") -> dict[str, float]:
+        metrics = {"score": self.score.mean, "score_low": self.score.low, "score_high": self.score.high,
+                   "responses": float(self.score.n), "judge_failures": float(self.judge_failures),
+                   "unparseable_scores": float(self.unparseable),
+                   "generation_failures": float(self.generation_failures)}
+        return {f"{prefix}{name}": value for name, value in metrics.items() if value == value}  # NaN: none measured
 
 
 def response_scores(

@@ -9,7 +9,7 @@ from typing import ClassVar, Literal
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
 from prefcraft.optimizers.options import optimizer_options
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, option
-from prefcraft.programs.cupid import InferrerVariant
+from prefcraft.programs.cupid import InferrerVariant, JudgePrompt
 
 DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
 VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), the log "
@@ -48,7 +48,8 @@ class _Judging(DataOptions):
         "if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
     split: Literal["train", "val", "test", "all"] = option(
-        "test", "which instances to evaluate: a split by persona, or all of them")
+        "test", "which instances to evaluate: a split by persona (the test personas by default), or all of them, "
+        "no persona split (the paper's tables: a zero-shot inferrer is trained on nothing)")
     responses: list[Literal["none", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(
         list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): no "
         "user context, the prior sessions (the paper's), their summaries (the paper's Table 10; per session: one call "
@@ -56,6 +57,9 @@ class _Judging(DataOptions):
     oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the responses from "
                                    "sessions or summaries only the prior sessions that share the current preference "
                                    "(gold)")
+    judge_prompt: JudgePrompt = option(
+        "reference", "the response judge's prompt: the reference code's (a label for each score 1-10, the label "
+        "given before the score) or the paper's Figure 16 (1 very poor to 10 completely perfect, no labels)")
 
 
 class EvaluateOptions(_Judging, _Source):

@@ -10,6 +10,8 @@ from prefcraft.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import format_verdict
 
+JUDGE_PROMPTS = {"reference": "the reference code's prompt (a label for each score, given before the score)",
+                 "paper": "the paper's prompt (Figure 16, no labels)"}
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 
 
@@ -35,12 +37,14 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
                          f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
                          f"{report.inference_failures:>16} {report.matcher_failures:>14} {report.missing_labels:>14}")
     if outcome.responses:
-        lines.append(f"{'response method':<{names}} {'judge score 1-10 [95% CI]':<28} {'judge failed (0)':>16} "
-                     f"{'unparseable (0)':>15} {'generation failed (left out)':>28}")
+        lines.append(f"Responses judged with {JUDGE_PROMPTS[outcome.judge_prompt]}; mean judge score over all "
+                     "instances and per instance type (the paper's Table 3 columns)")
+        lines.append(f"{'response method':<{names}} {'type':<12} {'judge score 1-10 [95% CI]':<28} "
+                     f"{'judge failed (0)':>16} {'unparseable (0)':>15} {'generation failed (left out)':>28}")
         for response in outcome.responses:
-            scores = response.scores
-            lines.append(f"{response.method:<{names}} {_score(scores.score):<28} {scores.judge_failures:>16} "
-                         f"{scores.unparseable:>15} {scores.generation_failures:>28}")
+            for kind, scores in [("all", response.overall), *response.by_type.items()]:
+                lines.append(f"{response.method:<{names}} {kind:<12} {_score(scores.score):<28} "
+                             f"{scores.judge_failures:>16} {scores.unparseable:>15} {scores.generation_failures:>28}")
     costs = _costs_by_step(outcome)
     steps = max([28, *(len(name) for name in costs)])
     lines.append(f"  {'cost per instance, by step':<{steps}} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "

@@ -42,6 +42,7 @@ class InferenceOutcome:
 @dataclass
 class ResponseResult:
     instance_id: str
+    instance_type: str
     method: str
     response: str | None
     score: float | None
@@ -54,14 +55,16 @@ class ResponseResult:
 @dataclass
 class ResponseOutcome:
     method: str
-    scores: ResponseScores
+    overall: ResponseScores
     """Mean judge score (1-10) with its interval, and the failures counted as the reference counts them."""
+    by_type: dict[str, ResponseScores]
+    """The same, over each instance type's responses (Table 3's Consistent, Contrastive and Changing columns)."""
     results: list[ResponseResult]
     costs: dict[str, StepCost]
 
     @property
     def score(self) -> Estimate:
-        return self.scores.score
+        return self.overall.score
 
 
 @dataclass
@@ -76,6 +79,8 @@ class EvaluationOutcome:
     oracle_left_out: int | None = None
     """In the oracle setting, the instances left out because no prior session shares their current preference; None
     outside it."""
+    judge_prompt: str = "reference"
+    """The response judge's prompt: the reference code's, or the paper's Figure 16."""
 
 
 @dataclass(frozen=True)

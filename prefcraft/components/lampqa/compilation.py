@@ -15,7 +15,7 @@ import dspy
 
 from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.data import SUFFIXES
-from prefcraft.components.lampqa.evaluation import build_retriever, retrieval_params, select_questions
+from prefcraft.components.lampqa.evaluation import build_retriever, retrieval_params, retry_params, select_questions
 from prefcraft.components.lampqa.metrics import AspectScore
 from prefcraft.components.lampqa.options import CompileOptions
 from prefcraft.errors import ConfigError
@@ -26,7 +26,7 @@ from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
-from prefcraft.programs.lampqa import PlanPers
+from prefcraft.programs.lampqa import PLANPERS_RETRIES, PlanPers
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
 from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
@@ -57,17 +57,22 @@ def compile_and_select(
     tracker: Tracker,
 ) -> CompileOutcome:
     """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save (and ship) only a winner."""
-    metric = AspectScore(lambda: lm_context(session, "judge"))
+    metric = AspectScore(lambda: lm_context(session, "judge"), options.judge_retries)
+
+    def planpers() -> PlanPers:
+        return PlanPers(build_retriever(options), retries=options.retries_for(PLANPERS_RETRIES))
+
     config = optimizer_config(options, session)
     digest = data_digest(options.source)
     params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": digest, "train": len(trainset),
-              "val": len(valset), **config.as_params(), **retrieval_params(options), **model_params(session)}
+              "val": len(valset), **config.as_params(), **retrieval_params(options), **retry_params(options),
+              **model_params(session)}
     with tracker.run("lampqa-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
         optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
                                     task_model=build_lm(session.task))
-        compiled = optimizer.compile(PlanPers(build_retriever(options)), trainset=trainset, valset=valset)
+        compiled = optimizer.compile(planpers(), trainset=trainset, valset=valset)
         verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PlanPers(build_retriever(options)),
+            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=planpers(),
             valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
             rejected_dir=options.output_dir, k=options.k, retriever=options.retriever, data=str(options.source),
             data_digest=digest, split={"train": len(trainset), "val": len(valset),

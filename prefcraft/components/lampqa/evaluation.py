@@ -39,6 +39,8 @@ from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
 from prefcraft.programs.lampqa import (
+    ANSWER_RETRIES,
+    PLANPERS_RETRIES,
     AspectJudge,
     BM25Retriever,
     DenseRetriever,
@@ -91,40 +93,55 @@ def select_questions(options: DataOptions, split: str) -> LoadedQuestions:
 
 
 def build_retriever(options: DataOptions) -> Retriever:
-    """Profile retrieval: BM25, or dense with an OpenAI-compatible embeddings endpoint; the top `k` posts."""
+    """Profile retrieval: BM25, or dense with an OpenAI-compatible embeddings endpoint; the top `k` posts. A dense
+    request asks the server to cut each text to `embedding_max_tokens` tokens (vLLM's `truncate_prompt_tokens`): the
+    reference's tokenizer cuts at Contriever's 512, and vLLM refuses a longer text instead of cutting it."""
     if options.retriever == "bm25":
         return BM25Retriever(options.k)
     if not options.embedding_model:
         raise ConfigError("dense retrieval needs an embedding model",
                           "pass --embedding-model (a litellm string, e.g. openai/<name>) and --embedding-api-base")
-    extra = {"api_base": options.embedding_api_base, "api_key": "EMPTY"} if options.embedding_api_base else {}
-    return DenseRetriever(dspy.Embedder(options.embedding_model, **extra), options.k)
+    extra: dict[str, Any] = {}
+    if options.embedding_api_base:
+        extra.update(api_base=options.embedding_api_base, api_key="EMPTY")
+    if options.embedding_max_tokens:
+        extra["extra_body"] = {"truncate_prompt_tokens": options.embedding_max_tokens}
+    return DenseRetriever(dspy.Embedder(options.embedding_model, **extra), options.k, options.embedding_similarity)
 
 
 def retrieval_params(options: DataOptions) -> dict[str, Any]:
     """The retrieval as a run's params."""
     return {"k": options.k, "kind": options.retriever, "embedding_model": options.embedding_model,
-            "embedding_api_base": options.embedding_api_base}
+            "embedding_api_base": options.embedding_api_base, "embedding_similarity": options.embedding_similarity,
+            "embedding_max_tokens": options.embedding_max_tokens}
+
+
+def retry_params(options: DataOptions) -> dict[str, Any]:
+    """The retries of replies that do not parse, as a run's params (None: each method's own)."""
+    return {"answer_retries": options.answer_retries, "judge_retries": options.judge_retries}
 
 
 def method_programs(
     options: MethodOptions, task_model: str, post_chars: int | None = None
 ) -> tuple[dict[str, dspy.Module], Path | None]:
     """A program per method asked for, plus the compiled PlanPers given or shipped for the task model; `post_chars`
-    (the small-model profile's) cuts each retrieved post."""
+    (the small-model profile's) cuts each retrieved post. Each retries a reply that does not parse as the reference's
+    script for that method does, unless `answer_retries` says otherwise."""
     unknown = sorted(set(options.methods) - set(METHODS))
     if unknown:
         raise ConfigError(f"unknown method(s) {', '.join(unknown)}", f"use {', '.join(METHODS)}")
+    answer_retries = options.retries_for(ANSWER_RETRIES)
+    planpers_retries = options.retries_for(PLANPERS_RETRIES)
 
     def rag() -> RAGPersonalization:
-        return RAGPersonalization(build_retriever(options), post_chars)
+        return RAGPersonalization(build_retriever(options), post_chars, answer_retries)
 
-    builders = {"none": NoPersonalization, "rag": rag, RANDOM_PROFILE_METHOD: rag,
-                "planpers": lambda: PlanPers(build_retriever(options), post_chars)}
+    builders = {"none": lambda: NoPersonalization(answer_retries), "rag": rag, RANDOM_PROFILE_METHOD: rag,
+                "planpers": lambda: PlanPers(build_retriever(options), post_chars, planpers_retries)}
     programs = {name: builders[name]() for name in options.methods}
     compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if options.use_shipped else None)
     if compiled is not None:
-        programs[COMPILED_METHOD] = load_planpers(compiled, build_retriever(options), post_chars)[0]
+        programs[COMPILED_METHOD] = load_planpers(compiled, build_retriever(options), post_chars, planpers_retries)[0]
     return programs, compiled
 
 
@@ -137,14 +154,14 @@ def evaluate_methods(
     params = {"program": "lampqa", "data": str(options.source), "data_digest": data_digest(options.source),
               "split": split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
               "methods": list(programs), "compiled": str(compiled or ""), **retrieval_params(options),
-              **model_params(session)}
+              **retry_params(options), **model_params(session)}
     inputs = {name: with_random_profiles(examples, session.seed) if name == RANDOM_PROFILE_METHOD else examples
               for name in programs}
     outcomes: dict[str, MethodOutcome] = {}
     with tracker.run("lampqa-evaluate", params):
         for name, program in programs.items():
             with tracker.run(f"lampqa-{name}", {"method": name}, nested=True):
-                outcomes[name] = evaluate_method(session, name, program, inputs[name])
+                outcomes[name] = evaluate_method(session, name, program, inputs[name], options.judge_retries)
                 _log_method(tracker, outcomes[name], loaded.questions, options.output_dir)
         if BASELINE in outcomes:
             for outcome in outcomes.values():
@@ -173,16 +190,19 @@ def with_random_profiles(examples: Sequence[dspy.Example], seed: int) -> list[ds
 
 
 def evaluate_method(
-    session: Settings, name: str, program: dspy.Module, examples: Sequence[dspy.Example]
+    session: Settings, name: str, program: dspy.Module, examples: Sequence[dspy.Example], judge_retries: int
 ) -> MethodOutcome:
-    """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge."""
+    """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge, each
+    judgment asked for again up to `judge_retries` times while its reply does not parse."""
     answered, answer_cost = run_pipeline_step(session, program, examples, _answered, "task")
     predictions = [prediction for _, prediction, _ in answered]
-    judged, judge_cost = _judge(session, examples, [p.answer if p else None for p in predictions])
+    judge = AspectJudge(judge_retries)
+    judged, judge_cost = _judge(session, judge, examples, [p.answer if p else None for p in predictions])
     cost = {"answer": answer_cost, "judge": judge_cost}
     coverage = None
     if isinstance(program, PlanPers):
-        plan_scores, cost["coverage"] = _judge(session, examples, [p.plan if p else None for p in predictions])
+        plan_scores, cost["coverage"] = _judge(session, judge, examples,
+                                               [p.plan if p else None for p in predictions])
         coverage = bootstrap_mean([result.score for result in plan_scores], seed=session.seed)
     return MethodOutcome(name, method_report(judged, seed=session.seed), judged, predictions, cost, coverage)
 
@@ -195,7 +215,7 @@ def judge_example(example: dspy.Example, response: str) -> dspy.Example:
 
 
 def _judge(
-    session: Settings, examples: Sequence[dspy.Example], responses: Sequence[str | None]
+    session: Settings, judge: AspectJudge, examples: Sequence[dspy.Example], responses: Sequence[str | None]
 ) -> tuple[list[QuestionResult], StepCost]:
     """Each response judged on every gold aspect; a missing response (its answer failed) is not judged.
 
@@ -204,7 +224,7 @@ def _judge(
     """
     to_judge = [judge_example(example, response) for example, response in zip(examples, responses, strict=True)
                 if response is not None]
-    judged, cost = run_pipeline_step(session, AspectJudge(), to_judge, _scored, "judge")
+    judged, cost = run_pipeline_step(session, judge, to_judge, _scored, "judge")
     scores = {example.id: tuple(prediction.scores) if prediction else (None,) * len(example.aspects)
               for example, prediction, _ in judged}
     results = [QuestionResult(example.id, example.category, scores.get(example.id, ()),

@@ -86,11 +86,12 @@ def relative_gain(score: float, baseline: float) -> float:
 
 class AspectScore:
     """The compile metric: the question's aspect score of the prediction's answer, each gold aspect judged by
-    `AspectJudge` in `grader()`, the judge model's context."""
+    `AspectJudge` (asking again up to `retries` times for a reply that does not parse) in `grader()`, the judge model's
+    context."""
 
-    def __init__(self, grader: Callable[[], AbstractContextManager[Any]]):
+    def __init__(self, grader: Callable[[], AbstractContextManager[Any]], retries: int = 0):
         self.grader = grader
-        self.judge = AspectJudge()
+        self.judge = AspectJudge(retries)
 
     def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
         with self.grader():

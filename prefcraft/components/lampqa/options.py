@@ -8,12 +8,14 @@ from typing import ClassVar, Literal
 
 from prefcraft.components.lampqa.data import DATA_SPLITS, SAMPLE_QUESTIONS
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
-from prefcraft.programs.lampqa import DEFAULT_K
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, option
+from prefcraft.programs.lampqa import ANSWER_RETRIES, DEFAULT_K, JUDGE_RETRIES, PLANPERS_RETRIES, Similarity
 
 Method = Literal["none", "rag", "rag_random", "planpers"]
 DEFAULT_METHODS = ("none", "rag", "planpers")
 RETRIEVAL = "profile retrieval"
+RETRIES = "replies that do not parse"
+CONTRIEVER_MAX_TOKENS = 512  # the reference's tokenizer cuts every text at Contriever's input limit
 
 
 class _Source(Options):
@@ -23,7 +25,8 @@ class _Source(Options):
 
 class DataOptions(SampleSource):
     """Which questions a step reads (a folder laid out like the hub dataset, one local file, or the hub name; the
-    first N of each category), how it retrieves from a profile, and where its results go."""
+    first N of each category), how it retrieves from a profile, how often it asks again for a reply that does not
+    parse, and where its results go."""
 
     sample: ClassVar[Path] = SAMPLE_QUESTIONS
 
@@ -37,7 +40,25 @@ class DataOptions(SampleSource):
     embedding_model: str | None = option(None, "dense: litellm embedding model string, e.g. openai/<name>",
                                          group=RETRIEVAL)
     embedding_api_base: str | None = option(None, "dense: OpenAI-compatible embeddings endpoint", group=RETRIEVAL)
+    embedding_similarity: Similarity = option(
+        "dot", "dense: rank by the raw dot product of the embeddings (the reference's, for Contriever's unnormalized "
+        "vectors) or by cosine", group=RETRIEVAL)
+    embedding_max_tokens: Count = option(
+        CONTRIEVER_MAX_TOKENS, "dense: the embeddings server cuts each text to its first N tokens, with the model's "
+        "own tokenizer (vLLM's truncate_prompt_tokens field; the reference: 512, Contriever's limit); 0 sends no "
+        "such field, for an endpoint that refuses it", group=RETRIEVAL)
+    answer_retries: Count | None = option(
+        None, "times an answer or a plan is asked for again while its reply does not parse, 0.1 warmer each time, up "
+        f"to 1.0 (default: the reference's, {ANSWER_RETRIES} for none and RAG, {PLANPERS_RETRIES} for PlanPers)",
+        group=RETRIES)
+    judge_retries: Count = option(
+        JUDGE_RETRIES, "times a judgment is asked for again while its reply does not parse, 0.1 warmer each time, up "
+        f"to 1.0 (the reference: {JUDGE_RETRIES})", group=RETRIES)
     output_dir: FilePath = option(Path("runs/lampqa"), "where results go")
+
+    def retries_for(self, method_retries: int) -> int:
+        """An answer's retries: `answer_retries` when given, else the method's own (the reference's)."""
+        return method_retries if self.answer_retries is None else self.answer_retries
 
 
 # The paper trains its planner instead of prompting it; for a vLLM user the compile's defaults are SynthesizeMe's

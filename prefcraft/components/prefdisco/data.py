@@ -1,26 +1,38 @@
-"""PrefDisco scenarios in the reference's JSONL format (stellalisy/PrefDisco), from a local file or the hub by name.
+"""PrefDisco scenarios in the reference's JSONL format (stellalisy/PrefDisco), from a local file, a local folder in
+the hub dataset's layout, or the hub by name.
 
 A file's first line is `{"type": "metadata", ...}`; each further line is `{"type": "personalized_problem",
 "problem_id", "original_problem", "persona", "persona_preferences", "evaluation_rubric"}`. `original_problem` is the
-source row of the task's dataset, so its keys vary; it is normalized here to a question (with lettered options when
-there are any) and a gold answer. The criteria's weights must sum to 1 (± 0.05), as the reference writes them; extra
-keys are ignored. Errors name the file, the line (0-based, the metadata line included) and the field.
+source row of the task's dataset, so its keys vary; `sources.normalize_problem` reads every task's shape as the
+reference does. The criteria's weights must sum to 1 (± 0.05), as the reference writes them; extra keys are ignored.
+Errors name the file, the line (0-based, the metadata line included) and the field.
 
-A scenario's task is its row's `task`, else the `task` of the metadata line above it (the reference keeps one task per
-file). Without either, a warning says what was assumed: the problem ids' prefixes up to '-' when every id has one,
-else one task for the whole file.
+`stellalisy/prefq-bench` holds a folder per task (`benchmark_1k/<task>/*.jsonl`; `benchmark_5k/` holds larger
+variants of four tasks). A local folder is read in that layout: its `benchmark_1k/` when it has one (a snapshot of the
+whole dataset: the paper's ten tasks), else the folder itself; every `.jsonl` file under it, in name order, is one
+task's, named by its folder. As the persona library and the problem numbering are shared by the tasks, a folder's
+problem ids are prefixed with its task (`math/problem_3`).
+
+The reference's problem ids are `problem_<index>_<persona id>`, one per scenario: a problem id ending in `_<persona
+id>` is read without it, so that all personas of one problem share its id (and its split).
+
+A scenario's task is its row's `task`, else the `task` of the metadata line above it, else its folder's (the reference
+keeps one task per file). Without any, a warning says what was assumed: the problem ids' prefixes up to '-' when every
+id has one, else one task for the whole file.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from prefcraft.components.prefdisco.sources import UnreadableProblemError, normalize_problem
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
 
@@ -28,8 +40,8 @@ logger = logging.getLogger(__name__)
 
 HUB_DATASET = "stellalisy/prefq-bench"
 SAMPLE_SCENARIOS = Path(__file__).resolve().parent / "sample" / "scenarios.jsonl"
+HUB_BENCHMARK = "benchmark_1k"
 WEIGHT_TOLERANCE = 0.05
-LETTERS = "ABCDEFGHIJ"
 
 
 class _Level(BaseModel):
@@ -55,7 +67,7 @@ class _Rubric(BaseModel):
 
 
 class _Preference(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", coerce_numbers_to_str=True)  # values are often on a 1-5 scale
 
     description: str = ""
     value_range: list[str] | str = ""
@@ -71,10 +83,15 @@ class _ScenarioRow(BaseModel):
     type: Literal["personalized_problem"]
     task: str | None = None
     problem_id: str
-    original_problem: dict[str, Any]
     persona: dict[str, Any]
     persona_preferences: dict[str, _Preference] = Field(min_length=1)
     evaluation_rubric: _Rubric
+
+    @field_validator("persona_preferences", mode="before")
+    @classmethod
+    def _present(cls, value: Any) -> Any:
+        """Without the None entries that rows read through Arrow carry for every other row's preferences."""
+        return {name: item for name, item in value.items() if item is not None} if isinstance(value, dict) else value
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,8 @@ class Scenario:
     answer: str
     persona: dict[str, Any]
     criteria: tuple[Criterion, ...]
+    solution: str = ""
+    """The source's worked solution (ScienceQA's lecture and solution, MATH's solution), if any; no model reads it."""
 
     @property
     def weights(self) -> list[float]:
@@ -185,24 +204,45 @@ def _text(value: Any) -> str:
 
 
 def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[Scenario]:
-    """Every scenario of a reference JSONL file (or .json list / .parquet), or of a hub dataset such as
-    `stellalisy/prefq-bench`; metadata rows are skipped. Raises DataError at the first row that breaks the schema."""
+    """Every scenario of a reference JSONL file (or .json list / .parquet), of a local folder in the hub dataset's
+    layout, or of a hub dataset such as `stellalisy/prefq-bench`; metadata rows are skipped. Raises DataError at the
+    first row that breaks the schema."""
     scenarios: list[Scenario] = []
-    seen: dict[str, int] = {}
-    file_task = None
-    for line, row in enumerate(read_rows(source, hub_split=hub_split)):
-        if isinstance(row, dict) and row.get("type") == "metadata":
-            file_task = str(row["task"]) if row.get("task") else None
-            continue
-        scenario = parse_scenario(row, str(source), line, file_task)
-        if scenario.scenario_id in seen:
-            raise DataError(source, line, "problem_id", f"scenario {scenario.scenario_id} repeats line "
-                            f"{seen[scenario.scenario_id]}", "give each persona of a problem its own persona id")
-        seen[scenario.scenario_id] = line
-        scenarios.append(scenario)
+    seen: dict[str, tuple[str, int]] = {}
+    for name, rows, folder in _files_to_read(source, hub_split):
+        file_task = folder
+        for line, row in enumerate(rows):
+            if isinstance(row, dict) and row.get("type") == "metadata":
+                file_task = str(row["task"]) if row.get("task") else folder
+                continue
+            scenario = parse_scenario(row, name, line, file_task, f"{folder}/" if folder else "")
+            if scenario.scenario_id in seen:
+                first_name, first_line = seen[scenario.scenario_id]
+                raise DataError(name, line, "problem_id", f"scenario {scenario.scenario_id} repeats line {first_line}"
+                                f"{f' of {first_name}' if first_name != name else ''}",
+                                "give each persona of a problem its own persona id")
+            seen[scenario.scenario_id] = (name, line)
+            scenarios.append(scenario)
     if not scenarios:
         raise DataError(source, None, None, "no personalized_problem rows")
+    if unanswered := sum(not s.answer for s in scenarios):
+        logger.warning("%s: %d scenario(s) have an empty gold answer (set but empty in the source row, as in "
+                       "CommonsenseQA's test split): the correctness judge compares them with nothing", source,
+                       unanswered)
     return _with_assumed_tasks(scenarios, source)
+
+
+def _files_to_read(source: str | Path, hub_split: str | None) -> list[tuple[str, Iterable[Any], str | None]]:
+    """(name, rows, folder) per file to read: a folder's task files (module docstring), else `source` itself."""
+    path = Path(source)
+    if not path.is_dir():
+        return [(str(source), read_rows(source, hub_split=hub_split), None)]
+    root = path / HUB_BENCHMARK if (path / HUB_BENCHMARK).is_dir() else path
+    files = sorted(root.rglob("*.jsonl"))
+    if not files:
+        raise DataError(path, None, None, "no .jsonl file in this folder",
+                        f"give a scenario file, or a folder in {HUB_DATASET}'s layout ({HUB_BENCHMARK}/<task>/*.jsonl)")
+    return [(str(file), read_rows(file), file.parent.name) for file in files]
 
 
 def _with_assumed_tasks(scenarios: list[Scenario], source: str | Path) -> list[Scenario]:
@@ -228,7 +268,7 @@ def split_scenarios(scenarios: list[Scenario], split: str, *, val_share: float, 
     test and the ones before them validation (each at least one, in tasks of 3 problems or more; smaller tasks are all
     train); all personas of a problem stay in one split. An empty split is a DataError naming `source` and saying what
     it holds."""
-    wanted: set[str] = set()
+    wanted: set[tuple[str, str]] = set()
     for task in sorted({s.task for s in scenarios}):
         problems = sorted({s.problem_id for s in scenarios if s.task == task})
         held_out = len(problems) >= MIN_PROBLEMS_TO_SPLIT
@@ -237,8 +277,8 @@ def split_scenarios(scenarios: list[Scenario], split: str, *, val_share: float, 
         cut = max(len(problems) - test - val, 0)
         parts = {"train": problems[:cut], "val": problems[cut:len(problems) - test],
                  "test": problems[len(problems) - test:]}
-        wanted.update(parts[split])
-    chosen = [s for s in scenarios if s.problem_id in wanted]
+        wanted.update((task, problem) for problem in parts[split])
+    chosen = [s for s in scenarios if (s.task, s.problem_id) in wanted]
     if not chosen:
         raise _empty_split(split, scenarios, source)
     return chosen
@@ -256,8 +296,10 @@ def _empty_split(name: str, scenarios: list[Scenario], source: str | Path) -> Da
         "or use --split all")
 
 
-def parse_scenario(row: Any, source: str, line: int, file_task: str | None = None) -> Scenario:
-    """One scenario row; its task is the row's, else `file_task` (from the metadata line), else empty."""
+def parse_scenario(row: Any, source: str, line: int, file_task: str | None = None,
+                   problem_prefix: str = "") -> Scenario:
+    """One scenario row; its task is the row's, else `file_task` (the metadata line's or the folder's), else empty; its
+    problem id is `problem_prefix` and the row's problem id (module docstring)."""
     if not isinstance(row, dict):
         raise DataError(source, line, None, f"expected an object, got {type(row).__name__}")
     try:
@@ -265,7 +307,10 @@ def parse_scenario(row: Any, source: str, line: int, file_task: str | None = Non
     except ValidationError as error:
         issue = error.errors()[0]
         raise DataError(source, line, ".".join(map(str, issue["loc"])), issue["msg"]) from None
-    question, answer = normalize_problem(parsed.original_problem, source, line)
+    try:
+        problem = normalize_problem(row)
+    except UnreadableProblemError as error:
+        raise DataError(source, line, error.field, error.problem) from None
     criteria = []
     for index, criterion in enumerate(parsed.evaluation_rubric.evaluation_criteria):
         preference = parsed.persona_preferences.get(criterion.preference)
@@ -282,36 +327,8 @@ def parse_scenario(row: Any, source: str, line: int, file_task: str | None = Non
     if abs(total - 1.0) > WEIGHT_TOLERANCE:
         raise DataError(source, line, "evaluation_rubric.evaluation_criteria.weight",
                         f"weights sum to {total:.3f}, not 1", "weights are local_importance / their sum")
-    persona_id = parsed.persona.get("persona_id", parsed.persona.get("id", line))
-    problem_id = parsed.problem_id
+    persona_id = str(parsed.persona.get("persona_id", parsed.persona.get("id", line)))
+    problem_id = problem_prefix + (parsed.problem_id.removesuffix(f"_{persona_id}") or parsed.problem_id)
     task = parsed.task or file_task or ""
-    return Scenario(f"{problem_id}:{persona_id}", task, problem_id, question, answer, parsed.persona, tuple(criteria))
-
-
-def normalize_problem(problem: dict[str, Any], source: str, line: int) -> tuple[str, str]:
-    """A source row as (question with lettered options, gold answer), for the three shapes the reference handles:
-    question + choices{label, text} + answerKey; context + question + answerA.. + a 1-indexed label; problem (or
-    question) + answer (+ solution)."""
-    field = "original_problem"
-    try:
-        if "choices" in problem:
-            choices = problem["choices"]
-            options = [f"{label}. {text}" for label, text in zip(choices["label"], choices["text"], strict=True)]
-            return _with_options(problem["question"], options), str(problem["answerKey"])
-        if "answerA" in problem:
-            answers = [problem[f"answer{letter}"] for letter in LETTERS if f"answer{letter}" in problem]
-            options = [f"{LETTERS[index]}. {text}" for index, text in enumerate(answers)]
-            question = f"{problem.get('context', '')}\n{problem['question']}".strip()
-            return _with_options(question, options), LETTERS[int(problem["label"]) - 1]
-        question = problem.get("problem", problem.get("question"))
-        if question is None:
-            raise KeyError("problem")
-        return str(question), str(problem["answer"])
-    except KeyError as error:
-        raise DataError(source, line, f"{field}.{error.args[0]}", "missing key") from None
-    except (TypeError, ValueError, IndexError) as error:
-        raise DataError(source, line, field, f"unreadable problem ({type(error).__name__}: {error})") from None
-
-
-def _with_options(question: str, options: list[str]) -> str:
-    return question + "\n" + "\n".join(options)
+    return Scenario(f"{problem_id}:{persona_id}", task, problem_id, problem.task_text(), problem.answer, parsed.persona,
+                    tuple(criteria), problem.solution)

@@ -2,14 +2,15 @@
 
 Baseline answers from the problem alone; Oracle answers with the hidden profile given up front; Discovery is the
 question asker (uncompiled, and the compiled one when there is one) eliciting from the passive user simulator within
-its turn budget, then answering. Each condition is a child run in two steps through `evaluate_program`, scenarios in
-parallel: generation (the asker on the task model, the simulator on the judge model), then grading on the judge model
-(one call per rubric criterion, one correctness call). Per scenario: PrefAlign per condition (missing grades count
-as 1 and are counted). Per task and Discovery variant: NormAlign of the conditions' means (the paper's Table 2) and,
-beside it, the mean of per-scenario NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the
-share of tasks whose NormAlign is negative (the paper's 29.0% figure is this share over model-task pairs). Every
-dialogue, with its hidden profile, grades and scores, goes to `dialogues.jsonl` under the output directory; the
-summary to `summary.json`; both are logged to the run.
+its turn budget (or, with `forced_questions`, for exactly that many turns: the paper's Figure 5), then answering. Each
+condition is a child run in two steps through `evaluate_program`, scenarios in parallel: generation (the asker on the
+task model, the simulator on the judge model), then grading on the judge model (one call per rubric criterion, one
+correctness call). Per scenario: PrefAlign per condition (missing grades count as 1 and are counted). Per task and
+Discovery variant: NormAlign of the conditions' means (the paper's Table 2) and, beside it, the mean of per-scenario
+NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the share of tasks whose NormAlign is
+negative (the paper's 29.0% figure is this share over model-task pairs). Every dialogue, with its hidden profile,
+grades and scores, goes to `dialogues.jsonl` under the output directory; the summary to `summary.json`; both are
+logged to the run.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.programs.prefdisco import (
+    FixedQuestionAsker,
     QuestionAsker,
     Responder,
     RubricGrader,
@@ -95,9 +97,20 @@ def simulated_users(session: Settings, scenarios: Sequence[Scenario], collaborat
     return [SimulatedUser(s.scenario_id, s.hidden_profile(), simulator, context) for s in scenarios]
 
 
-def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) -> QuestionAsker:
-    asker = QuestionAsker(max_turns, forced_questions)
-    load_compiled(asker, path, program_name=PROGRAM_NAME)
+def discovery_asker(max_turns: int, forced_questions: int | None = None) -> QuestionAsker | FixedQuestionAsker:
+    """The asker that decides when to answer, or with `forced_questions` the one that asks exactly that many."""
+    return QuestionAsker(max_turns) if forced_questions is None else FixedQuestionAsker(forced_questions)
+
+
+def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) -> QuestionAsker | FixedQuestionAsker:
+    """The compiled asker at `path`. Compiling tunes the turn decision and the final answer; with `forced_questions`
+    there is no decision, so the fixed-count asker keeps its own question prompt and takes the compiled final answer."""
+    compiled = QuestionAsker(max_turns)
+    load_compiled(compiled, path, program_name=PROGRAM_NAME)
+    if forced_questions is None:
+        return compiled
+    asker = FixedQuestionAsker(forced_questions)
+    asker.answer = compiled.answer
     return asker
 
 
@@ -113,7 +126,7 @@ def evaluate_conditions(session: Settings, tracker: Tracker, options: Conditions
     conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
         BASELINE: (Responder(), [_responder_example(s, "") for s in scenarios]),
         ORACLE: (Responder(), [_responder_example(s, s.hidden_profile()) for s in scenarios]),
-        DISCOVERY: (QuestionAsker(options.max_turns, options.forced_questions),
+        DISCOVERY: (discovery_asker(options.max_turns, options.forced_questions),
                     [asker_example(s.scenario_id, s.question, u) for s, u in zip(scenarios, users, strict=True)]),
     }
     if compiled is not None:

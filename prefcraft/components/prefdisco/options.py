@@ -25,8 +25,9 @@ class BuildOptions(Options):
 
 
 class _Source(Options):
-    data: str | None = option(None, "stellalisy/prefq-bench or a local scenario .jsonl/.json/.parquet file "
-                              "(default: the bundled SYNTHETIC scenarios)")
+    data: str | None = option(None, "stellalisy/prefq-bench, a local folder in its layout "
+                              "(benchmark_1k/<task>/*.jsonl) or a local scenario .jsonl/.json/.parquet file (default: "
+                              "the bundled SYNTHETIC scenarios)")
 
 
 class DataOptions(SampleSource):
@@ -54,7 +55,7 @@ class _Conditions(DataOptions):
     split: Literal["train", "val", "test", "all"] = option(
         "test", "which scenarios to evaluate: a split by problem within each task, or all")
     forced_questions: Count | None = option(
-        None, "ask exactly this many questions (the paper's Figure 5) instead of deciding")
+        None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding")
     collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
     compiled: FilePath | None = option(
         None, "compiled asker to compare (default: the one compiled/index.json registers for the task model, "

@@ -6,9 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from prefcraft.components.sensejudge.human_labels import MAX_INPUT_TOKENS, LabelSplit
 from prefcraft.components.sensejudge.simulation import SimulationConfig
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
+from prefcraft.programs.sensejudge import DescriptionLength
 
 RUNS = Path("runs/sensejudge")
 DEFAULT_PAIRS = RUNS / "pairs.jsonl"
@@ -22,6 +24,30 @@ class _Pairs(Options):
                              f"{DEFAULT_PAIRS}, where simulate writes them)")
 
 
+class HumanLabelOptions(_Pairs):
+    """SenseBench's human labels, read instead of `pairs` when given (`human_labels`)."""
+
+    human_labels: FilePath | None = option(
+        None, "SenseBench's human labels as published: one annotator's sense-label<N>.json, or the folder of all three "
+        "(choose one with --annotator 1, 2 or 3); read instead of --pairs and split into dev and test pairs per topic "
+        "as the reference splits them")
+    dev_pairs_per_topic: Positive = option(10, "human labels: the pairs of each topic drawn as dev pairs; the others "
+                                           "are test pairs (the reference: 10)")
+    split_seed: int = option(42, "human labels: the seed the dev pairs are drawn with (the reference: 42)")
+    long_input_cut: bool = option(
+        True, f"human labels: the judge reads a pair whose dialogue and responses exceed {MAX_INPUT_TOKENS:,} tokens "
+        "(cl100k_base, as the reference counts) with the dialogue's last turn alone, as the reference does",
+        flag="--no-long-input-cut")
+    topics: OneOrMore[str] | None = option(None, "human labels: the topics to read (default: all, as in the paper)",
+                                           metavar="TOPIC")
+    max_test_pairs_per_topic: Positive | None = option(
+        None, "human labels: judge only the first N test pairs of each topic (default: all)")
+
+    def label_split(self) -> LabelSplit:
+        return LabelSplit(self.dev_pairs_per_topic, self.split_seed, MAX_INPUT_TOKENS if self.long_input_cut else None,
+                          tuple(self.topics) if self.topics else None, self.max_test_pairs_per_topic)
+
+
 class _Simulation(SimulationConfig):
     renamed_options: ClassVar[dict[str, str]] = {"dialogues": "sensebench"}
     sensebench: FilePath = option(..., "SenseBench's new_sense_bmk.json or its folder (not shipped: no licence "
@@ -31,7 +57,8 @@ class _Simulation(SimulationConfig):
 class _Judge(Options):
     judge: FilePath = option(RUNS / "sensejudge.json", "the compiled SelectedJudge: select writes it, evaluate reads "
                              "it")
-    annotator: str | None = option(None, "whose pairs, when the file holds several annotators")
+    annotator: str | None = option(None, "whose pairs, when the file holds several annotators (of a --human-labels "
+                                   "folder: 1, 2 or 3)")
 
 
 class _Selection(Options):
@@ -39,6 +66,9 @@ class _Selection(Options):
                           "test pair with its topic's (the paper's way); or once over all dev pairs")
     max_pair_descriptions: Count = option(10, "dev pairs (of each topic) that get a description of their own (the "
                                           "reference: 10)")
+    description_length: DescriptionLength = option(
+        "three_sentences", "each written description in about three sentences (the paper's prompt, Appendix A.2) or "
+        "in one very short sentence (the public reference code's prompt)")
     exhaustive_limit: Count = option(12, "beyond this many descriptions, beam")
     beam_width: Positive = option(64, "subsets kept at each step of the beam")
     penalize_order_imbalance: bool = option(
@@ -75,11 +105,11 @@ class SimulateOptions(_Simulation):
     output: FilePath = option(DEFAULT_PAIRS, "labelled pairs to write")
 
 
-class SelectOptions(_Selection, _Judge, _Pairs):
+class SelectOptions(_Selection, _Judge, HumanLabelOptions):
     pass
 
 
-class EvaluateOptions(_Evaluation, _Judge, _Pairs):
+class EvaluateOptions(_Evaluation, _Judge, HumanLabelOptions):
     pass
 
 

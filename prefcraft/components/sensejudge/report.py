@@ -6,6 +6,7 @@ from prefcraft.components.sensejudge.results import (
     DemoOutcome,
     EvaluationOutcome,
     JudgeRow,
+    RankingOutcome,
     SelectionOutcome,
     SimulationSummary,
     mean_of,
@@ -14,6 +15,7 @@ from prefcraft.usage import LMUsage
 
 NAME_WIDTH = 30
 SIMULATED_NOTE = "The labels are SIMULATED: an LLM annotator given a persona chose them, not a person."
+NO_MODELS = "the labelled pairs do not name the models that wrote the responses"
 
 
 def format_simulation(summary: SimulationSummary) -> str:
@@ -77,8 +79,14 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     for name, accuracies in table:
         cells = " ".join(f"{_percent(accuracies.get(topic)):>11}" for topic in topics)
         lines.append(f"  {name:<{NAME_WIDTH}} {cells} {_percent(mean_of(accuracies.values())):>8}")
-    ranking = outcome.ranking
-    lines.append(f"model ranking (judge: {ranking.judge}, reference: {ranking.reference_source})")
+    lines += _ranking_lines(outcome.ranking)
+    return "\n".join([*lines, *_usage_lines(outcome.usage)])
+
+
+def _ranking_lines(ranking: RankingOutcome | None) -> list[str]:
+    if ranking is None:
+        return [f"model ranking: none ({NO_MODELS})"]
+    lines = [f"model ranking (judge: {ranking.judge}, reference: {ranking.reference_source})"]
     lines += [f"  {topic} descriptions drawn: {', '.join(names)}" for topic, names in ranking.drawn.items()]
     lines.append(f"  {'model':<12} {'judge wins':>10} {'Bradley-Terry':>14} {'reference rank':>15}")
     for model in sorted(ranking.judge_wins, key=lambda name: -ranking.judge_wins[name]):
@@ -89,7 +97,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     for name, correlation in (("wins", ranking.by_wins), ("Bradley-Terry", ranking.by_bradley_terry)):
         lines.append(f"  by {name}: Kendall tau {correlation.kendall_tau:.3f}, Spearman rho "
                      f"{correlation.spearman_rho:.3f} over {correlation.models} models")
-    return "\n".join([*lines, *_usage_lines(outcome.usage)])
+    return lines
 
 
 def format_demo(outcome: DemoOutcome) -> str:

@@ -90,7 +90,8 @@ class EvaluationOutcome:
     tied_best: dict[str, float]
     """Each selection's (topic's) test accuracy averaged over its dev-tied-best subsets: the reference's score."""
     tied_best_subsets: int
-    ranking: RankingOutcome
+    ranking: RankingOutcome | None
+    """None where the labelled pairs do not name the response models (SenseBench's human labels)."""
     labels: str
     usage: dict[str, LMUsage]
 

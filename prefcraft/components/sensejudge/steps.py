@@ -2,6 +2,8 @@
 step is one MLflow run; the demo runs the three, each its own run, in one model session.
 
 simulate: labelled pairs on real SenseBench requests (`simulation`), their labels SIMULATED.
+select and evaluate read one annotator's labelled pairs (`pairs`): SenseBench's human labels, split into dev and test
+pairs as the reference splits them, or a file of pairs such as simulate writes.
 select: as the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's
 candidate descriptions from that topic's dev pairs (the annotator's train and val pairs), and `SubsetSelection` judges
 every one of them under every description in both orders and keeps the best subset; with scope "all", once over every
@@ -12,10 +14,11 @@ single description, the selected subset and the reference's average over tied-be
 calls; then runs the loaded `SelectedJudge` itself, each pair with its topic's subset (the same prompts: DSPy's cache
 answers them). Every judge's accuracy is reported per topic, as their mean (the paper's Overall) and pooled. The
 models are ranked by wins and by a Bradley-Terry fit, against the annotator's own ranking (by the labels' wins) or a
-given one. The ranking judge is by default the paper's (§4.1.3, §4.2.2): in each topic, `ranking_descriptions` (5) of
-its written descriptions drawn at random with the session's seed, their majority vote on each test judgment taken from
-the votes already collected (no more calls; a tie or a failed vote counts by the selection's rules, since the paper
-assumes no ties); or, as an option, the selected judge.
+given one (not on human labels, whose files do not name the response models). The ranking judge is by default the
+paper's (§4.1.3, §4.2.2): in each topic, `ranking_descriptions` (5) of its written descriptions drawn at random with
+the session's seed, their majority vote on each test judgment taken from the votes already collected (no more calls;
+a tie or a failed vote counts by the selection's rules, since the paper assumes no ties); or, as an option, the
+selected judge.
 
 Each step reads its data before any model starts (its `read_*` function): the dialogues, the dev pairs, or the
 selected judge's metadata with the test pairs; the demo reads the pairs once the simulation has written them.
@@ -42,6 +45,7 @@ from prefcraft.components.sensejudge.options import (
     SelectingOptions,
     SimulateOptions,
 )
+from prefcraft.components.sensejudge.pairs import AnnotatorPairs, pairs_digest, read_annotator_pairs
 from prefcraft.components.sensejudge.results import (
     DemoOutcome,
     EvaluationOutcome,
@@ -50,25 +54,11 @@ from prefcraft.components.sensejudge.results import (
     SelectionOutcome,
     SimulationSummary,
 )
-from prefcraft.components.sensejudge.simulation import (
-    load_pair_annotations,
-    load_pair_topics,
-    read_dialogues,
-    sample_dialogues,
-    simulate_pairs,
-)
-from prefcraft.components.synthesizeme.evaluation import select_users
+from prefcraft.components.sensejudge.simulation import read_dialogues, sample_dialogues, simulate_pairs
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.lm import check_reachable
-from prefcraft.loaders.personal_reward_bench import (
-    PreferencePair,
-    UserPairs,
-    group_by_user,
-    judge_set,
-    load_pairs,
-    pair_id,
-)
+from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set, pair_id
 from prefcraft.metrics.majority_vote import NO_VOTE, UnparseableVote, decode_vote, encode_votes, majority_decisions
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
 from prefcraft.metrics.position_bias import first_position_share
@@ -91,7 +81,7 @@ from prefcraft.optimizers.sensejudge import (
 from prefcraft.programs.sensejudge import SelectedJudge, description_judge
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, log_json, model_params, write_results
+from prefcraft.tracking import Tracker, log_json, model_params, write_results
 from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
@@ -107,10 +97,9 @@ ALL_TOPICS = "all"
 class DevPairs:
     """What `select` reads: the annotator's dev pairs (splits train and val), grouped as the selection's scope says."""
 
-    annotator: UserPairs
+    pairs: AnnotatorPairs
     groups: dict[str, list[PreferencePair]]
     """Each topic's dev pairs; all of them under `ALL_TOPICS` when selected over all pairs."""
-    digest: str
 
 
 @dataclass(frozen=True)
@@ -119,15 +108,11 @@ class HeldOutPairs:
     selected."""
 
     metadata: dict[str, Any]
-    digest: str
-    annotator: UserPairs
+    pairs: AnnotatorPairs
     test: dict[str, list[PreferencePair]]
     """Each topic's test pairs; all of them under `ALL_TOPICS` when selected over all pairs."""
     selections: dict[str, dict]
     """Each topic's selection, as the judge's metadata keeps it (`_selection_metadata`)."""
-    annotations: dict[str, tuple[str, str, str]]
-    """Each pair's (chosen model, rejected model, label source), by pair id."""
-    topic_of: dict[str, str]
 
     @property
     def scope(self) -> str:
@@ -163,13 +148,14 @@ def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
 
 
 def read_dev_pairs(options: SelectingOptions) -> DevPairs:
-    """The annotator's dev pairs in `options.pairs`, per topic or all together (as `options.scope` says)."""
-    annotator = _annotator(options.pairs, options.annotator)
-    dev = annotator.context_pairs
+    """The annotator's dev pairs (`read_annotator_pairs`), per topic or all together (as `options.scope` says)."""
+    pairs = read_annotator_pairs(options, options.annotator, topics=options.scope == "topic", models=False)
+    dev = pairs.annotator.context_pairs
     if not dev:
-        raise ConfigError(f"annotator {annotator.user_id} has no dev pairs (split train or val) in {options.pairs}")
-    groups = _by_topic(dev, _pair_topics(options.pairs)) if options.scope == "topic" else {ALL_TOPICS: dev}
-    return DevPairs(annotator, groups, data_digest(options.pairs))
+        raise ConfigError(f"annotator {pairs.annotator.user_id} has no dev pairs (split train or val) in "
+                          f"{pairs.source}")
+    groups = _by_topic(dev, pairs.topic_of) if options.scope == "topic" else {ALL_TOPICS: dev}
+    return DevPairs(pairs, groups)
 
 
 def select_descriptions(
@@ -177,14 +163,18 @@ def select_descriptions(
 ) -> SelectionOutcome:
     """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
     `options.scope` says); save the SelectedJudge to `options.judge`."""
-    annotator, groups = dev.annotator, dev.groups
+    pairs, groups = dev.pairs, dev.groups
+    annotator = pairs.annotator
     config = options.selection(session.num_threads)
-    params = {"program": SENSEJUDGE, "data": str(options.pairs), "data_digest": dev.digest,
+    params = {"program": SENSEJUDGE, "data": str(pairs.source), "data_digest": pairs.digest, **pairs.params,
               "annotator": annotator.user_id, "dev_pairs": len(annotator.context_pairs), "scope": options.scope,
-              "topics": len(groups), "max_pair_descriptions": options.max_pair_descriptions, **_settings_of(config),
-              **model_params(session)}
+              "topics": len(groups), "max_pair_descriptions": options.max_pair_descriptions,
+              "description_length": options.description_length, **_settings_of(config), **model_params(session)}
     with tracker.run("sensejudge-select", params), lm_context(session, "task"):
-        selections = select_per_topic(groups, config=config, max_pair_descriptions=options.max_pair_descriptions)
+        selections = select_per_topic(
+            groups, config=config, max_pair_descriptions=options.max_pair_descriptions,
+            description_length=options.description_length,
+            written_from={topic: pairs.as_written(topic_pairs) for topic, topic_pairs in groups.items()})
         outcome = SelectionOutcome(options.judge, options.scope, selections, usage={
             step: sum((selection.usage[step] for selection in selections.values()), LMUsage())
             for step in ("extraction", "selection")})
@@ -196,7 +186,8 @@ def select_descriptions(
         judges = {topic: selection.judge for topic, selection in selections.items()}
         judge = judges[ALL_TOPICS] if options.scope == "all" else SelectedJudge.of_topics(judges)
         save_compiled(judge, options.judge, program_name=SENSEJUDGE, model=session.task.model,
-                      data=str(options.pairs), data_digest=dev.digest, annotator=annotator.user_id,
+                      data=str(pairs.source), data_digest=pairs.digest, annotator=annotator.user_id,
+                      read_as=pairs.params, description_length=options.description_length,
                       scope=options.scope,
                       topics={topic: _selection_metadata(selection) for topic, selection in selections.items()},
                       score={"dev_accuracy": outcome.dev_accuracy}, optimizer=_settings_of(config))
@@ -219,25 +210,24 @@ def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
     """The selected judge's metadata and the annotator's test pairs, grouped as the judge was selected; raises when
     the judge was selected on other data or lacks a topic of the test pairs."""
     metadata = read_metadata(options.judge)
-    digest = data_digest(options.pairs)
+    wanted = options.annotator or metadata.get("annotator")
+    source, digest = pairs_digest(options, wanted)
     if metadata.get("data_digest") != digest:
         raise ConfigError(f"{options.judge} was selected on data with digest {metadata.get('data_digest')}, not on "
-                          f"{options.pairs} (digest {digest}): its dev pairs could be among the test pairs",
-                          "run `prefcraft sensejudge select` on this file first")
-    annotator = _annotator(options.pairs, options.annotator or metadata.get("annotator"))
+                          f"{source} (digest {digest}): its dev pairs could be among the test pairs",
+                          "run `prefcraft sensejudge select` on these pairs (and split) first")
+    pairs = read_annotator_pairs(options, wanted, topics=True, models=True)
+    annotator = pairs.annotator
     if not annotator.test:
-        raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {options.pairs}")
-    annotations = dict(zip(map(pair_id, load_pairs(options.pairs)), load_pair_annotations(options.pairs),
-                           strict=True))
-    topic_of = _pair_topics(options.pairs)
+        raise ConfigError(f"annotator {annotator.user_id} has no test pairs in {pairs.source}")
     selections: dict[str, dict] = metadata.get("topics") or {ALL_TOPICS: metadata}  # files saved before topics
     scope = metadata.get("scope", "all")
-    test = _by_topic(annotator.test, topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
+    test = _by_topic(annotator.test, pairs.topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
     unselected = sorted(set(test) - set(selections))
     if unselected:
         raise ConfigError(f"{options.judge} has no descriptions for the topics {', '.join(unselected)} of the test "
                           "pairs", "run `prefcraft sensejudge select` on this file first")
-    return HeldOutPairs(metadata, digest, annotator, test, selections, annotations, topic_of)
+    return HeldOutPairs(metadata, pairs, test, selections)
 
 
 def evaluate_judge(
@@ -245,12 +235,12 @@ def evaluate_judge(
 ) -> EvaluationOutcome:
     """Test accuracy, consistency and position bias per description and for the selection, per topic, as the mean
     of topics and pooled; model ranking."""
-    annotator, test, selections, scope = held_out.annotator, held_out.test, held_out.selections, held_out.scope
-    annotations, topic_of = held_out.annotations, held_out.topic_of
+    pairs, test, selections, scope = held_out.pairs, held_out.test, held_out.selections, held_out.scope
+    annotator, topic_of = pairs.annotator, pairs.topic_of
     examples = {topic: judge_set(topic_pairs) for topic, topic_pairs in test.items()}
-    params = {"program": SENSEJUDGE, "judge": str(options.judge), "data": str(options.pairs),
-              "data_digest": held_out.digest, "annotator": annotator.user_id, "test_pairs": len(annotator.test),
-              "scope": scope, "topics": len(test), **model_params(session)}
+    params = {"program": SENSEJUDGE, "judge": str(options.judge), "data": str(pairs.source),
+              "data_digest": pairs.digest, **pairs.params, "annotator": annotator.user_id,
+              "test_pairs": len(annotator.test), "scope": scope, "topics": len(test), **model_params(session)}
     with tracker.run("sensejudge-evaluate", params), lm_context(session, "task"):
         with metered() as every_description:
             votes = {topic: collect_votes([description_judge(d) for d in selections[topic]["candidate_descriptions"]],
@@ -277,16 +267,19 @@ def evaluate_judge(
         rule = held_out.metadata["optimizer"].get("unparseable_vote", "against")
         tied_best = {topic: float(subset_accuracy(votes[topic], _gold(examples[topic]), [
             tuple(subset) for subset in selections[topic]["record"]["tied_best"]], rule).mean()) for topic in test}
-        if options.ranking_judge == "selected":
-            ranking = _rank(annotator.test, judgments, annotations, options.reference_ranking, "selected judge")
+        models = pairs.models
+        if models is None:
+            ranking = None
+        elif options.ranking_judge == "selected":
+            ranking = _rank(annotator.test, judgments, models, options.reference_ranking, "selected judge")
         else:
-            ranking = _rank_by_random_descriptions(annotator.test, examples, votes, selections, annotations,
+            ranking = _rank_by_random_descriptions(annotator.test, examples, votes, selections, models,
                                                    options.ranking_descriptions, options.reference_ranking,
                                                    session.seed, rule)
         outcome = EvaluationOutcome(
             scope=scope, rows=rows, selected=selected, tied_best=tied_best,
             tied_best_subsets=sum(len(selections[topic]["record"]["tied_best"]) for topic in test), ranking=ranking,
-            labels=", ".join(sorted({annotations[pair_id(pair)][2] for pair in annotator.test})),
+            labels=pairs.labels,
             usage={"every_description": every_description.usage, "selected_judge": selected_judge.usage},
         )  # fmt: skip
         _log_evaluation(tracker, outcome, judgments, options.output_dir)
@@ -296,19 +289,6 @@ def evaluate_judge(
 def description_names(count: int) -> list[str]:
     """Names of the extractor's descriptions, in its order: none, one per dev pair, the aggregate."""
     return ["no description", *[f"dev pair {number}" for number in range(1, count - 1)], "aggregate"]
-
-
-def _annotator(path: Path, wanted: str | None) -> UserPairs:
-    users = group_by_user(load_pairs(path))
-    if wanted is not None:
-        return select_users(users, [wanted])[wanted]
-    if len(users) > 1:
-        raise ConfigError(f"{path} holds the pairs of {len(users)} annotators", "choose one with --annotator")
-    return next(iter(users.values()))
-
-
-def _pair_topics(path: Path) -> dict[str, str]:
-    return dict(zip(map(pair_id, load_pairs(path)), load_pair_topics(path), strict=True))
 
 
 def _by_topic(pairs: Sequence[PreferencePair], topic_of: dict[str, str]) -> dict[str, list[PreferencePair]]:
@@ -366,7 +346,7 @@ def draw_descriptions(descriptions: Sequence[str], count: int, seed: int, topic:
 
 def _rank_by_random_descriptions(
     test: Sequence[PreferencePair], examples: dict[str, list[dspy.Example]], votes: dict[str, np.ndarray],
-    selections: dict[str, dict], annotations: dict[str, tuple[str, str, str]], count: int, given: Sequence[str] | None,
+    selections: dict[str, dict], models: dict[str, tuple[str, str]], count: int, given: Sequence[str] | None,
     seed: int, rule: UnparseableVote,
 ) -> RankingOutcome:
     """The paper's ranking judge: per topic, the majority vote of `count` descriptions drawn at random, on the votes
@@ -383,22 +363,21 @@ def _rank_by_random_descriptions(
     judge = f"{count} random descriptions per topic, majority vote"
     if fewer:
         judge += f"; all of them where a topic has fewer ({', '.join(fewer)})"
-    return _rank(test, judgments, annotations, given, judge, drawn)
+    return _rank(test, judgments, models, given, judge, drawn)
 
 
 def _rank(
-    test: Sequence[PreferencePair], judgments: Sequence[Judgment], annotations: dict[str, tuple[str, str, str]],
+    test: Sequence[PreferencePair], judgments: Sequence[Judgment], models: dict[str, tuple[str, str]],
     given: Sequence[str] | None, judge: str, drawn: dict[str, list[str]] | None = None,
 ) -> RankingOutcome:
     """The judge's comparisons (each test pair in both orders) and the annotator's (its label) ranked and compared."""
     judged = []
     for judgment in judgments:
-        chosen, rejected, _ = annotations[judgment.pair_id]
+        chosen, rejected = models[judgment.pair_id]
         first, second = (chosen, rejected) if judgment.order == "chosen_first" else (rejected, chosen)
         winner = {"First": first, "Second": second}.get(judgment.predicted or "")
         judged.append(Comparison(first, second, winner))
-    labelled = [Comparison(chosen, rejected, chosen) for chosen, rejected, _ in
-                (annotations[pair_id(pair)] for pair in test)]
+    labelled = [Comparison(chosen, rejected, chosen) for chosen, rejected in (models[pair_id(pair)] for pair in test)]
     reference = ranking_scores(given) if given else win_rates(labelled)
     wins, strengths = win_rates(judged), bradley_terry(judged)
     return RankingOutcome(judge=judge, drawn=drawn or {}, judge_wins=wins, judge_bradley_terry=strengths,
@@ -418,15 +397,17 @@ def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judgments: lis
         metrics[f"{prefix}overall_accuracy"] = row.overall
         metrics.update({f"{prefix}topic_{_metric_name(topic)}_accuracy": accuracy
                         for topic, accuracy in row.topics.items()})
+    metrics["tied_best_accuracy"] = outcome.tied_best_accuracy
     ranking = outcome.ranking
-    metrics.update({"tied_best_accuracy": outcome.tied_best_accuracy,
-                    "kendall_tau_wins": ranking.by_wins.kendall_tau, "spearman_rho_wins": ranking.by_wins.spearman_rho,
-                    "kendall_tau_bradley_terry": ranking.by_bradley_terry.kendall_tau,
-                    "spearman_rho_bradley_terry": ranking.by_bradley_terry.spearman_rho})
+    if ranking is not None:
+        metrics.update({"kendall_tau_wins": ranking.by_wins.kendall_tau,
+                        "spearman_rho_wins": ranking.by_wins.spearman_rho,
+                        "kendall_tau_bradley_terry": ranking.by_bradley_terry.kendall_tau,
+                        "spearman_rho_bradley_terry": ranking.by_bradley_terry.spearman_rho})
     for step, usage in outcome.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
     tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing measured
     log_json(tracker, {"labels": outcome.labels, "scope": outcome.scope, "tied_best": outcome.tied_best,
-                       "ranking": asdict(ranking)}, "sensejudge-evaluation.json")
+                       "ranking": ranking and asdict(ranking)}, "sensejudge-evaluation.json")
     path = write_results(tracker, output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
     logger.info("wrote %d judgments of the selected judge to %s", len(judgments), path)

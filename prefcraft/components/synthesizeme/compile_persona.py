@@ -18,6 +18,7 @@ from tqdm import tqdm
 from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import select_users
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER
+from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import CompilePersonaOptions
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
 from prefcraft.lm import build_lm
@@ -25,7 +26,6 @@ from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     UserPairs,
     group_by_user,
-    judge_set,
     load_pairs,
     train_val_split,
 )
@@ -64,11 +64,11 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     digest = data_digest(options.source)
     params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
               "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
-              "fit_val_fraction": VAL_FRACTION,
+              "fit_val_fraction": VAL_FRACTION, "fit_validation": options.validation,
               **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
     with tracker.run("compile-persona", params), lm_context(session, "task"), logged_usage(tracker):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
-        train_evidence, val_evidence = _collect_evidence(fitter, train), _collect_evidence(fitter, val)
+        train_evidence, val_evidence = (_collect_evidence(fitter, users, options.validation) for users in (train, val))
         return select_persona_prompt(
             session, tracker, train_evidence, val_evidence, prompt_config, options.output, data_digest=digest,
             train_users=list(train), val_users=list(val),
@@ -93,13 +93,14 @@ def select_persona_prompt(
     )  # fmt: skip
 
 
-def _collect_evidence(fitter: SynthesizeMe, users: dict[str, UserPairs]) -> list[PersonaEvidence]:
+def _collect_evidence(
+    fitter: SynthesizeMe, users: dict[str, UserPairs], validation: ValidationOrders
+) -> list[PersonaEvidence]:
     evidence = []
     for user_id, user in tqdm(users.items(), desc="collecting persona evidence", unit="user"):
         try:
-            train, val = train_val_split(user)
-            evidence.append(fitter.collect_evidence(PreferenceJudge(), trainset=judge_set(train),
-                                                    valset=judge_set(val)))
+            trainset, valset = fit_sets(*train_val_split(user), validation, fitter.config.seed)
+            evidence.append(fitter.collect_evidence(PreferenceJudge(), trainset=trainset, valset=valset))
         except ServerError:
             raise
         except PrefcraftError as error:

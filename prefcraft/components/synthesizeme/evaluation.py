@@ -1,8 +1,9 @@
 """`prefcraft synthesizeme evaluate`: judge a split's pairs in both orders with one or more judges; pooled and
 per-user accuracy.
 
-Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (the user's PRISM survey
-profile; users without one are left out of it); `memory` (one to five insights per context pair, appended in order);
+Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (Dong et al.'s judge told the
+user's PRISM survey profile; users without one are left out of it); `memory` (insights from each context pair's
+conversation, appended in order);
 from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the persona, no demos) and
 `synthesizeme` (persona + searched demos).
 """
@@ -19,17 +20,18 @@ from tqdm import tqdm
 
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.components.component import StepRun
-from prefcraft.components.synthesizeme.options import EvaluateOptions, FittedOptions, JudgedOptions
+from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FittedOptions, JudgedOptions
+from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
 from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.executors import ray_map
 from prefcraft.files import safe_name
 from prefcraft.lm import cache_directory, check_reachable
-from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, load_pairs
+from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
-from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.programs.judge import PreferenceJudge, ProfileJudge
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
@@ -65,7 +67,7 @@ class UserJudging:
     method: str
     user: UserPairs
     split: str
-    judge: PreferenceJudge | None
+    judge: PreferenceJudge | ProfileJudge | None
     """The method's judge for this user, built by the driver (from the fitted file, the profile); None for the
     methods in BUILT_WITH_MODEL."""
     model: ModelSettings
@@ -92,6 +94,8 @@ class Selection:
     """Each user's fitted judge."""
     profiles: dict[str, str]
     """Each user's demographic profile."""
+    demographics_judge: DemographicsJudge = "dong"
+    """The demographics method's judge (`judge_for`)."""
 
     def users_of(self, method: str) -> dict[str, UserPairs]:
         """The users `method` judges: for demographics, those with a profile."""
@@ -110,22 +114,30 @@ def select_users(users: dict[str, UserPairs], wanted: Sequence[str] | None) -> d
 
 
 def load_users(options: FittedOptions | JudgedOptions) -> dict[str, UserPairs]:
-    """The pairs of the users a step fits or judges, before any model starts."""
-    return select_users(group_by_user(load_pairs(options.source)), options.selected_users)
+    """The pairs of the users a step fits or judges (of its population, then its `users`), before any model
+    starts."""
+    return select_users(group_by_user(load_population(options.source, options.population)), options.selected_users)
 
 
-def load_personal_judge(path: Path) -> tuple[PreferenceJudge, dict[str, object]]:
+def load_personal_judge(path: str | Path) -> tuple[PreferenceJudge, dict[str, object]]:
     judge = PreferenceJudge()
     metadata = load_compiled(judge, path, program_name=PERSONAL_JUDGE)
     return judge, metadata
 
 
-def judge_for(method: str, user: UserPairs, fitted: Path | None, profile: str | None = None) -> PreferenceJudge:
+def judge_for(
+    method: str, user: UserPairs, fitted: Path | None, profile: str | None = None,
+    demographics_judge: DemographicsJudge = "dong",
+) -> PreferenceJudge | ProfileJudge:
+    """`method`'s judge for `user`: demographics is Dong et al.'s prompt (`dong`, the paper's) or the default judge
+    with the profile in its instructions (`persona_judge`)."""
     if method == "default":
         return PreferenceJudge()
     if method == "demographics":
         if not profile:
             raise ConfigError(f"user {user.user_id} has no demographic profile", DEMOGRAPHICS_HINT)
+        if demographics_judge == "dong":
+            return ProfileJudge(profile)
         return PreferenceJudge(profile, heading=DEMOGRAPHICS_HEADING)
     if method == "memory":
         return PreferenceJudge(MemoryBuilder()(interactions=memory_interactions(user)).memory, heading=MEMORY_HEADING)
@@ -141,11 +153,8 @@ def judge_for(method: str, user: UserPairs, fitted: Path | None, profile: str | 
 
 
 def memory_interactions(user: UserPairs) -> list[dict[str, str]]:
-    return [
-        {"conversation": format_conversation(pair.context), "preferred_completion": pair.chosen.content,
-         "other_completion": pair.rejected.content}
-        for pair in user.context_pairs
-    ]
+    """Each context pair's conversation, oldest first: the memory reads the conversations alone, as the paper's."""
+    return [{"conversation": format_conversation(pair.context)} for pair in user.context_pairs]
 
 
 def load_evaluated(options: EvaluateOptions) -> Selection:
@@ -153,7 +162,7 @@ def load_evaluated(options: EvaluateOptions) -> Selection:
     `--demographics` read before any model starts."""
     fitted = {path.stem: path for path in sorted(options.fitted_dir.glob("*.json"))}
     profiles = load_profiles(options.demographics) if options.demographics else {}
-    return select_judged(options, options.methods, fitted, profiles)
+    return select_judged(options, options.methods, fitted, profiles, options.demographics_judge)
 
 
 def evaluate(options: EvaluateOptions, run: StepRun) -> dict[str, MethodOutcome]:
@@ -161,7 +170,8 @@ def evaluate(options: EvaluateOptions, run: StepRun) -> dict[str, MethodOutcome]
 
 
 def select_judged(
-    options: JudgedOptions, methods: Sequence[str], fitted: dict[str, Path], profiles: dict[str, str]
+    options: JudgedOptions, methods: Sequence[str], fitted: dict[str, Path], profiles: dict[str, str],
+    demographics_judge: DemographicsJudge = "dong",
 ) -> Selection:
     """The users `methods` judge, each with its judge fitted on the options' data (`fitted`, keyed by user id or by the
     stem of its file) and its demographic profile (`profiles`).
@@ -176,7 +186,7 @@ def select_judged(
     users = load_users(options)
     if set(methods) & NEEDS_FIT:
         users, fitted = _with_fitted_judges(users, fitted, options.source)
-    selection = Selection(users, fitted, profiles)
+    selection = Selection(users, fitted, profiles, demographics_judge)
     if "demographics" in methods:
         with_profile = selection.users_of("demographics")
         if not with_profile:
@@ -198,14 +208,16 @@ def evaluate_methods(
     session, tracker = run.session, run.tracker
     outcomes: dict[str, MethodOutcome] = {}
     params = {"methods": ",".join(methods), "data": str(options.source), "data_digest": data_digest(options.source),
-              "split": options.split, "allow_fitted_pairs": options.allow_fitted_pairs,
+              "population": options.population, "split": options.split,
+              "allow_fitted_pairs": options.allow_fitted_pairs,
               "users": len(selection.users), **model_params(session)}
     with tracker.run("evaluate", params), lm_context(session, "task"):
 
         def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
             for user in selection.users_of(method).values():
                 judge = None if method in BUILT_WITH_MODEL else judge_for(
-                    method, user, selection.fitted.get(user.user_id), selection.profiles.get(user.user_id))
+                    method, user, selection.fitted.get(user.user_id), selection.profiles.get(user.user_id),
+                    selection.demographics_judge)
                 yield UserJudging(method, user, options.split, judge, session.task, session.num_threads)
 
         def finish(method: str, outcome: MethodOutcome) -> None:

@@ -12,12 +12,13 @@ from tqdm import tqdm
 from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
 from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
+from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions, demo_cap
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.executors import ray_map
 from prefcraft.files import path_in
 from prefcraft.lm import cache_directory, check_reachable
-from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_set, train_val_split
+from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
@@ -69,6 +70,7 @@ class UserFit:
     user: UserPairs
     synthesizer: PersonaSynthesizer
     config: SynthesizeMeConfig
+    validation: ValidationOrders
     model: ModelSettings
     """The task model, at an endpoint the workers reach."""
 
@@ -102,11 +104,12 @@ def fit_users(
     summary = FitSummary()
     persona_prompt = options.persona_prompt or default_persona_prompt(session.task.model)
     synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
-    params = {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": digest, "users": len(users),
-              "persona_prompt": prompt_source, "val_fraction": VAL_FRACTION, **asdict(config),
+    params = {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": digest,
+              "population": options.population, "users": len(users), "persona_prompt": prompt_source,
+              "val_fraction": VAL_FRACTION, "validation": options.validation, **asdict(config),
               **model_params(session)}
     metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
-                "optimizer": fit_settings(config)}  # what a fitted file must match to be resumed
+                "optimizer": fit_settings(config, options.validation)}  # what a fitted file must match to be resumed
     with tracker.run("fit-synthesizeme", params), lm_context(session, "task"):
         fits = {}
         for user_id, user in users.items():
@@ -117,7 +120,7 @@ def fit_users(
                 continue
             if path.is_file():
                 logger.warning("refitting %s: %s", user_id, reason)
-            fits[user_id] = UserFit(user, synthesizer, config, session.task)
+            fits[user_id] = UserFit(user, synthesizer, config, options.validation, session.task)
         finish = _FitWriter(session, tracker, options.fitted_dir, summary, metadata)
         if options.executor == "ray":
             cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
@@ -132,9 +135,8 @@ def fit_users(
 
 def compile_judge(fit: UserFit) -> PreferenceJudge:
     """SynthesizeMe on one user, on the model of the current DSPy context; the judge carries its `fit_record`."""
-    train, val = train_val_split(fit.user)
-    fitter = SynthesizeMe(fit.synthesizer, fit.config)
-    return fitter.compile(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
+    trainset, valset = fit_sets(*train_val_split(fit.user), fit.validation, fit.config.seed)
+    return SynthesizeMe(fit.synthesizer, fit.config).compile(PreferenceJudge(), trainset=trainset, valset=valset)
 
 
 def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
@@ -199,10 +201,11 @@ def fitted_path(output_dir: Path, user_id: str) -> Path:
     return path_in(output_dir, user_id, ".json")
 
 
-def fit_settings(config: SynthesizeMeConfig) -> dict[str, object]:
-    """The settings that change a fit's result: the split and the optimizer's (threads only change its speed)."""
+def fit_settings(config: SynthesizeMeConfig, validation: ValidationOrders) -> dict[str, object]:
+    """The settings that change a fit's result: the split, the validation orders and the optimizer's (threads only
+    change its speed)."""
     optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
-    return {"val_fraction": VAL_FRACTION, **optimizer}
+    return {"val_fraction": VAL_FRACTION, "validation": validation, **optimizer}
 
 
 def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:

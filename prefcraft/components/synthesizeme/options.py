@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import ClassVar, Literal
 
+from prefcraft.components.synthesizeme.judge_sets import ValidationOrders
+from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.executors import Executor, ExecutorOptions
 from prefcraft.optimizers.options import optimizer_options
@@ -24,6 +26,10 @@ class _Data(SampleSource):
     data: str | None = option(None, "PersonalRewardBench file (.jsonl/.json/.parquet) or Hugging Face dataset name "
                               "(default: the bundled synthetic sample users)")
     users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
+    population: Population = option(
+        TABLE_POPULATION, "which of the benchmark's user splits to read from a Hugging Face dataset or a local folder "
+        "of its split files: the test users (the paper's Table 3), the train or validation users, or all; a single "
+        "file is read whole")
 
     @property
     def selected_users(self) -> list[str] | None:
@@ -56,6 +62,9 @@ class _Search(Options):
     step3_traces: Literal["bootstrap_with_persona", "from_step1"] = option(
         "bootstrap_with_persona", "step 3's demos: bootstrap the train pairs again with the persona (the paper), or "
         "reuse step 1's traces, written without it (one bootstrap pass fewer)")
+    validation: ValidationOrders = option(
+        "one_order", "candidates are scored on each validation pair once, in the order its data row shows it (the "
+        "reference code), or in both orders (twice the calls; can choose another candidate)")
 
     def search_config(self, settings: Settings) -> SynthesizeMeConfig:
         return SynthesizeMeConfig(num_persona_subsets=self.subsets, num_demo_candidates=self.demo_candidates,
@@ -87,6 +96,9 @@ class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstra
     output: FilePath = option(..., "compiled JSON to write")
 
 
+DemographicsJudge = Literal["dong", "persona_judge"]
+
+
 class EvaluateOptions(ExecutorOptions, _Judged):
     methods: OneOrMore[str] = option(["default"], "default, demographics, memory, demos, persona, synthesizeme")
     fitted_dir: FilePath = option(FITTED_DIR, "fitted users' JSON files")
@@ -94,6 +106,10 @@ class EvaluateOptions(ExecutorOptions, _Judged):
         None, "user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
         "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy",
         metavar="FILE_OR_DATASET")
+    demographics_judge: DemographicsJudge = option(
+        "dong", "the demographics method's judge: Dong et al.'s prompt, a choice of A or B with a certainty and no "
+        "reasoning (the paper's), or the chain-of-thought judge with the profile in its instructions as the persona "
+        "judge has its persona")
     allow_fitted_pairs: bool = option(
         False, "score demos, persona, synthesizeme and memory on --split train or val, the pairs they learned from "
         "(optimistic: for debugging, not for reporting)")
@@ -141,3 +157,4 @@ def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
     else none (the paper)."""
     profile = settings.small_model_profile()
     return max_demos if max_demos is not None else profile.max_demos if profile else None
+

@@ -2,6 +2,8 @@
 
 import json
 import math
+import re
+from pathlib import Path
 
 import dspy
 import mlflow
@@ -14,6 +16,8 @@ from prefcraft.components.cupid import evaluation as cupid
 from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
 from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
+from prefcraft.components.cupid.results import EvaluationOutcome
+from prefcraft.experiments import load_experiment
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
@@ -42,7 +46,7 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
         assert inference.overall.f1.mean == pytest.approx(0.75)
         assert set(inference.by_type) == {"consistent"} and inference.overall.inference_failures == 0
     assert [response.method for response in outcome.responses] == ["none", "sessions", "inferred"]
-    assert all(response.score.mean == 7 and response.scores.judge_failures == response.scores.unparseable == 0
+    assert all(response.score.mean == 7 and response.overall.judge_failures == response.overall.unparseable == 0
                for response in outcome.responses)
 
     task_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history])
@@ -114,6 +118,9 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
     judged = iter([{"score": "8.5"}, {"score": "great"}])
 
     class ScriptedJudge(dspy.Module):
+        def __init__(self, prompt):
+            super().__init__()
+
         def forward(self, **inputs):
             reply = next(judged, None)
             if reply is None:
@@ -128,8 +135,86 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
     assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
     assert [result.failed for result in response.results] == [None, "unparseable score", "judging"]
     assert response.score.mean == pytest.approx(8 / 3)
-    assert (response.scores.unparseable, response.scores.judge_failures) == (1, 1)
+    assert (response.overall.unparseable, response.overall.judge_failures) == (1, 1)
     assert "judge failed (0)" in format_evaluation(outcome)
+
+
+def of_type(kind, request, row=0):
+    """`marked_instance()` as an instance of type `kind` whose current request is `request`."""
+    return marked_instance().model_copy(update={"instance_id": f"p/{kind}/{row}", "instance_type": kind,
+                                                "current_request": request})
+
+
+def test_response_scores_are_reported_per_instance_type_as_the_reference_aggregates_them(
+    role_models, tmp_path, monkeypatch
+):
+    """Each type's score is the mean over that type's responses, failures counted as for the overall score: a failed
+    or unparseable judgment scores 0, a failed generation is left out."""
+    class ScriptedGenerator(dspy.Module):
+        def forward(self, request, preference=""):
+            if request == "generation fails":
+                raise RuntimeError("the task model failed")
+            return dspy.Prediction(response=request)
+
+    judged = {"eight": "8", "six and a half": "6.5/10", "unreadable": "n/a", "ten": "10"}
+
+    class ScriptedJudge(dspy.Module):
+        def __init__(self, prompt):
+            super().__init__()
+
+        def forward(self, request, response, preference, checklist):
+            if response not in judged:
+                raise RuntimeError("the judge call failed")
+            return dspy.Prediction(score=judged[response])
+
+    monkeypatch.setattr(cupid, "ResponseGenerator", ScriptedGenerator)
+    monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
+    monkeypatch.setattr(evaluation, "check_reachable", lambda model: None)
+    instances = [of_type("consistent", "eight"), of_type("consistent", "judge fails", 1),
+                 of_type("contrastive", "six and a half"), of_type("contrastive", "unreadable", 1),
+                 of_type("changing", "ten"), of_type("changing", "generation fails", 1)]
+    tracker = FakeTracker()
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    (response,) = evaluate_instances(Settings(num_threads=1), tracker, options, instances).responses
+
+    # All: (8 + 0 + 6 + 0 + 10) / 5; consistent (8 + 0) / 2; contrastive (6 + 0) / 2; changing 10 / 1.
+    assert response.score.mean == pytest.approx(4.8) and response.score.n == 5
+    assert {kind: scores.score.mean for kind, scores in response.by_type.items()} == pytest.approx(
+        {"consistent": 4.0, "contrastive": 3.0, "changing": 10.0})
+    assert [(scores.judge_failures, scores.unparseable, scores.generation_failures)
+            for scores in response.by_type.values()] == [(1, 0, 0), (0, 1, 0), (0, 0, 1)]
+    assert (response.overall.judge_failures, response.overall.unparseable, response.overall.generation_failures) == (
+        1, 1, 1)
+
+    logged = tracker.named("respond-gold").metrics
+    assert logged["score"] == pytest.approx(4.8) and logged["responses"] == 5.0
+    assert (logged["consistent_score"], logged["contrastive_score"], logged["changing_score"]) == pytest.approx(
+        (4.0, 3.0, 10.0))
+    assert logged["consistent_judge_failures"] == logged["contrastive_unparseable_scores"] == 1.0
+    assert logged["changing_generation_failures"] == 1.0 and logged["changing_responses"] == 1.0
+    rows = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
+    assert [row["instance_type"] for row in rows] == [instance.instance_type for instance in instances]
+    table = format_evaluation(EvaluationOutcome("data", 6, 0, "all", [], [response], tmp_path))
+    assert re.search(r"gold\s+contrastive\s+3\.00 \[0\.00, 6\.00\] \(n=2\)\s+0\s+1\s+0", table)
+    assert re.search(r"gold\s+changing\s+10\.00 \(n=1\)\s+0\s+0\s+1", table)
+
+
+@pytest.mark.parametrize(("prompt", "rubric", "absent"), [
+    ("reference", "- 10: Exceptional", "completely perfect"),
+    ("paper", "10 means completely perfect", "Exceptional"),
+])
+def test_the_judge_prompt_option_chooses_the_reference_codes_prompt_or_the_papers(
+    role_models, tmp_path, prompt, rubric, absent
+):
+    if prompt == "paper":
+        role_models["judge"] = DummyLM([REPLY] * 20, adapter=dspy.JSONAdapter())  # Figure 16 asks for no label
+    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"], judge_prompt=prompt)
+    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+    judge_system = role_models["judge"].history[-1]["messages"][0]["content"]
+    assert rubric in judge_system and absent not in judge_system
+    assert ("`label`" in judge_system) is (prompt == "reference")
+    assert outcome.responses[0].score.mean == 7 and outcome.responses[0].overall.judge_failures == 0
+    assert outcome.judge_prompt == prompt and ("Figure 16" in format_evaluation(outcome)) is (prompt == "paper")
 
 
 def with_current_preference_in(instance, *numbers):
@@ -188,6 +273,26 @@ def test_select_instances_skips_bad_rows_when_asked(tmp_path):
     assert [i.persona_id for i in instances] == ["a", "c"] and skipped == 1
 
 
+def test_split_all_evaluates_every_instance_with_no_persona_split(tmp_path):
+    from tests.components.cupid.test_cupid_loader import real_row, write_jsonl
+
+    rows = [real_row(persona, kind) for persona in "abcdef" for kind in ("consistent", "contrastive", "changing")]
+    options = EvaluateOptions(data=str(write_jsonl(tmp_path / "data.jsonl", rows)))
+    assert options.split == "test"  # the default: the 2 test personas, 6 instances
+    test, _ = select_instances(options, options.split)
+    every, _ = select_instances(options, "all")
+    assert len({i.persona_id for i in test}) == 2 and len(test) == 6
+    assert [(i.persona_id, i.instance_type) for i in every] == [(row["persona_id"], row["instance_type"])
+                                                                 for row in rows]
+
+
+def test_the_paper_scale_experiment_evaluates_every_instance_with_the_reference_judge():
+    experiment = load_experiment(Path(__file__).parents[3] / "experiments" / "cupid-main.toml")
+    options = EvaluateOptions.model_validate(experiment.steps["evaluate"])
+    assert (options.split, options.judge_prompt, options.data) == ("all", "reference", "kixlab/CUPID")
+    assert options.responses == ["sessions", "gold"]
+
+
 def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
     parser = make_parser()
     compile_args = parser.parse_args(["cupid", "compile"])
@@ -197,6 +302,9 @@ def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
     summaries_args = parser.parse_args(["cupid", "evaluate", "--variants", "summaries", "summaries-per-session"])
     assert summaries_args.variants == ["summaries", "summaries-per-session"] and not summaries_args.oracle_sessions
     assert parser.parse_args(["cupid", "evaluate", "--oracle-sessions"]).oracle_sessions
+    assert (evaluate_args.split, evaluate_args.judge_prompt) == ("test", "reference")
+    paper_args = parser.parse_args(["cupid", "evaluate", "--split", "all", "--judge-prompt", "paper"])
+    assert (paper_args.split, paper_args.judge_prompt) == ("all", "paper")
     assert parser.parse_args(["cupid", "evaluate", "--responses", "summaries", "summaries-per-session"]).responses == [
         "summaries", "summaries-per-session"]
     demo_args = parser.parse_args(["cupid", "demo"])

@@ -91,3 +91,13 @@ def test_unparseable_and_failed_judgments_score_zero_and_are_counted():
     assert scores.score.mean == pytest.approx((8 + 0 + 6 + 0) / 4) and scores.score.n == 4
     assert (scores.judge_failures, scores.unparseable, scores.generation_failures) == (1, 1, 2)
     assert math.isnan(response_scores([], generation_failures=1).score.mean)
+
+
+def test_response_metrics_carry_the_score_its_interval_and_each_failure_count():
+    metrics = response_scores([8.0, None, 6.0], judge_failures=1, generation_failures=2).as_metrics("contrastive_")
+    assert metrics["contrastive_score"] == pytest.approx(3.5) and metrics["contrastive_responses"] == 4.0
+    assert metrics["contrastive_score_low"] <= 3.5 <= metrics["contrastive_score_high"]
+    assert (metrics["contrastive_judge_failures"], metrics["contrastive_unparseable_scores"],
+            metrics["contrastive_generation_failures"]) == (1.0, 1.0, 2.0)
+    assert set(response_scores([], generation_failures=1).as_metrics()) == {
+        "responses", "judge_failures", "unparseable_scores", "generation_failures"}  # no score where none was judged

@@ -86,7 +86,7 @@ def test_a_reference_persona_reads_as_the_reference_code_profiles_it(tmp_path):
 @pytest.mark.parametrize(("problem", "question_part", "answer"), [
     ({"question": "Gas?", "choices": {"label": ["A", "B"], "text": ["O2", "CO2"]}, "answerKey": "B"}, "B. CO2", "B"),
     ({"context": "Sam forgot.", "question": "Next?", "answerA": "Ignore", "answerB": "Apologize", "answerC": "Blame",
-      "label": "2"}, "Sam forgot.\nNext?\nA. Ignore", "B"),
+      "label": "2"}, "Sam forgot.\n\nNext?\nA. Ignore", "B"),
     ({"problem": "3x = 9", "solution": "x = 3", "answer": "3"}, "3x = 9", "3"),
 ])
 def test_each_source_shape_is_normalized(tmp_path, problem, question_part, answer):
@@ -191,3 +191,11 @@ def test_the_bundled_scenarios_split_by_problem_within_each_task():
               for name in ("train", "val", "test")}
     assert [len(part) for part in splits.values()] == [12, 6, 6]
     assert {s.problem_id for s in splits["test"]} == {"math-4", "science-4", "social-4"}
+
+
+def test_tasks_that_share_problem_ids_split_apart(tmp_path):
+    # q3 is math's last problem (test) and science's first (train).
+    rows = [*problems(["q1", "q2", "q3"], task="math"), *problems(["q3", "q4", "q5"], personas=("c",), task="science")]
+    path = write(tmp_path, rows)
+    test = split_scenarios(load_scenarios(path), "test", val_share=0.34, test_share=0.34, source=path)
+    assert [s.scenario_id for s in test] == ["q3:a", "q3:b", "q5:c"]

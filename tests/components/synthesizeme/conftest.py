@@ -8,6 +8,7 @@ from prefcraft import runner
 from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
+from prefcraft.programs.judge import ProfileJudge
 from prefcraft.usage import LMUsage
 from tests.fakes import FakeTracker
 
@@ -35,11 +36,12 @@ def no_models(monkeypatch):
 @pytest.fixture
 def offline(monkeypatch, tracker):
     """`evaluate` with no server, no MLflow and no model calls: every judged pair counts as right. Yields each user's
-    judge instructions, in the order they were judged."""
+    judge instructions (a `ProfileJudge`'s profile), in the order they were judged."""
     instructions: dict[str, list[str]] = {}
 
     def judge_pairs(judge, pairs, **options):
-        instructions.setdefault(pairs[0].user_id, []).append(judge.judge.predict.signature.instructions)
+        told = judge.profile if isinstance(judge, ProfileJudge) else judge.judge.predict.signature.instructions
+        instructions.setdefault(pairs[0].user_id, []).append(told)
         return [Judgment(p.user_id, pair_id(p), "chosen_first", "First", True) for p in pairs], LMUsage()
 
     monkeypatch.setattr(evaluate, "lm_context", lambda *args: nullcontext())

@@ -3,7 +3,9 @@
 import json
 import logging
 
+import dspy
 import pytest
+from dspy.utils.dummies import DummyLM
 
 import prefcraft
 from prefcraft.components.component import StepRun
@@ -15,6 +17,7 @@ from prefcraft.components.synthesizeme.evaluation import (
 )
 from prefcraft.components.synthesizeme.options import EvaluateOptions
 from prefcraft.errors import ConfigError
+from prefcraft.programs.judge import ProfileJudge
 from prefcraft.settings import Settings
 
 PROFILE = "Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom"
@@ -36,8 +39,20 @@ def demographics(data, profiles):
     return options, select_judged(options, options.methods, {}, profiles)
 
 
-def test_the_judge_is_told_the_users_profile(user_with):
-    instructions = judge_for("demographics", user_with(1, 0), None, PROFILE).judge.predict.signature.instructions
+def test_the_judge_is_dong_et_als_told_the_users_profile_and_answers_as_the_other_judges(user_with):
+    judge = judge_for("demographics", user_with(1, 0), None, PROFILE)
+    assert isinstance(judge, ProfileJudge) and judge.profile == PROFILE
+    lm = DummyLM([{"choice": "B", "certainty": "70"}])
+    with dspy.context(lm=lm):
+        prediction = judge(conversation="[user]: hi", first_completion="Hello.", second_completion="Hi there!")
+    assert (prediction.preference, prediction.certainty) == ("Second", 70)
+    sent = lm.history[0]["messages"][-1]["content"]
+    assert PROFILE in sent and "Hello." in sent and "reasoning" not in sent
+
+
+def test_the_chain_of_thought_judge_with_the_profile_in_its_instructions_is_an_option(user_with):
+    judge = judge_for("demographics", user_with(1, 0), None, PROFILE, demographics_judge="persona_judge")
+    instructions = judge.judge.predict.signature.instructions
     assert f"{DEMOGRAPHICS_HEADING}:\n===\n{PROFILE}\n===" in instructions
 
 

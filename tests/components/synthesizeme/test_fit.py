@@ -10,7 +10,7 @@ from prefcraft.settings import Settings, SmallModelProfile
 
 def fitted_file(tmp_path, config: SynthesizeMeConfig):
     metadata = {"data_digest": "abc", "model": "hosted_vllm/m", "persona_prompt": "p.json",
-                "optimizer": fit_settings(config)}
+                "optimizer": fit_settings(config, "one_order")}
     path = save_compiled(PreferenceJudge("persona"), tmp_path / "u1.json", program_name=PERSONAL_JUDGE, **metadata)
     return path, metadata
 
@@ -22,7 +22,14 @@ def test_an_unchanged_fit_is_reused(tmp_path):
 
 def test_threads_do_not_force_a_refit(tmp_path):
     path, metadata = fitted_file(tmp_path, SynthesizeMeConfig(num_threads=4))
-    assert _refit_reason(path, {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(num_threads=1))}) is None
+    settings = fit_settings(SynthesizeMeConfig(num_threads=1), "one_order")
+    assert _refit_reason(path, {**metadata, "optimizer": settings}) is None
+
+
+def test_scoring_the_candidates_in_both_orders_forces_a_refit(tmp_path):
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
+    settings = fit_settings(SynthesizeMeConfig(), "both_orders")
+    assert "validation" in _refit_reason(path, {**metadata, "optimizer": settings})
 
 
 def test_every_setting_that_changes_a_fit_is_named(tmp_path):
@@ -30,7 +37,7 @@ def test_every_setting_that_changes_a_fit_is_named(tmp_path):
     changes = ({"search": "halving"}, {"search": "exhaustive"}, {"num_persona_subsets": 3}, {"num_demo_candidates": 3},
                {"seed": 1}, {"max_demos": 7}, {"verification": "both_orders"}, {"step3_traces": "from_step1"})
     for change in changes:
-        expected = {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(**change))}
+        expected = {**metadata, "optimizer": fit_settings(SynthesizeMeConfig(**change), "one_order")}
         reason = _refit_reason(path, expected)
         assert reason is not None and "optimizer" in reason and str(next(iter(change.values()))) in reason
     reason = _refit_reason(path, {**metadata, "persona_prompt": "other.json"})
@@ -39,7 +46,7 @@ def test_every_setting_that_changes_a_fit_is_named(tmp_path):
 
 
 def test_a_judge_fitted_before_the_steps_followed_the_paper_is_fitted_again(tmp_path):
-    settings = fit_settings(SynthesizeMeConfig())
+    settings = fit_settings(SynthesizeMeConfig(), "one_order")
     assert settings["val_fraction"] == VAL_FRACTION == 0.3
     assert (settings["verification"], settings["step3_traces"], settings["search"]) == (
         "one_order", "bootstrap_with_persona", "exact")

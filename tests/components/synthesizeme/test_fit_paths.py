@@ -113,7 +113,7 @@ def test_a_judge_planted_where_a_hostile_id_points_is_neither_read_nor_resumed(o
     config = FitOptions().search_config(Settings(num_threads=1))  # all a fit here records
     planted = save_compiled(PreferenceJudge("planted"), out / f"{user_id}.json", program_name=PERSONAL_JUDGE,
                             user_id=user_id, data_digest=data_digest(data), model=Settings().task.model,
-                            persona_prompt="uncompiled", optimizer=fit_settings(config), persona="planted")
+                            persona_prompt="uncompiled", optimizer=fit_settings(config, "one_order"), persona="planted")
     assert planted.resolve() == (tmp_path / "outside.json").resolve()
     summary = fit_users(data, out)
     assert summary.resumed == {} and summary.fitted[user_id].parent == out

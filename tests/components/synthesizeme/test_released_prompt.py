@@ -6,11 +6,12 @@ import pytest
 from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
 from prefcraft.components.synthesizeme.released_prompt import import_released_persona_prompt
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.programs.persona import PersonaSynthesizer
 
-RELEASED = Path(__file__).with_name("released_persona_program.json")  # the released files' schema, our own text
+RELEASED = SAMPLE_USERS.with_name("released_persona_program.json")  # the released files' schema, our own text
 
 
 def released_state() -> dict:
