@@ -22,9 +22,10 @@ type's instances. Every count is reported beside the figures.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import dspy
 
@@ -154,8 +155,7 @@ def infer_and_match(
         outcome = InferenceOutcome(
             name=name,
             overall=_report(results, session.seed),
-            by_type={kind: _report([r for r in results if r.instance_type == kind], session.seed)
-                     for kind in INSTANCE_TYPES if any(r.instance_type == kind for r in results)},
+            by_type=_by_type(results, _report, session.seed),
             results=results,
             costs={"infer": infer_cost, **grading_costs},
         )
@@ -163,6 +163,12 @@ def infer_and_match(
                    for metric, value in report.as_metrics(f"{kind}_").items()}
         tracker.log_metrics({**outcome.overall.as_metrics(), **by_type, **_cost_metrics(outcome.costs)})
     return outcome
+
+
+def _by_type(results: Sequence[Any], summarize: Callable[[list[Any], int], Any], seed: int) -> dict[str, Any]:
+    """`summarize(results of one instance type, seed)` for each type the results hold, in INSTANCE_TYPES' order."""
+    return {kind: summarize([result for result in results if result.instance_type == kind], seed)
+            for kind in INSTANCE_TYPES if any(result.instance_type == kind for result in results)}
 
 
 def respond_and_judge(
@@ -189,8 +195,7 @@ def respond_and_judge(
         outcome = ResponseOutcome(
             method=method,
             overall=_response_scores(results, session.seed),
-            by_type={kind: _response_scores([r for r in results if r.instance_type == kind], session.seed)
-                     for kind in INSTANCE_TYPES if any(r.instance_type == kind for r in results)},
+            by_type=_by_type(results, _response_scores, session.seed),
             results=results,
             costs={"generate": generate_cost, "judge": judge_cost},
         )

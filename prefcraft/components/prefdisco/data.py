@@ -4,7 +4,8 @@ the hub dataset's layout, or the hub by name.
 A file's first line is `{"type": "metadata", ...}`; each further line is `{"type": "personalized_problem",
 "problem_id", "original_problem", "persona", "persona_preferences", "evaluation_rubric"}`. `original_problem` is the
 source row of the task's dataset, so its keys vary; `sources.normalize_problem` reads every task's shape as the
-reference does. The criteria's weights must sum to 1 (± 0.05), as the reference writes them; extra keys are ignored.
+reference does. The criteria's weights should sum to 1 (± 0.05): a row off by more is kept with a warning, as the
+reference's generator keeps it; extra keys are ignored.
 Errors name the file, the line (0-based, the metadata line included) and the field.
 
 `stellalisy/prefq-bench` holds a folder per task (`benchmark_1k/<task>/*.jsonl`; `benchmark_5k/` holds larger
@@ -324,9 +325,12 @@ def parse_scenario(row: Any, source: str, line: int, file_task: str | None = Non
             tuple(value_range) if isinstance(value_range, list) else ((value_range,) if value_range else ()),
             preference.local_importance, preference.justification))
     total = sum(criterion.weight for criterion in criteria)
-    if abs(total - 1.0) > WEIGHT_TOLERANCE:
-        raise DataError(source, line, "evaluation_rubric.evaluation_criteria.weight",
-                        f"weights sum to {total:.3f}, not 1", "weights are local_importance / their sum")
+    if total <= 0:
+        raise DataError(source, line, "evaluation_rubric.evaluation_criteria.weight", "the weights sum to 0",
+                        "weights are local_importance / their sum")
+    if abs(total - 1.0) > WEIGHT_TOLERANCE:  # the reference's generator warns and keeps the row
+        logger.warning("%s, line %s: the weights sum to %.3f, not 1 (± %s); PrefAlign divides by their sum", source,
+                       line, total, WEIGHT_TOLERANCE)
     persona_id = str(parsed.persona.get("persona_id", parsed.persona.get("id", line)))
     problem_id = problem_prefix + (parsed.problem_id.removesuffix(f"_{persona_id}") or parsed.problem_id)
     task = parsed.task or file_task or ""

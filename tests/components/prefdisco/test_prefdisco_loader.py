@@ -103,7 +103,7 @@ def test_each_source_shape_is_normalized(tmp_path, problem, question_part, answe
         {"preference": "missing", "weight": 1.0, "levels": [{"score": 1, "description": "x"}]}]}),
      "evaluation_rubric.evaluation_criteria.0.preference"),
     (scenario_row(evaluation_rubric={"evaluation_criteria": [
-        {"preference": "detail", "weight": 0.5, "levels": [{"score": 1, "description": "x"}]}]}),
+        {"preference": "detail", "weight": 0.0, "levels": [{"score": 1, "description": "x"}]}]}),
      "evaluation_rubric.evaluation_criteria.weight"),
 ])
 def test_a_bad_row_names_the_file_line_and_field(tmp_path, row, field):
@@ -111,6 +111,13 @@ def test_a_bad_row_names_the_file_line_and_field(tmp_path, row, field):
     with pytest.raises(DataError) as raised:
         load_scenarios(path)
     assert (raised.value.path, raised.value.row, raised.value.field) == (str(path), 2, field)
+
+
+def test_weights_that_miss_one_load_with_a_warning_as_the_reference_keeps_them(tmp_path, caplog):
+    row = scenario_row(evaluation_rubric={"evaluation_criteria": [
+        {"preference": "detail", "weight": 0.5, "levels": [{"score": 1, "description": "x"}]}]})
+    [scenario] = load_scenarios(write(tmp_path, [METADATA, row]))
+    assert scenario.weights == [0.5] and "line 1: the weights sum to 0.500, not 1" in caplog.text
 
 
 def test_a_repeated_scenario_and_a_non_utf8_file_are_errors(tmp_path):
