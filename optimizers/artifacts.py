@@ -3,6 +3,8 @@
 Files are written atomically (temporary file, then rename), so a crash never leaves a half-written program, and
 loading checks the program name before touching the program (DSPy's `load_state` also trial-runs on a copy).
 Programs shipped with prefcraft live in the `compiled` package, listed per program and task model in its index.json.
+Wherever a file is read, an MLflow model URI (`models:/<name>@<alias>`) reads the JSON of the model a compile logged
+(`prefcraft.model_registry`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import dspy
 from prefcraft import compiled
 from prefcraft.errors import CompiledProgramError
 from prefcraft.files import write_text_atomic
+from prefcraft.model_registry import downloaded_program, is_model_uri
 
 METADATA_KEY = "prefcraft"
 COMPILED_DIR = Path(compiled.__file__).parent
@@ -42,9 +45,15 @@ def save_compiled(program: dspy.Module, path: Path, *, program_name: str, **meta
     return path
 
 
+def local_program(path: str | Path) -> Path:
+    """`path`, or for a model URI the compiled JSON downloaded from the MLflow store."""
+    return downloaded_program(path) if is_model_uri(path) else Path(path)
+
+
 def read_program_json(path: Path, kind: str = "compiled program") -> Any:
-    """The JSON a saved program file holds; a missing or unreadable file is a CompiledProgramError naming it as
-    `kind`."""
+    """The JSON a saved program file (or model URI) holds; a missing or unreadable file is a CompiledProgramError
+    naming it as `kind`."""
+    path = local_program(path)
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -61,7 +70,8 @@ def read_metadata(path: Path) -> dict[str, Any]:
 
 
 def load_compiled(program: dspy.Module, path: Path, *, program_name: str) -> dict[str, Any]:
-    """Load state saved by `save_compiled` into `program`; returns the metadata."""
+    """Load state saved by `save_compiled` (a file or a model URI) into `program`; returns the metadata."""
+    path = local_program(path)
     metadata = read_metadata(path)
     if metadata.get("program") != program_name:
         raise CompiledProgramError(

@@ -6,7 +6,8 @@ optimizer's full evaluations made most of these calls already, so DSPy's cache a
 unless every server still answers: the optimizer scores a failed call as 0 and goes on, so a server that died during
 the compile leaves a program chosen on zeros, and its validation here may come from the cache alone. A refused
 compiled program is saved beside the results as `<program>.rejected.json` and never registered; a winner is saved to
-the requested path and, inside the compiled package, registered for the task model.
+the requested path and, inside the compiled package, registered for the task model. Either is logged as an MLflow
+model; a winner becomes the `champion` version of its registered model (`prefcraft.model_registry`).
 
 Tracking is passed in as a `prefcraft.tracking.Tracker`: MLflow's in the commands, a fake in tests.
 """
@@ -20,6 +21,7 @@ from typing import Any
 import dspy
 
 from prefcraft.evaluation import degenerate_outputs, evaluate_program
+from prefcraft.model_registry import input_example, registered_name
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, differs_from, ship_decision
 from prefcraft.optimizers.prompt_optimizer import Metric
@@ -55,12 +57,16 @@ def keep_if_better(
     save_compiled(compiled, path, program_name=program_name, model=session.task.model, score=measured, **metadata)
     registered = won and register_compiled(program_name, session.task.model, path)
     tracker.log_metrics({**measured, "won": float(won)})
-    tracker.log_file(path)
+    model_uri = tracker.log_program(
+        path, program_name, input_example(valset[0]) if valset else None,
+        {"program": program_name, "model": session.task.model, "won": won, "score": measured, **metadata},
+        registered_name(program_name, session.task.model) if won else None)
     if won:
         logger.info("the compiled %s wins: %s (%s)", program_name, reason, path)
     else:
         logger.warning("the compiled %s is not shipped: %s (%s)", program_name, reason, path)
-    return CompileVerdict(before.score, after.score, differs, path, registered, before.degenerate, after.degenerate)
+    return CompileVerdict(before.score, after.score, differs, path, registered, before.degenerate, after.degenerate,
+                          model_uri)
 
 
 def validation_score(

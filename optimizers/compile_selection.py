@@ -50,6 +50,7 @@ class CompileVerdict:
     registered: bool
     uncompiled_degenerate: int = 0
     compiled_degenerate: int = 0
+    model_uri: str | None = None  # the MLflow model it was logged as: the registered alias when it won
 
     @property
     def won(self) -> bool:
@@ -75,7 +76,8 @@ def format_verdict(verdict: CompileVerdict, score_name: str) -> str:
         outcome = f"NOT shipped: {verdict.reason}"
     return (f"  validation {score_name}: uncompiled {100 * verdict.uncompiled_score:.1f}%, compiled "
             f"{100 * verdict.compiled_score:.1f}%; degenerate outputs: uncompiled {verdict.uncompiled_degenerate}, "
-            f"compiled {verdict.compiled_degenerate}\n  {verdict.path}: {outcome}")
+            f"compiled {verdict.compiled_degenerate}\n  {verdict.path}: {outcome}"
+            + (f"\n  MLflow model: {verdict.model_uri}" if verdict.model_uri else ""))
 
 
 @dataclass(frozen=True)

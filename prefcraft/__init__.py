@@ -4,12 +4,13 @@ This package is the core: settings, model backends, the structured-output adapte
 the command line. Signatures, programs, optimizers and compiled programs are top-level packages of their own.
 
 `prefcraft.run`, `prefcraft.compile`, `prefcraft.load`, `prefcraft.models` and SynthesizeMe's `prefcraft.fit`,
-`prefcraft.load_judge` and `prefcraft.evaluate` are the Python API (`prefcraft.api`, docs/python-api.md).
+`prefcraft.load_judge`, `prefcraft.evaluate`, `prefcraft.best_of_n` and `prefcraft.judge_reward` are the Python API
+(`prefcraft.api`, docs/python-api.md).
 """
 
 __version__ = "0.1.0"
-__all__ = ["Loaded", "PersonalJudge", "Settings", "SynthesizeMeConfig", "compile", "evaluate", "fit", "load",
-           "load_judge", "models", "run"]
+__all__ = ["Loaded", "PersonalJudge", "Settings", "SynthesizeMeConfig", "best_of_n", "compile", "evaluate", "fit",
+           "judge_reward", "load", "load_judge", "models", "run"]
 
 
 def __getattr__(name: str) -> object:

@@ -11,33 +11,32 @@ own). See docs/python-api.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 
-from prefcraft.components.synthesizeme.evaluation import MethodOutcome, load_personal_judge
+from prefcraft.components.synthesizeme import rerank
+from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
 from prefcraft.components.synthesizeme.options import EvaluateOptions, FitOptions
+from prefcraft.components.synthesizeme.personal_judge import Conversation, PersonalJudge
+from prefcraft.components.synthesizeme.personal_judge import load_judge as load_judge  # the API's, re-exported
+from prefcraft.components.synthesizeme.rerank import Choice, Tournament
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
 from prefcraft.flags import settings_flag_names
-from prefcraft.loaders.personal_reward_bench import Message, format_conversation
-from prefcraft.optimizers.artifacts import load_compiled, read_metadata
+from prefcraft.optimizers.artifacts import load_compiled, local_program, read_metadata
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.options import Options, check_options
-from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import run_step
 from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings, load_settings
-
-Conversation = str | Sequence[Mapping[str, str]]
-"""One user message, or the messages so far as {"role": ..., "content": ...}."""
 
 DEFAULT_FITTED_DIR: Path = FitOptions.model_fields["fitted_dir"].default
 DEFAULT_RESULTS_DIR: Path = EvaluateOptions.model_fields["output_dir"].default
@@ -99,10 +98,11 @@ class Loaded:
 
 
 def load(path: str | Path) -> Loaded:
-    """The compiled program prefcraft saved at `path`, whichever it is (a SynthesizeMe judge or persona prompt, a
+    """The compiled program prefcraft saved at `path` (a file, or a model URI such as `models:/<name>@champion` read
+    from MLflow's current store), whichever it is (a SynthesizeMe judge or persona prompt, a
     SenseJudge judge, a CUPID inferrer, a LaMP-QA PlanPers, a PrefDisco asker): built as its metadata says, its state
     loaded. It runs on the LM of the current dspy context (inside `models()`, the task model)."""
-    path = Path(path)
+    path = local_program(path)
     metadata = read_metadata(path)
     name = metadata.get("program")
     builders = {program: build for component in COMPONENTS.values() for program, build in component.programs.items()}
@@ -113,30 +113,18 @@ def load(path: str | Path) -> Loaded:
     load_compiled(program, path, program_name=name)
     return Loaded(program, metadata)
 
-@dataclass
-class PersonalJudge:
-    """A user's fitted judge (`program`) and its compiled JSON's metadata (user, persona, scores, the fit's record)."""
-
-    program: PreferenceJudge
-    metadata: dict[str, Any]
-
-    @property
-    def persona(self) -> str:
-        return str(self.metadata["persona"])
-
-    def prefers(self, conversation: Conversation, first: str, second: str) -> Literal["First", "Second"]:
-        """Which response this judge's user is predicted to prefer. Runs on the LM of the current dspy context (inside
-        `models()`, the task model)."""
-        prediction = self.program(
-            conversation=_as_text(conversation), first_completion=first, second_completion=second
-        )
-        return prediction.preference
+def best_of_n(judge: PersonalJudge, conversation: Conversation, candidates: Sequence[str],
+              tournament: Tournament = "round_robin") -> Choice:
+    """Which of `candidates` the judge's user is predicted to prefer, each comparison judged in both orders: a round
+    robin of every pair, or a knockout (fewer calls; `prefcraft synthesizeme best-of-n`). The `Choice` holds the
+    index, each candidate's orders won and the calls made. Runs on the LM of the current dspy context."""
+    return rerank.best_of_n(judge.prefers, conversation, candidates, tournament)
 
 
-def load_judge(path: str | Path) -> PersonalJudge:
-    """The judge `fit` (or `prefcraft synthesizeme fit`) saved at `path`."""
-    program, metadata = load_personal_judge(Path(path))
-    return PersonalJudge(program, metadata)
+def judge_reward(judge: PersonalJudge, reference_column: str = "reference") -> Callable[..., list[float]]:
+    """The judge as a reward function for TRL's `GRPOTrainer` (`reward_funcs=[...]`): each completion against the
+    dataset's reference completion (`reference_column`), judged in both orders; 1.0, 0.5 or 0.0."""
+    return rerank.reward_function(judge.prefers, reference_column)
 
 
 def fit(
@@ -183,10 +171,3 @@ def _listed(users: Sequence[str] | None) -> list[str] | None:
 
 def _unreported(line: str) -> None:
     """`fit` and `evaluate` return their outcomes and print nothing."""
-
-
-def _as_text(conversation: Conversation) -> str:
-    """The conversation as the judge was fitted on it (`format_conversation`)."""
-    if isinstance(conversation, str):
-        return format_conversation([Message(role="user", content=conversation)])
-    return format_conversation(Message.model_validate(message) for message in conversation)

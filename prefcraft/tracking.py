@@ -45,6 +45,11 @@ class Tracker(Protocol):
 
     def log_file(self, path: Path) -> None: ...
 
+    def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
+                    promote_as: str | None) -> str | None:
+        """Log the compiled JSON at `path` as a model (`model_registry.log_program`); its URI, the registered alias's
+        when promoted, or None where nothing is tracked."""
+
 
 class MLflowTracker:
     """MLflow runs in the settings' store and experiment (`start_tracking`); a top-level run resumes an interrupted one
@@ -63,6 +68,13 @@ class MLflowTracker:
     def log_file(self, path: Path) -> None:
         log_file(path)
 
+    def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
+                    promote_as: str | None) -> str | None:
+        from prefcraft.model_registry import log_program
+
+        logged = log_program(path, name=name, request=request, metadata=metadata, promote_as=promote_as)
+        return logged.alias_uri or logged.model_uri
+
 
 class _NotTracked:
     """The tracker of a step that MLflow does not track: its runs are no runs, and nothing is logged."""
@@ -76,6 +88,10 @@ class _NotTracked:
 
     def log_file(self, path: Path) -> None:
         pass
+
+    def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
+                    promote_as: str | None) -> str | None:
+        return None
 
 
 NOT_TRACKED = _NotTracked()

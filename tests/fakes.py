@@ -21,6 +21,7 @@ class TrackedRun:
     nested: bool
     metrics: dict[str, float] = field(default_factory=dict)
     files: list[Path] = field(default_factory=list)
+    programs: list[tuple[Path, str, str | None]] = field(default_factory=list)  # path, name, registered as
 
 
 class FakeTracker:
@@ -45,6 +46,11 @@ class FakeTracker:
 
     def log_file(self, path: Path) -> None:
         self._active[-1].files.append(path)
+
+    def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
+                    promote_as: str | None) -> str | None:
+        self._active[-1].programs.append((path, name, promote_as))
+        return None
 
     def named(self, name: str) -> TrackedRun:
         [run] = [run for run in self.runs if run.name == name]

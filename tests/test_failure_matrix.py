@@ -9,6 +9,7 @@ real embedded server, and runs after them, are in tests/test_faults.py and tests
 """
 
 import contextlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -24,7 +25,10 @@ from sensebench_files import write_dialogues
 
 from prefcraft.backends import free_port
 from prefcraft.cli import main
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.optimizers import artifacts
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.registry import COMPONENTS
 
 SENSEJUDGE_INPUTS = Path("sensejudge")
@@ -40,6 +44,7 @@ STEPS = {
     "synthesizeme compile-persona": ["--train-users", "sample_user_01", "--val-users", "sample_user_02",
                                      "--output", "compiled/persona.json"],
     "synthesizeme demo": ["--users", "sample_user_01"],
+    "synthesizeme best-of-n": ["--judge", "judge.json", "--requests", "requests.jsonl", "--output", "runs/best.jsonl"],
     "sensejudge simulate": [*SIMULATION, "--output", "runs/pairs.jsonl"],
     "sensejudge select": ["--pairs", str(PAIRS), "--judge", "compiled/sensejudge.json", "--max-pair-descriptions", "1"],
     "sensejudge evaluate": ["--pairs", str(PAIRS), "--judge", str(JUDGE), "--output-dir", "runs"],
@@ -104,10 +109,19 @@ def workdir(tmp_path, monkeypatch, sensejudge_inputs):
     """A fresh working directory with every row's inputs; fails the test if the shipped programs changed."""
     monkeypatch.chdir(tmp_path)
     write_dialogues(tmp_path, topics=("QA", "Math"))
+    write_best_of_n_inputs(tmp_path)
     shutil.copytree(sensejudge_inputs, tmp_path / SENSEJUDGE_INPUTS)
     shipped = shipped_programs()
     yield tmp_path
     assert shipped_programs() == shipped
+
+
+def write_best_of_n_inputs(folder: Path) -> None:
+    """A fitted judge and one request of three candidates: what `synthesizeme best-of-n` reads."""
+    save_compiled(PreferenceJudge("Likes short answers."), folder / "judge.json", program_name=PERSONAL_JUDGE,
+                  user_id="u1", persona="Likes short answers.")
+    request = {"conversation": "How do I boil an egg?", "candidates": ["Boil it.", "Boil it for nine minutes.", "Fry."]}
+    (folder / "requests.jsonl").write_text(json.dumps(request) + "\n")
 
 
 def argv(step: str, *settings: str) -> list[str]:

@@ -16,9 +16,9 @@ ROOT = Path(__file__).resolve().parent.parent
 Graph = Mapping[str, set[str]]
 LAYERS = ("core", "prefcraft.signatures", "prefcraft.programs", "prefcraft.optimizers", "prefcraft.components", "top")
 TOP = ("prefcraft", "prefcraft.api", "prefcraft.cli", "prefcraft.commands", "prefcraft.experiments", "prefcraft.flags",
-       "prefcraft.registry", "prefcraft.runner", "prefcraft.sweeps", "prefcraft.tour_report", "prefcraft.html_report",
-       "prefcraft.html_report.collect", "prefcraft.html_report.page", "prefcraft.html_report.results",
-       "prefcraft.html_report.sections")
+       "prefcraft.registry", "prefcraft.runner", "prefcraft.served_program", "prefcraft.sweeps",
+       "prefcraft.tour_report", "prefcraft.html_report", "prefcraft.html_report.collect", "prefcraft.html_report.page",
+       "prefcraft.html_report.results", "prefcraft.html_report.sections")
 """The command line, runner and API: the modules that read the component registry, and all of prefcraft.commands. The
 report's building blocks (`prefcraft.html_report.blocks`, `records`, `plots`) are the core's: components draw with
 them."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -221,6 +221,14 @@ JUDGE_INPUTS = ("conversation", "first_completion", "second_completion")
 
 def format_conversation(messages: Iterable[Message]) -> str:
     return "\n".join(f"[{message.role}]: {message.content}" for message in messages)
+
+
+def as_conversation_text(conversation: str | Iterable[Mapping[str, str]]) -> str:
+    """One user message, or the messages so far as {"role": ..., "content": ...}, as a judge was fitted on them
+    (`format_conversation`)."""
+    if isinstance(conversation, str):
+        return format_conversation([Message(role="user", content=conversation)])
+    return format_conversation(Message.model_validate(message) for message in conversation)
 
 
 def pair_id(pair: PreferencePair) -> str:

@@ -92,6 +92,7 @@ def test_the_gate_refuses_a_compile_whose_outputs_echo_the_field_name_and_logs_t
     saved = json.loads(verdict.path.read_text())["prefcraft"]["score"]
     assert saved["val_degenerate_compiled"] == 3
     assert not (tmp_path / "shipped.json").exists()
+    assert verdict.model_uri.startswith("models:/m-") and mlflow.MlflowClient().search_registered_models() == []
 
 
 def test_the_gate_counts_no_degenerate_output_in_real_text(standin, tmp_path):
@@ -99,6 +100,6 @@ def test_the_gate_counts_no_degenerate_output_in_real_text(standin, tmp_path):
     verdict, run = _gate(Answered, standin, tmp_path, lambda example, prediction: 0.5, tracker)
     assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (0, 0)
     assert run.metrics["val_degenerate_compiled"] == 0 and "did not beat" in verdict.reason  # equal scores
-    assert run.files == [tmp_path / "program.rejected.json"]
+    assert run.programs == [(tmp_path / "program.rejected.json", "program", None)]  # logged as a model, not promoted
     assert [(child.name, child.nested, child.metrics["val_score"]) for child in tracker.runs[1:]] == [
         ("uncompiled-on-val", True, 0.5), ("compiled-on-val", True, 0.5)]

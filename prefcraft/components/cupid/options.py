@@ -44,8 +44,8 @@ class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_de
 class _Judging(DataOptions):
     variants: OneOrMore[InferrerVariant] = option(["all"], VARIANT_HELP)
     compiled: FilePath | None = option(
-        None, "compiled inferrer to compare (default: the one compiled/index.json registers for the task model, "
-        "if any)")
+        None, "compiled inferrer to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
+        "the one compiled/index.json registers for the task model, if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
     split: Literal["train", "val", "test", "all"] = option(
         "test", "which instances to evaluate: a split by persona (the test personas by default), or all of them, "

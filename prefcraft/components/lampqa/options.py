@@ -75,8 +75,8 @@ class _Methods(DataOptions):
         "no personalization, RAG over the profile, RAG over a random other user's profile (seeded: the paper's "
         "control), PlanPers (plan the aspects, then answer)")
     compiled: FilePath | None = option(
-        None, "compiled PlanPers to compare (default: the one compiled/index.json registers for the task model, "
-        "if any)")
+        None, "compiled PlanPers to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
+        "the one compiled/index.json registers for the task model, if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled PlanPers", flag="--no-shipped")
 
     @property

@@ -58,8 +58,8 @@ class _Conditions(DataOptions):
         None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding")
     collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
     compiled: FilePath | None = option(
-        None, "compiled asker to compare (default: the one compiled/index.json registers for the task model, "
-        "if any)")
+        None, "compiled asker to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
+        "the one compiled/index.json registers for the task model, if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled asker", flag="--no-shipped")
 
 

@@ -2,8 +2,8 @@
 
 Steps: `fit` (one personal judge per user: persona from verified reasoning, searched demos), `evaluate` (a split's
 pairs judged in both orders against the baselines), `compile-persona` (the persona prompt optimized once),
-`import-persona-prompt` (the paper's released persona prompt, for `fit`) and `demo` (fit sample users, then compare
-with the default judge).
+`import-persona-prompt` (the paper's released persona prompt, for `fit`), `demo` (fit sample users, then compare
+with the default judge) and `best-of-n` (a fitted judge picks the best of n candidate responses).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from prefcraft.components.component import Comparison, Component, Demo, Step, de
 at = deferred_in(__package__)
 
 HELP = ("SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, import-persona-prompt, "
-        "demo)")
+        "demo, best-of-n)")
 # The tour fits two held-out users (the demo fits three): the whole tour stays under 15 minutes.
 TOUR_USERS = ["sample_user_07", "sample_user_08"]
 
@@ -44,6 +44,9 @@ COMPONENT = Component(
                                       models=False, tracked=False),
         "demo": Step("fit sample users, compare with the default judge", at("options", "DemoOptions"),
                      at("demo", "demo"), at("report", "format_demo"), at("evaluation", "load_users")),
+        "best-of-n": Step("pick the best of each request's candidate responses with a user's fitted judge",
+                          at("options", "BestOfNOptions"), at("best_of_n", "choose"),
+                          at("best_of_n", "format_choices"), at("best_of_n", "load_requests")),
     },
     run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
     demo=Demo(lambda _: ["demo", "--users", *TOUR_USERS], compare),

@@ -18,7 +18,8 @@ from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.executors import ray_map
 from prefcraft.files import path_in
 from prefcraft.lm import cache_directory, check_reachable
-from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, train_val_split
+from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_examples, train_val_split
+from prefcraft.model_registry import input_example, registered_name
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
@@ -150,7 +151,7 @@ def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
             with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
                 with metered_prompt_cache(fit.model.api_base) as server:
                     judge = compile_judge(fit)
-                finish.save(user_id, judge, server.usage)
+                finish.save(fit.user, judge, server.usage)
         except ServerError:
             raise
         except PrefcraftError as error:
@@ -166,7 +167,7 @@ def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) 
             finish.skip(user_id, judge)
             continue
         with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
-            finish.save(user_id, judge, None)
+            finish.save(job.fit.user, judge, None)
 
 
 @dataclass
@@ -179,14 +180,20 @@ class _FitWriter:
     summary: FitSummary
     metadata: dict[str, object]
 
-    def save(self, user_id: str, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
-        record = judge.fit_record
+    def save(self, user: UserPairs, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
+        """The user's judge saved, and logged as the `champion` of the user's registered model: a fit has no ship
+        gate, so the newest fit is the one the user's judge is."""
+        record, user_id = judge.fit_record, user.user_id
         if any(record.failed_calls.values()):
             check_reachable(self.session.task, "task")  # calls failed because the server died: not a fit
         path = fitted_path(self.output_dir, user_id)
         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
                       score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)
         self.tracker.log_metrics({**_record_metrics(record), **(prompt_cache.as_metrics() if prompt_cache else {})})
+        pairs = user.val or user.train
+        request = input_example(judge_examples(pairs[0])[0]) if pairs else None
+        self.tracker.log_program(path, PERSONAL_JUDGE, request, {"user_id": user_id, **self.metadata},
+                                 registered_name(PERSONAL_JUDGE, self.session.task.model, user_id))
         self.summary.fitted[user_id] = path
 
     def skip(self, user_id: str, reason: str) -> None:

@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders
 from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
+from prefcraft.components.synthesizeme.rerank import Tournament
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.executors import Executor, ExecutorOptions
 from prefcraft.optimizers.options import optimizer_options
@@ -75,8 +76,8 @@ class _Search(Options):
 
 class _Fit(_Search):
     persona_prompt: FilePath | None = option(
-        None, "compiled persona prompt JSON (default: the one compiled/index.json registers for the task model, if "
-        "any, else the uncompiled prompt)")
+        None, "compiled persona prompt: a JSON file or an MLflow model URI (models:/<name>@champion) (default: the "
+        "one compiled/index.json registers for the task model, if any, else the uncompiled prompt)")
     fitted_dir: FilePath = option(FITTED_DIR, "where fitted users go")
 
 
@@ -158,3 +159,13 @@ def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
     profile = settings.small_model_profile()
     return max_demos if max_demos is not None else profile.max_demos if profile else None
 
+
+class BestOfNOptions(Options):
+    judge: FilePath = option(..., "a fitted user's judge: the JSON fit wrote (runs/fitted/<user>.json) or an MLflow "
+                             "model URI (models:/personal_judge-<user>-<model>@champion)")
+    requests: FilePath = option(..., 'JSONL file, one request a line: {"conversation": "..." or [{"role": ..., '
+                                '"content": ...}, ...], "candidates": ["...", ...]}')
+    tournament: Tournament = option(
+        "round_robin", "every pair of candidates judged in both orders, the most orders won winning (n(n-1) calls), "
+        "or a knockout: each next candidate challenges the best so far, both orders (2(n-1) calls)")
+    output: FilePath = option(Path("runs/best_of_n.jsonl"), "where each request's choice goes")

@@ -98,7 +98,7 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     run = tracker.named("lampqa-compile")
     assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2
     assert run.metrics["won"] == 0 and run.metrics["lm_calls"] == outcome.usage.calls
-    assert run.files == [verdict.path]
+    assert run.programs == [(verdict.path, "lampqa_planner", None)]  # logged as a model, not promoted
 
 
 def test_the_demo_and_compile_flags():
