@@ -168,9 +168,11 @@ def test_prefdisco_evaluate_counts_truncated_replies_as_failures_not_scores(
     assert [(row[1], row[2], row[-2], row[-1]) for row in table] == [("baseline", "-", "1", "0"),
                                                                      ("oracle", "-", "1", "0"),
                                                                      ("discovery", "-", "1", "0")]
-    # Two identical requests per dialogue reach the server: the unparseable reply leaves the cache before the call is
-    # made again within the run, so the second attempt is not answered from the cache
-    assert out.count("generation 2.0 calls") == 3 and out.count(", 1 failed, 0 degenerate;") == 3
+    # Two identical requests per answering dialogue reach the server: the unparseable reply leaves the cache before the
+    # call is made again within the run, so the second attempt is not answered from the cache. The fixed-count asker's
+    # one request is cut in half to an empty question, which fails its dialogue at once.
+    assert out.count("generation 2.0 calls") == 2 and out.count("generation 1.0 calls") == 1
+    assert out.count(", 1 failed, 0 degenerate;") == 3
     [parent] = parent_runs(tmp_path)
     assert parent.info.status == "FINISHED"
     assert not [name for name in parent.data.metrics if name.endswith(("pref_align", "accuracy", "questions"))]

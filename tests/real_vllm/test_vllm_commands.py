@@ -61,7 +61,9 @@ def run_served(command: list[str], workdir, server, table) -> LMUsage:
 @pytest.mark.parametrize("step", COMMANDS)
 def test_the_smallest_evaluation_finishes_and_counts_what_the_server_served(step, vllm_server, workdir, table):
     usage = run_served(argv(step), workdir, vllm_server, table)
-    assert usage.unparsed == 0  # with the small-model profile on, which follows the bundled model onto vLLM
+    # With the small-model profile on (it follows the bundled model onto vLLM), a reply fails to parse only when the
+    # server cut it at max_tokens: the 135M model repeating itself inside a field, not a reply the adapter misread.
+    assert usage.unparsed <= usage.cut_short
 
 
 def test_the_smallest_miprov2_compile_finishes_and_counts_what_the_server_served(vllm_server, workdir, table):
