@@ -76,14 +76,11 @@ def log_program(path: Path, *, name: str, request: dict[str, str] | None, metada
     return LoggedProgram(info.model_uri, promote_as, str(version.version))
 
 
-def downloaded_program(uri: str | Path, tracking_uri: str | None = None) -> Path:
-    """The compiled JSON of the model at `uri` (`models:/...`), downloaded from the tracking store (`tracking_uri`,
-    else MLflow's current one)."""
+def downloaded_program(uri: str | Path) -> Path:
+    """The compiled JSON of the model at `uri` (`models:/...`), downloaded from MLflow's current tracking store."""
     import mlflow
     from mlflow.exceptions import MlflowException
 
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
     try:
         folder = Path(mlflow.artifacts.download_artifacts(artifact_uri=str(uri)))
     except MlflowException as error:

@@ -38,6 +38,11 @@ class BestOfNOutcome:
     def calls(self) -> int:
         return sum(choice.calls for choice in self.choices)
 
+    @property
+    def failed(self) -> int:
+        """Judge calls that gave no preference."""
+        return sum(choice.failed for choice in self.choices)
+
 
 def load_requests(options: BestOfNOptions) -> list[Request]:
     """The requests file's rows, each checked; the first bad one is a DataError naming its row and field."""
@@ -66,14 +71,12 @@ def choose(options: BestOfNOptions, run: StepRun) -> BestOfNOutcome:
             choices.append(best_of_n(judge.prefers, conversation, request.candidates, options.tournament))
         rows = [{"request": index, "best": choice.best, "response": request.candidates[choice.best], **asdict(choice)}
                 for index, (request, choice) in enumerate(zip(run.loaded, choices, strict=True))]
-        output = write_results(run.tracker, options.output, rows)
-        run.tracker.log_metrics({"judge_calls": sum(choice.calls for choice in choices),
-                                 "judge_calls_failed": sum(choice.failed for choice in choices)})
-    return BestOfNOutcome(choices, output, options.tournament)
+        outcome = BestOfNOutcome(choices, write_results(run.tracker, options.output, rows), options.tournament)
+        run.tracker.log_metrics({"judge_calls": outcome.calls, "judge_calls_failed": outcome.failed})
+    return outcome
 
 
 def format_choices(outcome: BestOfNOutcome) -> str:
     per_choice = outcome.calls / len(outcome.choices)
-    failed = sum(choice.failed for choice in outcome.choices)
     return (f"best of n ({outcome.tournament}, both orders): {len(outcome.choices)} requests, {outcome.calls} judge "
-            f"calls ({per_choice:.1f} per choice, {failed} without a preference); choices in {outcome.output}")
+            f"calls ({per_choice:.1f} per choice, {outcome.failed} without a preference); choices in {outcome.output}")
