@@ -21,6 +21,9 @@ from prefcraft.errors import CompiledProgramError
 MODEL_URI_PREFIX = "models:/"
 CHAMPION = "champion"
 PROGRAM_ARTIFACT = "program"  # the compiled JSON's key among the model's artifacts
+# The tags on the run that logged a program, for the report's links: its logged model, and the version it became.
+MODEL_ID_TAG = "prefcraft.model_id"
+REGISTERED_TAG, VERSION_TAG = "prefcraft.registered_model", "prefcraft.model_version"
 SERVED_PROGRAM = Path(__file__).with_name("served_program.py")
 
 
@@ -69,10 +72,12 @@ def log_program(path: Path, *, name: str, request: dict[str, str] | None, metada
         input_example=request, metadata={"prefcraft": dict(metadata)},
         pip_requirements=[f"prefcraft=={_version()}"],
     )
+    mlflow.set_tag(MODEL_ID_TAG, info.model_id)
     if promote_as is None:
         return LoggedProgram(info.model_uri)
     version = mlflow.register_model(info.model_uri, promote_as)
     mlflow.MlflowClient().set_registered_model_alias(promote_as, CHAMPION, version.version)
+    mlflow.set_tags({REGISTERED_TAG: promote_as, VERSION_TAG: str(version.version)})
     return LoggedProgram(info.model_uri, promote_as, str(version.version))
 
 

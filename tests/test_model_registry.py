@@ -20,6 +20,7 @@ from dspy.utils.dummies import DummyLM
 import prefcraft
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.errors import CompiledProgramError
+from prefcraft.html_report import write_report
 from prefcraft.model_registry import CHAMPION, input_example, log_program, registered_name
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
@@ -74,6 +75,20 @@ def test_a_program_that_lost_is_logged_but_never_registered(store):
     assert logged.registered_name is None and logged.model_uri.startswith("models:/m-")
     assert mlflow.MlflowClient().search_registered_models() == []
     assert prefcraft.load(logged.model_uri).metadata["user_id"] == "u1"
+
+
+def test_the_report_links_each_logged_program_to_its_model_and_version_in_the_mlflow_ui(store):
+    name = registered_name(PERSONAL_JUDGE, "SmolLM2-135M-Instruct", "u1")
+    promoted = logged_judge(store, "Likes short answers.", promote_as=name)
+    lost = logged_judge(store, "Likes long answers.", promote_as=None)
+    html = write_report(mlflow.get_tracking_uri(), "registry", store / "report.html", max_runs=5,
+                        mlflow_ui="http://ui:5000/").read_text()
+    experiment = mlflow.get_experiment_by_name("registry").experiment_id
+    for logged in (promoted, lost):
+        model_id = logged.model_uri.removeprefix("models:/")
+        assert f'<a href="http://ui:5000/#/experiments/{experiment}/models/{model_id}">{model_id}</a>' in html
+    assert f'<a href="http://ui:5000/#/models/{name}/versions/1">{name} v1</a>' in html
+    assert html.count("not promoted: it lost the ship gate") == 1
 
 
 def test_an_unknown_model_is_one_clear_error(store):

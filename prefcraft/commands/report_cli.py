@@ -28,12 +28,15 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="the page to write")
     parser.add_argument("--runs", type=Bounded(int, ge=1), default=DEFAULT_RUNS,
                         help="the N most recent top-level runs, with everything under them")
+    parser.add_argument("--mlflow-ui", metavar="URL",
+                        help="the MLflow UI the compiled programs link to (default: the tracking server, or "
+                        "http://127.0.0.1:5000 where `mlflow ui` listens over a local store)")
 
 
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Path:
     """Writes the report; returns its path."""
     from prefcraft.html_report import write_report
 
-    path = write_report(settings.tracking_uri, settings.experiment, args.output, args.runs)
+    path = write_report(settings.tracking_uri, settings.experiment, args.output, args.runs, args.mlflow_ui)
     echo(f"report of experiment {settings.experiment} ({settings.tracking_uri}) written to {path}")
     return path

@@ -13,8 +13,9 @@ from pathlib import Path
 from prefcraft.files import write_text_atomic
 
 
-def write_report(uri: str, experiment: str, output: Path, max_runs: int) -> Path:
-    """The report of the `max_runs` most recent top-level runs of `experiment` in the store at `uri`."""
+def write_report(uri: str, experiment: str, output: Path, max_runs: int, mlflow_ui: str | None = None) -> Path:
+    """The report of the `max_runs` most recent top-level runs of `experiment` in the store at `uri`, its compiled
+    programs linked to the MLflow UI at `mlflow_ui` (`default_mlflow_ui(uri)` when not given)."""
     # Imported here: the components' report hooks import this package's `blocks` while the registry loads, and these
     # modules read the registry (and load matplotlib, which a command that draws nothing should not wait for).
     from prefcraft.html_report.collect import read_store
@@ -26,9 +27,15 @@ def write_report(uri: str, experiment: str, output: Path, max_runs: int) -> Path
         sweeps_section,
         trajectories_section,
     )
-    from prefcraft.html_report.sections import cost_section, runs_section
+    from prefcraft.html_report.sections import cost_section, programs_section, runs_section
 
     store = read_store(uri, experiment, max_runs)
-    sections = [runs_section(store), sweeps_section(store), trajectories_section(store), comparisons_section(store),
-                spreads_section(store), *component_sections(store), cost_section(store)]
+    sections = [runs_section(store), programs_section(store, mlflow_ui or default_mlflow_ui(uri)),
+                sweeps_section(store), trajectories_section(store), comparisons_section(store), spreads_section(store),
+                *component_sections(store), cost_section(store)]
     return write_text_atomic(output, render(store, sections))
+
+
+def default_mlflow_ui(uri: str) -> str:
+    """A tracking server's UI is the server itself; a local store's is where `mlflow ui` listens by default."""
+    return uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"

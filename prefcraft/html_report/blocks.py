@@ -24,10 +24,17 @@ class Plot:
     caption: str = ""
 
 
+class Link(NamedTuple):
+    """A table cell that links elsewhere (the MLflow UI)."""
+
+    text: str
+    href: str
+
+
 @dataclass(frozen=True)
 class Table:
     header: tuple[str, ...]
-    rows: list[tuple[str, ...]]
+    rows: list[tuple[str | Link, ...]]
     failed: frozenset[int] = frozenset()
     """Indices of rows shown as failed."""
     title: str = ""

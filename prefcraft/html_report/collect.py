@@ -18,7 +18,8 @@ from typing import Any
 from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
 from prefcraft.html_report.blocks import number
-from prefcraft.html_report.records import RunRecord
+from prefcraft.html_report.records import ProgramModel, RunRecord
+from prefcraft.model_registry import MODEL_ID_TAG, REGISTERED_TAG, VERSION_TAG
 from prefcraft.registry import COMPONENTS
 
 # The run each component's steps start, and that component.
@@ -38,6 +39,7 @@ PAGE_SIZE = 1000
 class Store:
     uri: str
     experiment: str
+    experiment_id: str
     runs: list[RunRecord]
     """Top-level runs, newest first, each holding its descendants."""
 
@@ -80,7 +82,7 @@ def read_store(uri: str, experiment: str, max_runs: int) -> Store:
             top.append(record)
         else:
             parent.children.insert(0, record)
-    store = Store(uri, experiment, top[:max_runs])
+    store = Store(uri, experiment, found.experiment_id, top[:max_runs])
     for _, run in store.command_runs():  # a sweep before the commands under it
         if run.is_compile:
             run.histories = _histories(client, run)
@@ -110,10 +112,12 @@ def _check_exists(uri: str) -> None:
 
 def _record(run: Any) -> RunRecord:
     info, data = run.info, run.data
-    name = info.run_name or info.run_id
+    name, tags = info.run_name or info.run_id, data.tags
+    program = (ProgramModel(tags[MODEL_ID_TAG], tags.get(REGISTERED_TAG, ""), tags.get(VERSION_TAG, ""))
+               if MODEL_ID_TAG in tags else None)
     return RunRecord(run_id=info.run_id, name=name, status=info.status, start_ms=info.start_time,
                      end_ms=info.end_time, params=dict(data.params), metrics=dict(data.metrics),
-                     parent_id=data.tags.get("mlflow.parentRunId"), component=_started_by(name))
+                     parent_id=tags.get("mlflow.parentRunId"), component=_started_by(name), program=program)
 
 
 def _started_by(name: str) -> str:

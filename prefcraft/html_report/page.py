@@ -7,7 +7,7 @@ import re
 from datetime import datetime
 from html import escape
 
-from prefcraft.html_report.blocks import Details, Plot, Section, Table
+from prefcraft.html_report.blocks import Details, Link, Plot, Section, Table
 from prefcraft.html_report.collect import Store
 
 STYLE = """
@@ -59,7 +59,7 @@ def _block(block: Plot | Table | Details) -> str:
         head = "".join(f"<th>{escape(cell)}</th>" for cell in block.header)
         rows = []
         for number, row in enumerate(block.rows):
-            cells = "".join(f'<td{" class=status" if index == status else ""}>{escape(cell)}</td>'
+            cells = "".join(f'<td{" class=status" if index == status else ""}>{_cell(cell)}</td>'
                             for index, cell in enumerate(row))
             rows.append(f'<tr{" class=failed" if number in block.failed else ""}>{cells}</tr>')
         caption = f"<caption>{escape(block.title)}</caption>" if block.title else ""
@@ -67,6 +67,12 @@ def _block(block: Plot | Table | Details) -> str:
     rows = "".join(f"<tr><td>{escape(name)}</td><td>{escape(value)}</td></tr>" for name, value in block.rows)
     opened = ' class="failed" open' if block.open else ""
     return f"<details{opened}><summary>{escape(block.summary)}</summary><table>{rows}</table></details>"
+
+
+def _cell(cell: str | Link) -> str:
+    if isinstance(cell, Link):
+        return f'<a href="{escape(cell.href)}">{escape(cell.text)}</a>'
+    return escape(cell)
 
 
 def _anchor(title: str) -> str:

@@ -9,6 +9,15 @@ from datetime import datetime
 TRIAL = re.compile(r"trial-\d+")
 
 
+@dataclass(frozen=True)
+class ProgramModel:
+    """The compiled program a run logged as an MLflow model, and the registered version it became, if promoted."""
+
+    model_id: str
+    registered_name: str = ""
+    version: str = ""
+
+
 @dataclass
 class RunRecord:
     run_id: str
@@ -30,7 +39,7 @@ class RunRecord:
     pareto: list[int] | None = None
     """For a sweep: the trials of its study's Pareto front (the best, for one objective), as its pareto.json lists
     them; None where it logged none (a sweep that stopped)."""
-
+    program: ProgramModel | None = None
 
     @property
     def is_command(self) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefcraft.html_report.blocks import Details, Plot, Section, Table, number
+from prefcraft.html_report.blocks import Details, Link, Plot, Section, Table, number
 from prefcraft.html_report.collect import Store, charts_of
 from prefcraft.html_report.plots import bar_panels
 from prefcraft.html_report.records import RunRecord
@@ -37,6 +37,26 @@ def runs_section(store: Store) -> Section:
                    "trials are indented beneath it. What each run logged, children included, is listed below the "
                    "table.",
                    "The experiment holds no runs: any prefcraft command logs one.", [table, *details] if rows else [])
+
+
+def programs_section(store: Store, mlflow_ui: str) -> Section:
+    """Each compiled program a run logged as an MLflow model, linked to its page in the MLflow UI at `mlflow_ui`."""
+    ui = mlflow_ui.rstrip("/")
+    rows = []
+    for _, command in store.command_runs():
+        for run in [command, *(child for child in command.children if not child.is_command)]:
+            if (program := run.program) is None:
+                continue
+            logged = Link(program.model_id, f"{ui}/#/experiments/{store.experiment_id}/models/{program.model_id}")
+            version = (Link(f"{program.registered_name} v{program.version}",
+                            f"{ui}/#/models/{program.registered_name}/versions/{program.version}")
+                       if program.registered_name else "not promoted: it lost the ship gate")
+            rows.append((command.label, run.name if run is not command else "-", logged, version))
+    return Section("Compiled programs", "The program each compile or fit logged as an MLflow model; a winner of the "
+                   "ship gate (and every fitted judge) is a version of a registered model, the alias `champion` on "
+                   f"the newest. Links open the MLflow UI at {ui} (`mlflow ui --backend-store-uri {store.uri}`).",
+                   "No run logged a compiled program: a compile or a SynthesizeMe fit does.",
+                   [Table(("command", "run", "logged model", "registered version"), rows)] if rows else [])
 
 
 def cost_section(store: Store) -> Section:

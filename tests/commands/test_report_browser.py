@@ -27,7 +27,11 @@ from matplotlib.image import imread
 
 from prefcraft.backends import free_port
 from prefcraft.cli import main
+from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.html_report.sections import number
+from prefcraft.model_registry import CHAMPION, log_program, registered_name
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.programs.judge import PreferenceJudge
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [
@@ -124,17 +128,29 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
     accuracy = runs["evaluate"].data.metrics["default_accuracy"]
     f1 = runs["infer-all"].data.metrics["f1"]
 
+    judge = registered_name(PERSONAL_JUDGE, "SmolLM2-135M-Instruct", "sample_user_07")
+    path = save_compiled(PreferenceJudge("Likes short answers."), tmp_path / "judge.json", program_name=PERSONAL_JUDGE,
+                         user_id="sample_user_07", persona="Likes short answers.")
+    with mlflow.start_run(run_name="fit"):  # what a SynthesizeMe fit logs for its user (tested in test_model_registry)
+        log_program(path, name=PERSONAL_JUDGE, request=None, metadata={"user_id": "sample_user_07"}, promote_as=judge)
+
+    experiment_id = mlflow.get_experiment_by_name("prefcraft").experiment_id
     site = tmp_path / "site"
-    assert main(["report", "--tracking-uri", uri, "--output", str(site / "report.html")]) == 0
-    with served(site) as base:
-        report = rendered_dom(f"{base}/report.html", tmp_path / "chromium", ["Cost"])
+    with mlflow_server(uri, tmp_path) as ui:
+        assert main(["report", "--tracking-uri", uri, "--output", str(site / "report.html"), "--mlflow-ui", ui]) == 0
+        with served(site) as base:
+            report = rendered_dom(f"{base}/report.html", tmp_path / "chromium", ["Cost"])
+        expected = ["prefcraft", "cupid-evaluate", "cupid-compile"]
+        page = rendered_dom(f"{ui}/#/experiments/{experiment_id}/runs", tmp_path / "chromium", expected)
+        [version_link] = re.findall(r'<a href="([^"]+)">' + re.escape(f"{judge} v1") + "</a>", report)
+        version_page = rendered_dom(version_link, tmp_path / "chromium", [judge, CHAMPION])
     for name in ("evaluate", "sample_user_07", "cupid-evaluate", "infer-all", "respond-gold"):
         assert name in report, name
     assert f"<td>default_accuracy</td><td>{number(accuracy)}</td>" in report
     assert f"<td>infer-all: f1</td><td>{number(f1)}</td>" in report  # a child run's, listed under its command
     assert re.search(r'<tr class="failed"><td>cupid-compile</td>.*?<td class="status">FAILED</td>', report)
     for heading in ("Optimizer trajectories", "Baseline against personalized", "Spread over users and categories",
-                    "Cost"):
+                    "Compiled programs", "Cost"):
         assert f"<h2>{heading}</h2>" in report
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', report)
     assert len(images) >= 5  # trajectory, two comparisons, two spreads, cost
@@ -142,10 +158,9 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
         pixels = imread(io.BytesIO(base64.b64decode(data)), format="png")
         assert pixels.shape[0] > 100 and pixels.shape[1] > 100 and pixels.std() > 0
 
-    experiment_id = mlflow.get_experiment_by_name("prefcraft").experiment_id
-    with mlflow_server(uri, tmp_path) as ui:
-        expected = ["prefcraft", "cupid-evaluate", "cupid-compile"]
-        page = rendered_dom(f"{ui}/#/experiments/{experiment_id}/runs", tmp_path / "chromium", expected)
     for text in expected:
         assert text in page, f"{text} not rendered by the MLflow UI"
     assert re.search(r">evaluate<", page), "the evaluate run not rendered by the MLflow UI"
+    # The report's link opens the judge's registered version in the MLflow UI, its alias beside it.
+    assert version_link == f"{ui}/#/models/{judge}/versions/1"
+    assert judge in version_page and CHAMPION in version_page, "the model version not rendered by the MLflow UI"
