@@ -92,6 +92,19 @@ def test_the_fit_command_passes_the_executor_and_the_address_on(monkeypatch):
 # two real servers
 
 
+def short_sample(path):
+    """The sample users' file with each user's first 3 train and 2 validation pairs."""
+    kept, taken = [], {}
+    for line in SAMPLE_USERS.read_text().splitlines():
+        row = json.loads(line)
+        key = (row["user_id"], row["split"])
+        taken[key] = taken.get(key, 0) + 1
+        if taken[key] <= {"train": 3, "val": 2}.get(row["split"], 0):
+            kept.append(line)
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
 @pytest.mark.server
 def test_two_ray_workers_fit_sample_users_through_two_real_servers(two_ray_workers, tmp_path):
     server_settings = ServerSettings(log_dir=tmp_path / "logs", n_threads=1, slots=2)
@@ -100,11 +113,14 @@ def test_two_ray_workers_fit_sample_users_through_two_real_servers(two_ray_worke
         model = ModelSettings(api_bases=[server.base_url for server in servers], max_tokens=256, timeout_s=300)
         settings = Settings(task=model, serve=False, cache_dir=tmp_path / "cache",
                             tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
-        config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, max_demos=2, num_threads=2)
+        # Ray and two servers are what is tested here: a short fit (3 train and 2 validation pairs a user, step 3
+        # from step 1's traces) keeps it to a minute or two of CI.
+        config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, max_demos=2, num_threads=2,
+                                    step3_traces="from_step1")
         before = [read_prompt_cache(server.base_url) for server in servers]
 
-        summary = api.fit(settings, data=SAMPLE_USERS, fitted_dir=tmp_path / "fitted", users=SAMPLE_USER_IDS,
-                          config=config, executor="ray")
+        summary = api.fit(settings, data=short_sample(tmp_path / "users.jsonl"), fitted_dir=tmp_path / "fitted",
+                          users=SAMPLE_USER_IDS, config=config, executor="ray")
 
         assert set(summary.fitted) == set(SAMPLE_USER_IDS)
         assert all(read_metadata(path)["record"]["persona"] for path in summary.fitted.values())

@@ -2,8 +2,6 @@
 structured-output configuration named once, and a command killed mid-way on the real vLLM, then resumed."""
 
 import contextlib
-import multiprocessing
-import os
 import signal
 import subprocess
 import sys
@@ -20,7 +18,6 @@ from test_failure_matrix import argv
 from test_vllm_dialects import CALLS
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
 from prefcraft.lm import build_adapter, build_lm
 from prefcraft.routing import CompactReplies
 from prefcraft.settings import ModelSettings
@@ -84,33 +81,45 @@ def test_prefcraft_serve_starts_vllm_answers_and_stops_leaving_nothing(vllm_exec
         time.sleep(0.5)
 
 
-def run_in_background(arguments: list[str]) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with open(os.devnull, "w") as quiet:
-        os.dup2(quiet.fileno(), 1)
-        os.dup2(quiet.fileno(), 2)
-        sys.exit(main(arguments))
+def prefcraft_command(arguments: list[str], folder: Path) -> subprocess.Popen:
+    """The command in a process of its own (not forked from this multi-threaded one), its output in `folder`."""
+    with (folder / "command.log").open("ab") as log:
+        return subprocess.Popen([sys.executable, "-m", "prefcraft.cli", *arguments], cwd=folder, stdout=log,
+                                stderr=subprocess.STDOUT)
 
 
-def test_a_command_killed_midway_resumes_and_sends_no_completed_call_again(vllm_server, tmp_path, monkeypatch):
-    """SIGKILL leaves no chance to clean up: the run stays RUNNING, the calls answered before are in DSPy's cache."""
-    monkeypatch.chdir(tmp_path)
+def test_a_command_killed_midway_resumes_and_sends_no_completed_call_again(vllm_server, tmp_path):
+    """SIGKILL leaves no chance to clean up: the run stays RUNNING, the calls answered before are in DSPy's cache.
+    Each wait is bounded: a command or a server that hangs fails the test with both logs."""
     step = "cupid evaluate"
+
+    def logs() -> str:
+        return (f"command:\n{(tmp_path / 'command.log').read_text()[-3000:]}\n"
+                f"vLLM:\n{vllm_server.log_path.read_text(errors='replace')[-3000:]}")
+
     with fault_proxy(vllm_server.base_url) as proxy:
         arguments = argv(step, *flags(tmp_path, proxy.base_url), "--task-structured-output", "vllm")
-        process = multiprocessing.get_context("fork").Process(target=run_in_background, args=(arguments,))
-        process.start()
-        deadline = time.monotonic() + 300
-        while len(proxy.answered) < 4:
-            assert process.is_alive() and time.monotonic() < deadline, "the command never got half-way"
-            time.sleep(0.05)
-        os.kill(process.pid, signal.SIGKILL)
-        process.join(timeout=30)
+        killed = prefcraft_command(arguments, tmp_path)
+        try:
+            deadline = time.monotonic() + 300
+            while len(proxy.answered) < 4:
+                assert killed.poll() is None and time.monotonic() < deadline, f"never got half-way\n{logs()}"
+                time.sleep(0.05)
+        finally:
+            killed.kill()
+            killed.wait(timeout=30)
         time.sleep(1)  # the answers in flight at the kill reach the proxy
         before = list(proxy.answered)
         proxy.answered.clear()
         assert [run.info.status for run in parent_runs(tmp_path)] == ["RUNNING"]
-        assert main(argv(step, "--resume", *flags(tmp_path, proxy.base_url), "--task-structured-output", "vllm")) == 0
+        resumed = prefcraft_command(argv(step, "--resume", *flags(tmp_path, proxy.base_url),
+                                         "--task-structured-output", "vllm"), tmp_path)
+        try:
+            assert resumed.wait(timeout=900) == 0, logs()
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"the resumed command still ran after 900 s\n{logs()}")
+        finally:
+            resumed.kill()
     again = set(before) & set(proxy.answered)
     assert len(again) <= 2, "completed calls were sent again"  # at most those in flight at the kill, one per thread
     assert proxy.answered
