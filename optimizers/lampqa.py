@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
-from prefcraft.programs.lampqa import DEFAULT_K, BM25Retriever, PlanPers, Retriever
+from prefcraft.programs.lampqa import DEFAULT_K, PLANPERS_RETRIES, BM25Retriever, PlanPers, Retriever
 
 PROGRAM_NAME = "lampqa_planner"
-PROGRAMS = {PROGRAM_NAME: lambda metadata: PlanPers(BM25Retriever(metadata.get("k", DEFAULT_K)))}
-"""The program a compiled file names, built fresh from its metadata (`prefcraft.load`)."""
+PROGRAMS = {PROGRAM_NAME: lambda metadata: PlanPers(BM25Retriever(metadata.get("k", DEFAULT_K)),
+                                                   retries=metadata.get("retries", PLANPERS_RETRIES))}
+"""The program a compiled file names, built fresh from its metadata (`prefcraft.load`): the retries it was compiled
+with (the reference's by default)."""
 
 
 def load_planpers(

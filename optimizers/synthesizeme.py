@@ -12,10 +12,17 @@ By default the fit follows the paper and its reference code (DSPy's BootstrapFew
   `row_order`, as `fit` marks them; else half of the pairs with the chosen response first, drawn by the seed), and
   kept when that one prediction is right;
 - a demo set holds up to every verified pair as a reasoned demo, topped up with labeled pairs (no reasoning) to
-  `labeled_demos` in all, as BootstrapFewShot does: the unshuffled set takes the verified pairs in train order, the
-  labeled-only set the first `labeled_demos` train pairs, and each of n (step 1) or m (step 3) random sets a random
-  number of verified pairs from a shuffled train order: n + 2 candidates in step 1, m + 3 in step 3 with no demos at
-  all, as the reference code's seeds give them;
+  `labeled_demos` in all, as BootstrapFewShot does. The candidates are drawn from the train list as the reference
+  code's seeds draw them, in its order: the labeled-only set (seed -2: `labeled_demos` train pairs sampled by
+  `random.Random(0)`), the unshuffled set (seed -1: the verified pairs in train order), then n (step 1) or m (step 3)
+  random sets (seed s: the train list shuffled by `random.Random(s)`, its first `random.Random(s).randint(1, most)`
+  verified pairs): n + 2 candidates in step 1, m + 3 in step 3 with no demos at all first. A set's labeled top-up is
+  BootstrapFewShot's: the pairs not taken as reasoned demos, shuffled by `random.Random(0)`, then sampled by another.
+  The draws depend on the train list alone, as the reference's do (its `seed` never reaches them). The reasoned demos
+  all come from one bootstrap pass: the reference bootstraps again for each candidate, but its teacher's labeled
+  demos lack the output field, which DSPy 2.5-2.6's adapter drops, so every candidate's teacher is the zero-shot
+  judge, whose calls (greedy, cached) come out alike: a candidate's reasoned demos are the first `size` verified pairs
+  in its order, as here;
 - the first candidate in order to reach `stop_at_accuracy` on the validation judgments wins, else the most accurate
   (the earliest of the tied). `candidate_search`'s `exact` (the default) finds that winner without the calls that
   cannot change it: a candidate is scored no further once it can no longer win, and the search ends once one is left
@@ -28,15 +35,17 @@ Options that depart from it, each named in `SynthesizeMeConfig`:
   as many pairs with the chosen response first as second. A judge biased towards one position verifies mostly the
   pairs shown in the order it favours, and the demos then teach the bias back (the personal judges of the README's
   demo once answered "Second" 92% of the time). It costs one more bootstrap call per train pair.
-- `max_demos`: at most this many demos in a set, reasoned and labeled together; a 4k context holds about 4 (the
-  small-model profile's `max_demos`).
+- `max_demos`: at most this many demos in a set, reasoned and labeled together (it bounds the random sets' sizes and
+  the labeled demos, as the reference's `max_bootstrapped_demos` and `max_labeled_demos` set to it would); a 4k
+  context holds about 4 (the small-model profile's `max_demos`).
 - `search = "halving"`: successive halving, fewer calls than `exhaustive`, but the winner can differ (see
   `candidate_search`).
 - `step3_traces = "from_step1"`: step 3 draws its demo sets from the step-1 traces, written without the persona,
   instead of bootstrapping again: one bootstrap pass fewer.
 A judge that verifies no pair leaves the persona to be written from labeled pairs only (no reasoning), and the demo
-search chooses between no demos and labeled sets. Identical candidate sets are scored once (a duplicate never wins:
-it scores as its first copy and comes later), and identical calls are answered by DSPy's cache.
+search chooses between no demos and labeled sets. Identical candidate sets (the same demos in the same order) are
+scored once (a duplicate never wins: it scores as its first copy and comes later), and identical calls are answered by
+DSPy's cache.
 
 `SynthesizeMe` is a DSPy teleprompter: settings in its constructor, one user's data in
 `compile(student, trainset=..., valset=...)`. Both sets are judge examples as `judge_examples` makes them (inputs
@@ -67,6 +76,9 @@ from prefcraft.signatures.judge import JudgePreference
 from prefcraft.usage import LMUsage, metered
 
 ORDERS = ("chosen_first", "chosen_second")  # the two orders of a pair, as judge_examples names them
+# How the candidate demo sets are drawn (the module): recorded with each fit, so that a judge fitted from other draws is
+# fitted again rather than resumed.
+CANDIDATE_DRAWS = "reference_seeds"
 SETS_HINT = "make trainset and valset with judge_set(pairs), which gives every pair in both orders"
 Verification = Literal["one_order", "both_orders"]
 Step3Traces = Literal["bootstrap_with_persona", "from_step1"]
@@ -85,8 +97,9 @@ class SynthesizeMeConfig:
     Demos: `max_demos` caps a set, reasoned and labeled demos together (None: every verified train pair may be a
     reasoned demo, as in the paper); `labeled_demos` tops a set up with labeled pairs. `verification` and
     `step3_traces`: see the module.
-    Runtime: `num_threads` parallel calls; `seed` fixes the orders the train pairs are shown in and the sampling of
-    demo sets.
+    Runtime: `num_threads` parallel calls; `seed` fixes the orders the train pairs are shown in when their rows do not
+    say, the balanced orders of `both_orders`' demo sets and `halving`'s tie-break (the demo sets themselves are the
+    reference code's fixed draws).
     """
 
     num_persona_subsets: int = 10
@@ -259,31 +272,39 @@ class SynthesizeMe(Teleprompter):
     def _candidate_demo_sets(
         self, train: list[Judged], verified: list[Judged], rng: random.Random, count: int
     ) -> list[list[dspy.Example]]:
-        """Candidate demo sets as BootstrapFewShotWithRandomSearch builds them: the verified pairs in train order,
-        the first `labeled_demos` train pairs without reasoning, then `count` sets of a random number of verified pairs
-        taken from a shuffled train order (labeled pairs alone when none is verified); empty and duplicate sets
-        dropped."""
+        """Candidate demo sets drawn as the reference's BootstrapFewShotWithRandomSearch draws them from the train list
+        (see the module): labeled-only, unshuffled, then `count` random sets (seeds 0 to count - 1); `rng` only
+        balances the orders with `both_orders`. Empty and duplicate sets dropped."""
         by_pair = {pair[0].pair_id: pair for pair in verified}
         most = min(self.config.max_demos or len(train), len(train))
-        candidates = [self._demo_set(train, most, by_pair, rng),
-                      self._shown(train[: self.config.labeled_demos], rng)[: self.config.max_demos]]
-        candidates += [self._demo_set(rng.sample(train, len(train)), rng.randint(1, most), by_pair, rng)
-                       for _ in range(count)]
+        labeled_only = random.Random(0).sample(train, min(self._labeled_count, len(train)))  # DSPy's LabeledFewShot
+        candidates = [self._shown(labeled_only, rng), self._demo_set(train, most, by_pair, rng)]
+        for seed in range(count):
+            order = list(train)
+            random.Random(seed).shuffle(order)
+            candidates.append(self._demo_set(order, random.Random(seed).randint(1, most), by_pair, rng))
         unique: dict[tuple[str, ...], list[dspy.Example]] = {}
-        for demos in candidates:
-            unique.setdefault(tuple(sorted(f"{d.pair_id}:{d.order}:{'reasoning' in d}" for d in demos)), demos)
+        for demos in candidates:  # demos in another order make another prompt: not a duplicate
+            unique.setdefault(tuple(f"{d.pair_id}:{d.order}:{'reasoning' in d}" for d in demos), demos)
         return [demos for demos in unique.values() if demos]
 
     def _demo_set(
         self, order: Sequence[Judged], size: int, verified: dict[str, Judged], rng: random.Random
     ) -> list[dspy.Example]:
-        """The first `size` verified pairs in `order` as reasoned demos, topped up with labeled pairs drawn from the
-        rest to `labeled_demos` in all (BootstrapFewShot's rule); `max_demos` at most."""
+        """The first `size` verified pairs in `order` as reasoned demos, topped up with labeled pairs to
+        `_labeled_count` in all as BootstrapFewShot draws them: the rest of `order` shuffled by `random.Random(0)`,
+        then sampled by a new `random.Random(0)`."""
         reasoned = [verified[pair[0].pair_id] for pair in order if pair[0].pair_id in verified][:size]
         taken = {pair[0].pair_id for pair in reasoned}
         rest = [pair for pair in order if pair[0].pair_id not in taken]
-        labeled = rng.sample(rest, min(max(0, self.config.labeled_demos - len(reasoned)), len(rest)))
-        return self._shown(reasoned + labeled, rng)[: self.config.max_demos]
+        random.Random(0).shuffle(rest)
+        labeled = random.Random(0).sample(rest, min(max(0, self._labeled_count - len(reasoned)), len(rest)))
+        return self._shown(reasoned + labeled, rng)
+
+    @property
+    def _labeled_count(self) -> int:
+        """The labeled demos a set is topped up to: `labeled_demos`, within `max_demos`."""
+        return min(self.config.labeled_demos, self.config.max_demos or self.config.labeled_demos)
 
     def _shown(self, pairs: Sequence[Judged], rng: random.Random) -> list[dspy.Example]:
         """Each pair as one demo: in the order it was judged in, or with `both_orders` in balanced orders."""

@@ -166,3 +166,18 @@ def test_the_profile_benchmark_runs_commands_the_cli_accepts(monkeypatch):
         sensebench = ["--sensebench", "new_sense_bmk.json"] if component == "sensejudge" else []
         args = make_parser().parse_args([*argv, *sensebench])
         assert (args.command, args.step) == tuple(argv[:2])
+
+
+def test_the_paper_scale_estimate_prices_every_papers_table_from_the_committed_costs(tmp_path):
+    output = tmp_path / "paper_scale_cost.json"
+    done = subprocess.run([sys.executable, "benchmarks/paper_scale_cost.py", "--output", str(output)],
+                          cwd=REPOSITORY, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    papers = json.loads(output.read_text(encoding="utf-8"))["papers"]
+    assert set(papers) == {"synthesizeme-table3", "cupid-main", "lampqa-methods", "prefdisco-conditions",
+                           "sensejudge-subsets"}
+    for name, paper in papers.items():
+        assert f"## {name} " in done.stdout
+        assert min(paper["calls"], paper["prompt_tokens"], paper["completion_tokens"]) > 0, name
+        assert all(part["calls"] > 0 and part["prompt_tokens"] > 0 for part in paper["parts"]), name
+        assert sum(model["calls"] for model in paper["by_model"].values()) == paper["calls"]

@@ -105,12 +105,16 @@ def load_pairs(source: str | Path, *, hub_split: str | None = None) -> list[Pref
     return pairs
 
 
+# A local file of rows; any other source is a dataset name.
+ROW_FILE_SUFFIXES = frozenset({".json", ".jsonl", ".parquet"})
+
+
 def read_rows(
     source: str | Path, *, hub_config: str | None = None, hub_split: str | None = None
 ) -> Iterable[dict[str, Any]]:
     """The raw rows of a .json/.jsonl/.parquet file, or of a Hugging Face dataset (optionally one config and split)."""
     path = Path(source)
-    if path.suffix in {".json", ".jsonl", ".parquet"}:
+    if path.suffix in ROW_FILE_SUFFIXES:
         if not path.is_file():
             raise DataError(path, None, None, "file not found")
         return _read_local(path)

@@ -8,6 +8,7 @@ import pytest
 from prefcraft.backends import free_port
 from prefcraft.cli import main
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.flags import parse_step
 from prefcraft.settings import Settings
 
@@ -47,6 +48,18 @@ def test_compile_persona_refuses_overlapping_users_before_any_model_call(tmp_pat
     flags = ["--train-users", "sample_user_01", "--val-users", "sample_user_01", "--output", str(tmp_path / "p.json")]
     assert main(["synthesizeme", "compile-persona", *flags, *common_flags(tmp_path, "http://127.0.0.1:1/v1")]) == 2
     assert "training and validation users overlap" in capsys.readouterr().err
+
+
+def test_compile_persona_needs_target_pairs_for_the_papers_metric_before_any_model_call(tmp_path, capsys):
+    rows = [json.loads(line) for line in SAMPLE_USERS.read_text().splitlines()]
+    data = tmp_path / "users.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows
+                            if not (row["user_id"] == "sample_user_02" and row["split"] == "test")))
+    flags = ["--data", str(data), "--train-users", "sample_user_01", "--val-users", "sample_user_02", "--output",
+             str(tmp_path / "p.json"), *common_flags(tmp_path, "http://127.0.0.1:1/v1")]
+    assert main(["synthesizeme", "compile-persona", *flags]) == 2
+    error = capsys.readouterr().err
+    assert "user(s) sample_user_02 have no target (test) pairs" in error and "--persona-metric accuracy" in error
 
 
 def test_search_flag_chooses_how_candidates_are_scored():

@@ -48,7 +48,8 @@ def test_mipro_samples_with_the_configured_seed(monkeypatch, seed):
     evidence = [PersonaEvidence("u1", [], [], [], [], [], None, {})]
     lm = DummyLM([])
     with pytest.raises(SeededError) as caught:
-        compile_persona_prompt(evidence, evidence, MIPROv2Config(seed=seed), prompt_model=lm, task_model=lm)
+        compile_persona_prompt(evidence, evidence, MIPROv2Config(seed=seed), PersonaMetric({"u1": []}),
+                               prompt_model=lm, task_model=lm)
     assert caught.value.seed == seed
 
 
@@ -64,12 +65,12 @@ def test_real_mipro_compile_returns_a_saved_and_reloadable_persona_prompt(embedd
         splits = [train_val_split(user) for user in users]
         evidence = [fitter.collect_evidence(PreferenceJudge(), trainset=judge_set(train), valset=judge_set(val))
                     for train, val in splits]
-        compiled = compile_persona_prompt(evidence[:2], evidence[2:], config, prompt_model=lm, task_model=lm)
+        metric = PersonaMetric({prepared.user_id: prepared.val_examples for prepared in evidence})
+        compiled = compile_persona_prompt(evidence[:2], evidence[2:], config, metric, prompt_model=lm, task_model=lm)
         assert isinstance(compiled, PersonaSynthesizer)
         record = compiled.compile_record
         assert 0.0 <= record.validation_score <= 100.0
         assert len(record.trial_logs) >= 1
-        metric = PersonaMetric(evidence)
         score = metric(persona_examples(evidence[2:])[0], compiled(past_judgments=evidence[2].past_judgments))
         assert 0.0 <= score <= 1.0
 

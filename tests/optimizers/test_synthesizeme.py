@@ -1,6 +1,8 @@
 """SynthesizeMe's per-user fit: the split, the teleprompter's shape, Algorithm 1's steps and the options that depart
 from it on scripted judges, then a real fit on the embedded model."""
 
+import random
+
 import dspy
 import pytest
 from dspy.teleprompt import Teleprompter
@@ -174,7 +176,7 @@ def test_a_demo_set_may_hold_every_verified_pair_and_is_topped_up_with_labeled_o
     with dspy.context(lm=oracle_lm(user)):
         evidence = optimizer.collect_evidence(PreferenceJudge(), **sets(user))
     assert len(evidence.verified) == 8
-    unshuffled, labeled, *random_sets = optimizer._candidate_demo_sets(
+    labeled, unshuffled, *random_sets = optimizer._candidate_demo_sets(
         evidence.train, evidence.verified, evidence.rng, 10)
     assert [demo.pair_id for demo in unshuffled] == [pair[0].pair_id for pair in evidence.train]
     assert all("reasoning" in demo for demo in unshuffled)
@@ -185,6 +187,39 @@ def test_a_demo_set_may_hold_every_verified_pair_and_is_topped_up_with_labeled_o
     capped = SynthesizeMe(PersonaSynthesizer(), SynthesizeMeConfig(max_demos=4))
     assert all(len(demos) <= 4 for demos in capped._candidate_demo_sets(
         evidence.train, evidence.verified, evidence.rng, 10))
+
+
+def test_candidate_sets_are_the_reference_codes_draws_labeled_only_first(user_with):
+    """Seed -2: LabeledFewShot's sample by random.Random(0); -1: BootstrapFewShot on the train list; seed s: on the
+    list shuffled by random.Random(s), with random.Random(s).randint(1, n) bootstrapped demos. BootstrapFewShot keeps
+    the first verified pairs in its list's order and tops them up to 4 with the rest, shuffled by random.Random(0) and
+    sampled by another."""
+    train = [(example,) for example in judge_set(user_with(train=9, val=1).train)[::2]]
+    traced = {example.pair_id: example.copy(reasoning="Why.") for (example,) in train[1::3]}  # 3 pairs verified
+
+    def bootstrap_few_shot(trainset, max_bootstrapped):
+        bootstrapped = [index for index, (example,) in enumerate(trainset) if example.pair_id in traced]
+        bootstrapped = bootstrapped[:max_bootstrapped]
+        unbootstrapped = [pair for index, pair in enumerate(trainset) if index not in bootstrapped]
+        random.Random(0).shuffle(unbootstrapped)
+        raw = random.Random(0).sample(unbootstrapped, min(4 - len(bootstrapped), len(unbootstrapped)))
+        return [traced[trainset[index][0].pair_id] for index in bootstrapped] + [example for (example,) in raw]
+
+    expected = [[example for (example,) in random.Random(0).sample(train, 4)], bootstrap_few_shot(train, 9)]
+    for seed in range(10):
+        shuffled = list(train)
+        random.Random(seed).shuffle(shuffled)
+        expected.append(bootstrap_few_shot(shuffled, random.Random(seed).randint(1, 9)))
+    unique = [demos for index, demos in enumerate(expected) if demos not in expected[:index]]
+    assert len(unique) == 11  # seeds 4 and 5 draw the same set, in the same order: it is scored once
+    optimizer = SynthesizeMe(PersonaSynthesizer(), SMALL_SEARCH)
+    verified = [(example,) for example in traced.values()]
+    candidates = optimizer._candidate_demo_sets(train, verified, random.Random(123), 10)
+    assert candidates == unique
+    assert optimizer._candidate_demo_sets(train, verified, random.Random(7), 10) == candidates  # seed-free
+    assert candidates[0] != [example for (example,) in train[:4]]  # a sample, not the first four
+    assert not any("reasoning" in demo for demo in candidates[0])
+    assert ["reasoning" in demo for demo in candidates[1]] == [True, True, True, False]
 
 
 def test_with_both_orders_a_judge_that_always_answers_second_verifies_no_pair_and_learns_from_balanced_labels(
@@ -208,7 +243,7 @@ def test_with_both_orders_every_candidate_demo_set_shows_as_many_chosen_first_as
     assert len(evidence.verified) == 8
     assert is_balanced(evidence.evidence)
     candidates = optimizer._candidate_demo_sets(evidence.train, evidence.verified, evidence.rng, 10)
-    assert len(candidates) == 12  # the unshuffled and the labeled-only sets, then 10 random ones, as the reference's
+    assert len(candidates) == 12  # the labeled-only and the unshuffled sets, then 10 random ones, as the reference's
     assert all(is_balanced(demos) for demos in candidates)
     assert [orders(demos) for demos in candidates[:2]] == [["First", "First", "Second", "Second"]] * 2
 

@@ -59,8 +59,10 @@ def compile_and_select(
     """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save (and ship) only a winner."""
     metric = AspectScore(lambda: lm_context(session, "judge"), options.judge_retries)
 
+    retries = options.retries_for(PLANPERS_RETRIES)
+
     def planpers() -> PlanPers:
-        return PlanPers(build_retriever(options), retries=options.retries_for(PLANPERS_RETRIES))
+        return PlanPers(build_retriever(options), retries=retries)
 
     config = optimizer_config(options, session)
     digest = data_digest(options.source)
@@ -74,7 +76,8 @@ def compile_and_select(
         verdict = keep_if_better(
             session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=planpers(),
             valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            rejected_dir=options.output_dir, k=options.k, retriever=options.retriever, data=str(options.source),
+            rejected_dir=options.output_dir, k=options.k, retriever=options.retriever, retries=retries,
+            data=str(options.source),
             data_digest=digest, split={"train": len(trainset), "val": len(valset),
                                        "max_questions": options.max_questions},
             metric=METRIC, optimizer=config.as_params(),

@@ -1,5 +1,5 @@
 """PrefDisco scenarios in the reference's JSONL format (stellalisy/PrefDisco), from a local file, a local folder in
-the hub dataset's layout, or the hub by name.
+the hub dataset's layout, or the hub dataset by name (read as that folder: `hub.benchmark_snapshot`).
 
 A file's first line is `{"type": "metadata", ...}`; each further line is `{"type": "personalized_problem",
 "problem_id", "original_problem", "persona", "persona_preferences", "evaluation_rubric"}`. `original_problem` is the
@@ -9,10 +9,11 @@ reference's generator keeps it; extra keys are ignored.
 Errors name the file, the line (0-based, the metadata line included) and the field.
 
 `stellalisy/prefq-bench` holds a folder per task (`benchmark_1k/<task>/*.jsonl`; `benchmark_5k/` holds larger
-variants of four tasks). A local folder is read in that layout: its `benchmark_1k/` when it has one (a snapshot of the
-whole dataset: the paper's ten tasks), else the folder itself; every `.jsonl` file under it, in name order, is one
-task's, named by its folder. As the persona library and the problem numbering are shared by the tasks, a folder's
-problem ids are prefixed with its task (`math/problem_3`).
+variants of four tasks). A local folder, and the snapshot of a hub dataset given by name (a source that is neither a
+local path nor a .jsonl/.json/.parquet file's name), is read in that layout: its `benchmark_1k/` when it has one (a
+snapshot of the whole dataset: the paper's ten tasks), else the folder itself; every `.jsonl` file under it, in name
+order, is one task's, named by its folder. As the persona library and the problem numbering are shared by the tasks, a
+folder's problem ids are prefixed with its task (`math/problem_3`).
 
 The reference's problem ids are `problem_<index>_<persona id>`, one per scenario: a problem id ending in `_<persona
 id>` is read without it, so that all personas of one problem share its id (and its split).
@@ -33,15 +34,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from prefcraft.components.prefdisco.hub import HUB_BENCHMARK, HUB_DATASET, benchmark_snapshot
 from prefcraft.components.prefdisco.sources import UnreadableProblemError, normalize_problem
 from prefcraft.errors import DataError
-from prefcraft.loaders.personal_reward_bench import read_rows
+from prefcraft.loaders.personal_reward_bench import ROW_FILE_SUFFIXES, read_rows
 
 logger = logging.getLogger(__name__)
 
-HUB_DATASET = "stellalisy/prefq-bench"
 SAMPLE_SCENARIOS = Path(__file__).resolve().parent / "sample" / "scenarios.jsonl"
-HUB_BENCHMARK = "benchmark_1k"
 WEIGHT_TOLERANCE = 0.05
 
 
@@ -204,13 +204,13 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[Scenario]:
+def load_scenarios(source: str | Path) -> list[Scenario]:
     """Every scenario of a reference JSONL file (or .json list / .parquet), of a local folder in the hub dataset's
     layout, or of a hub dataset such as `stellalisy/prefq-bench`; metadata rows are skipped. Raises DataError at the
     first row that breaks the schema."""
     scenarios: list[Scenario] = []
     seen: dict[str, tuple[str, int]] = {}
-    for name, rows, folder in _files_to_read(source, hub_split):
+    for name, rows, folder in _files_to_read(source):
         file_task = folder
         for line, row in enumerate(rows):
             if isinstance(row, dict) and row.get("type") == "metadata":
@@ -233,11 +233,18 @@ def load_scenarios(source: str | Path, *, hub_split: str | None = None) -> list[
     return _with_assumed_tasks(scenarios, source)
 
 
-def _files_to_read(source: str | Path, hub_split: str | None) -> list[tuple[str, Iterable[Any], str | None]]:
-    """(name, rows, folder) per file to read: a folder's task files (module docstring), else `source` itself."""
+def _files_to_read(source: str | Path) -> list[tuple[str, Iterable[Any], str | None]]:
+    """(name, rows, folder) per file to read: a folder's task files (module docstring), a hub dataset's as its
+    snapshot folder's, else `source` itself."""
     path = Path(source)
-    if not path.is_dir():
-        return [(str(source), read_rows(source, hub_split=hub_split), None)]
+    if path.is_dir():
+        return _task_files(path)
+    if path.exists() or path.suffix in ROW_FILE_SUFFIXES:
+        return [(str(source), read_rows(source), None)]
+    return _task_files(benchmark_snapshot(str(source)))
+
+
+def _task_files(path: Path) -> list[tuple[str, Iterable[Any], str | None]]:
     root = path / HUB_BENCHMARK if (path / HUB_BENCHMARK).is_dir() else path
     files = sorted(root.rglob("*.jsonl"))
     if not files:

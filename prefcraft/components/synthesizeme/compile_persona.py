@@ -26,13 +26,19 @@ from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     UserPairs,
     group_by_user,
+    judge_set,
     load_pairs,
     train_val_split,
 )
 from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileVerdict
 from prefcraft.optimizers.options import optimizer_config
-from prefcraft.optimizers.persona_prompt import PersonaMetric, compile_persona_prompt, persona_examples
+from prefcraft.optimizers.persona_prompt import (
+    PersonaMetric,
+    compile_persona_prompt,
+    default_judge_baselines,
+    persona_examples,
+)
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe
 from prefcraft.programs.judge import PreferenceJudge
@@ -51,7 +57,13 @@ def load_persona_users(options: CompilePersonaOptions) -> tuple[Users, Users]:
     if set(options.train_users) & set(options.val_users):
         raise ConfigError("training and validation users overlap", "give disjoint --train-users and --val-users")
     users = group_by_user(load_pairs(options.source))
-    return select_users(users, options.train_users), select_users(users, options.val_users)
+    train, val = select_users(users, options.train_users), select_users(users, options.val_users)
+    if options.persona_metric == "improvement" and (untargeted := [u for u, pairs in {**train, **val}.items()
+                                                                    if not pairs.test]):
+        raise ConfigError(f"{options.source}: user(s) {', '.join(untargeted)} have no target (test) pairs, which the "
+                          "improvement metric scores personas on", "choose users with test pairs, or give "
+                          "--persona-metric accuracy (each user's validation pairs)")
+    return train, val
 
 
 def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerdict:
@@ -63,32 +75,49 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     prompt_config = optimizer_config(options, session)
     digest = data_digest(options.source)
     params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
-              "train_users": ",".join(train), "val_users": ",".join(val), **prompt_config.as_params(),
+              "train_users": ",".join(train), "val_users": ",".join(val), "persona_metric": options.persona_metric,
+              **prompt_config.as_params(),
               "fit_val_fraction": VAL_FRACTION, "fit_validation": options.validation,
               **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
     with tracker.run("compile-persona", params), lm_context(session, "task"), logged_usage(tracker):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
         train_evidence, val_evidence = (_collect_evidence(fitter, users, options.validation) for users in (train, val))
+        score = persona_metric(options, {**train, **val}, [*train_evidence, *val_evidence])
         return select_persona_prompt(
-            session, tracker, train_evidence, val_evidence, prompt_config, options.output, data_digest=digest,
-            train_users=list(train), val_users=list(val),
+            session, tracker, train_evidence, val_evidence, prompt_config, score, options.output, data_digest=digest,
+            train_users=list(train), val_users=list(val), metric=METRIC_DESCRIPTIONS[options.persona_metric],
         )  # fmt: skip
+
+
+METRIC_DESCRIPTIONS = {
+    "improvement": "the persona judge's accuracy on the user's target pairs, both orders, less the default judge's",
+    "accuracy": "the persona judge's accuracy on the user's validation pairs, both orders",
+}
+
+
+def persona_metric(options: CompilePersonaOptions, users: Users, evidence: list[PersonaEvidence]) -> PersonaMetric:
+    """The metric `--persona-metric` names, over the users whose evidence was collected; the improvement's baselines
+    (the default judge on each user's target pairs) are judged here, once."""
+    if options.persona_metric == "accuracy":
+        return PersonaMetric({prepared.user_id: prepared.val_examples for prepared in evidence})
+    scored = {prepared.user_id: judge_set(users[prepared.user_id].test) for prepared in evidence}
+    return PersonaMetric(scored, default_judge_baselines(scored))
 
 
 def select_persona_prompt(
     session: Settings, tracker: Tracker, train: list[PersonaEvidence], val: list[PersonaEvidence],
-    prompt_config: OptimizerConfig, output: Path, **metadata: Any,
+    prompt_config: OptimizerConfig, score: PersonaMetric, output: Path, **metadata: Any,
 ) -> CompileVerdict:
     """The optimizer over the persona prompt, then the ship gate (`keep_if_better`): the compiled prompt is saved to
-    `output` (and registered, inside compiled/) only when the persona judge scores better on the validation users with
-    it than with the uncompiled prompt; else it is saved beside `output` as `persona_synthesizer.rejected.json`."""
-    compiled = compile_persona_prompt(train, val, prompt_config, prompt_model=build_lm(session.model_for("prompt")),
+    `output` (and registered, inside compiled/) only when its personas score better by `score` on the validation users
+    than the uncompiled prompt's; else it is saved beside `output` as `persona_synthesizer.rejected.json`."""
+    compiled = compile_persona_prompt(train, val, prompt_config, score,
+                                      prompt_model=build_lm(session.model_for("prompt")),
                                       task_model=build_lm(session.task))
     return keep_if_better(
         session, tracker, compiled=compiled, uncompiled=PersonaSynthesizer(), valset=persona_examples(val),
-        score=PersonaMetric([*train, *val]), program_name=PERSONA_SYNTHESIZER, output=output,
+        score=score, program_name=PERSONA_SYNTHESIZER, output=output,
         rejected_dir=output.parent, prompt_model=session.model_for("prompt").model,
-        metric="the persona judge's accuracy on the user's validation pairs, both orders",
         optimizer=prompt_config.as_params(), trials=len(compiled.compile_record.trial_logs), **metadata,
     )  # fmt: skip
 

@@ -21,7 +21,7 @@ from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_examples, train_val_split
 from prefcraft.model_registry import input_example, registered_name
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
-from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMe, SynthesizeMeConfig
+from prefcraft.optimizers.synthesizeme import CANDIDATE_DRAWS, FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, run_in_worker
@@ -209,10 +209,10 @@ def fitted_path(output_dir: Path, user_id: str) -> Path:
 
 
 def fit_settings(config: SynthesizeMeConfig, validation: ValidationOrders) -> dict[str, object]:
-    """The settings that change a fit's result: the split, the validation orders and the optimizer's (threads only
-    change its speed)."""
+    """The settings that change a fit's result: the split, the validation orders, the candidates' draws and the
+    optimizer's (threads only change its speed)."""
     optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
-    return {"val_fraction": VAL_FRACTION, "validation": validation, **optimizer}
+    return {"val_fraction": VAL_FRACTION, "validation": validation, "candidate_draws": CANDIDATE_DRAWS, **optimizer}
 
 
 def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:

@@ -17,6 +17,7 @@ from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
 from prefcraft.settings import Settings
 
+PersonaScore = Literal["improvement", "accuracy"]
 DEMO_SEARCH_SIZE = 2  # n and m for the demo: the paper's 10 would take the main job past 15 minutes on 2 cores
 FITTED_DIR = Path("runs/fitted")  # where fit writes the users' judges and evaluate reads them
 
@@ -95,6 +96,10 @@ class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstra
     val_users: OneOrMore[str] = option(..., "users the candidate prompts are scored on (none of the training users)",
                                        metavar="USER")
     output: FilePath = option(..., "compiled JSON to write")
+    persona_metric: PersonaScore = option(
+        "improvement", "how a candidate prompt's personas are scored: the persona judge's accuracy on each user's "
+        "target (test) pairs, both orders, less the default judge's on the same pairs (the paper, App. F), or its "
+        "absolute accuracy on each user's within-user validation pairs (no test pairs read, no baseline calls)")
 
 
 DemographicsJudge = Literal["dong", "persona_judge"]

@@ -6,9 +6,11 @@ import pytest
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import AdapterParseError, LMUnexpectedError
 
-from prefcraft import evaluation
+from prefcraft import evaluation, load
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import CompileOptions, EvaluateOptions
+from prefcraft.optimizers.artifacts import save_compiled
+from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.programs.lampqa import (
     ANSWER_RETRIES,
     JUDGE_RETRIES,
@@ -127,3 +129,10 @@ def test_evaluate_retries_the_judge_as_its_options_say(monkeypatch, tmp_path, ju
     assert report.overall.mean == pytest.approx(score) and report.failed_judgments == failed * aspects
     assert outcome.methods["none"].cost["judge"].usage.calls == (2 - failed) * aspects
     assert tracker.named("lampqa-evaluate").params["judge_retries"] == options.judge_retries
+
+
+def test_a_compiled_planner_loads_with_the_retries_it_was_compiled_with(tmp_path):
+    saved = save_compiled(PlanPers(), tmp_path / "planner.json", program_name=PROGRAM_NAME, k=3)
+    assert load(saved).program.retries == PLANPERS_RETRIES  # a file that names none: the reference's
+    saved = save_compiled(PlanPers(), tmp_path / "planner.json", program_name=PROGRAM_NAME, k=3, retries=2)
+    assert load(saved).program.retries == 2

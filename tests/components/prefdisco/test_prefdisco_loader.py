@@ -130,21 +130,6 @@ def test_a_repeated_scenario_and_a_non_utf8_file_are_errors(tmp_path):
     assert raised.value.row == 0
 
 
-def test_a_hub_name_goes_through_datasets_load_dataset(monkeypatch):
-    import datasets
-
-    requested = []
-
-    def load_dataset(name, split=None):
-        requested.append((name, split))
-        return {"math": [scenario_row()], "science": [scenario_row(problem_id="p2")]}
-
-    monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    scenarios = load_scenarios("stellalisy/prefq-bench")
-    assert requested == [("stellalisy/prefq-bench", None)]
-    assert [s.scenario_id for s in scenarios] == ["p1:a", "p2:a"]
-
-
 def test_the_bundled_scenarios_load_and_are_marked_synthetic():
     scenarios = load_scenarios(SAMPLE_SCENARIOS)
     assert len(scenarios) == 24 and {s.task for s in scenarios} == {"math", "science", "social"}

@@ -1,5 +1,6 @@
 """Every task of the released PrefDisco benchmark through the public loader: each source dataset's row shape, the hub
-dataset's folder layout, and the error a row no rule can read gives."""
+dataset's folder layout (a local copy, or the dataset by name from a hub cache, offline), and the error a row no rule
+can read gives."""
 
 import logging
 
@@ -108,17 +109,23 @@ def released_row(problem_index, persona_id, problem):
              "levels": [{"score": 1, "description": "terse"}, {"score": 5, "description": "thorough"}]}]})
 
 
-def test_a_folder_in_the_hub_layout_loads_a_task_per_folder(tmp_path):
-    snapshot = tmp_path / "prefq-bench"
+def write_benchmark(snapshot, benchmarks=("benchmark_1k", "benchmark_5k")):
+    """A copy of stellalisy/prefq-bench in its layout, each file with the generator's metadata line first:
+    benchmark_1k holds math and socialiqa (3 problems x 2 personas each), benchmark_5k holds aime (1 scenario)."""
     generator_metadata = {"type": "metadata", "dataset": "HuggingFaceH4/MATH-500", "personas_per_problem": 10}
-    for task in ("math", "socialiqa"):
-        rows = [released_row(index, persona, TASK_ROWS[task][0])
-                for index in range(3) for persona in ("lima_1a", "ng_2b")]
-        (snapshot / "benchmark_1k" / task).mkdir(parents=True)
-        write(snapshot / "benchmark_1k" / task, [generator_metadata, *rows], name="train.jsonl")
-    (snapshot / "benchmark_5k" / "aime").mkdir(parents=True)
-    write(snapshot / "benchmark_5k" / "aime", [generator_metadata, released_row(0, "x_1", TASK_ROWS["aime"][0])],
-          name="full.jsonl")
+    tasks = {"benchmark_1k": {"math": 3, "socialiqa": 3}, "benchmark_5k": {"aime": 1}}
+    for benchmark in benchmarks:
+        for task, problems in tasks[benchmark].items():
+            personas = ("lima_1a", "ng_2b") if problems > 1 else ("x_1",)
+            rows = [released_row(index, persona, TASK_ROWS[task][0])
+                    for index in range(problems) for persona in personas]
+            (snapshot / benchmark / task).mkdir(parents=True)
+            write(snapshot / benchmark / task, [generator_metadata, *rows], name="train.jsonl")
+    return snapshot
+
+
+def test_a_folder_in_the_hub_layout_loads_a_task_per_folder(tmp_path):
+    snapshot = write_benchmark(tmp_path / "prefq-bench")
 
     scenarios = load_scenarios(snapshot)
     assert len(scenarios) == 12 and {s.task for s in scenarios} == {"math", "socialiqa"}
@@ -138,15 +145,59 @@ def test_a_folder_without_scenario_files_is_an_error(tmp_path):
     assert "benchmark_1k/<task>/*.jsonl" in raised.value.hint
 
 
-def test_hub_rows_read_through_arrow_load_with_their_none_entries(monkeypatch):
-    import datasets
+HUB_COMMIT = "5e1f0c3d9b2a47e6a8c1f0d2e3b4a5c6d7e8f901"
 
-    # Arrow gives every row of a file every key of the file: other rows' preferences and source keys as None.
+
+@pytest.fixture
+def hub_cache(tmp_path, monkeypatch):
+    """An empty Hugging Face hub cache, offline: nothing can be downloaded."""
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+def cache_snapshot(cache, repo_id="stellalisy/prefq-bench"):
+    """The folder of `repo_id`'s main revision in the hub cache's layout: refs/main names the commit of snapshots/."""
+    repo = cache / f"datasets--{repo_id.replace('/', '--')}"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(HUB_COMMIT)
+    return repo / "snapshots" / HUB_COMMIT
+
+
+def test_the_hub_dataset_by_name_loads_its_cached_benchmark_1k_as_a_local_copy_does(tmp_path, hub_cache):
+    write_benchmark(cache_snapshot(hub_cache), benchmarks=("benchmark_1k",))
+
+    scenarios = load_scenarios("stellalisy/prefq-bench")
+    assert len(scenarios) == 12 and {s.task for s in scenarios} == {"math", "socialiqa"}
+    assert scenarios[0].scenario_id == "math/problem_0:lima_1a"
+    assert scenarios == load_scenarios(write_benchmark(tmp_path / "local-copy"))
+
+
+def test_an_uncached_hub_name_offline_is_one_error_saying_how_to_give_a_local_copy(hub_cache):
+    with pytest.raises(DataError) as raised:
+        load_scenarios("stellalisy/prefq-bench")
+    assert raised.value.path == "stellalisy/prefq-bench" and raised.value.__suppress_context__
+    assert "not readable from the Hugging Face hub (HF_HUB_OFFLINE is set" in raised.value.problem
+    assert "download stellalisy/prefq-bench --repo-type dataset" in raised.value.hint
+    assert "--local-dir DIR" in raised.value.hint and "--data DIR" in raised.value.hint
+
+
+def test_a_hub_dataset_without_benchmark_1k_is_an_error(hub_cache):
+    write_benchmark(cache_snapshot(hub_cache, "someone/other-bench"), benchmarks=("benchmark_5k",))
+    with pytest.raises(DataError) as raised:
+        load_scenarios("someone/other-bench")
+    assert (raised.value.path, raised.value.problem) == ("someone/other-bench",
+                                                         "the hub dataset has no benchmark_1k/ folder")
+
+
+def test_rows_with_the_none_entries_arrow_gives_load(tmp_path):
+    # Arrow (a .parquet file) gives every row of a file every key of the file: other rows' preferences and source
+    # keys as None.
     row = released_row(0, "lima_1a", dict(TASK_ROWS["mmlu"][0], answerKey=None, options=None, Question=None))
     row["persona_preferences"]["Tone"] = None
-    monkeypatch.setattr(datasets, "load_dataset", lambda name, split=None: {"train": [
-        dict(METADATA, problem_id=None, persona=None), row]})
-    [scenario] = load_scenarios("stellalisy/prefq-bench")
+    [scenario] = load_scenarios(write(tmp_path, [dict(METADATA, problem_id=None, persona=None), row]))
     assert (scenario.question.splitlines()[-1], scenario.answer, len(scenario.criteria)) == ("D. 8", "C", 1)
 
 

@@ -11,6 +11,7 @@ from prefcraft.components.synthesizeme.compile_persona import select_persona_pro
 from prefcraft.loaders.personal_reward_bench import judge_set
 from prefcraft.optimizers import compile_gate
 from prefcraft.optimizers.compile_selection import format_verdict
+from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.settings import Settings
@@ -22,6 +23,33 @@ class AlwaysFirst(FieldFillingEngine):
 
     def value(self, field, system, user):
         return {"preference": "First", "persona": "Prefers short answers."}.get(field, "Write the persona.")
+
+
+class ShortWhenTold(FieldFillingEngine):
+    """A judge that picks the shorter completion when its instructions hold the persona "Prefers short answers.", else
+    always the first."""
+
+    def value(self, field, system, user):
+        if field != "preference":
+            return "Reasons."
+        if "Prefers short answers." not in system:
+            return "First"
+        return "First" if user.index("keep it simple") < user.index("first learn the basics") else "Second"
+
+
+def test_the_papers_metric_is_the_persona_judges_improvement_over_the_default_judge(user_with):
+    lm = dspy.LM("fake-model", engine=ShortWhenTold(), cache=False)
+    scored = {"u1": judge_set(user_with(2, 2).test)}  # 2 target pairs, the short answer chosen, in both orders
+    example = dspy.Example(user_id="u1", past_judgments="...").with_inputs("past_judgments")
+    told, untold = dspy.Prediction(persona="Prefers short answers."), dspy.Prediction(persona="Likes cats.")
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+        baselines = default_judge_baselines(scored)
+        improvement, accuracy = PersonaMetric(scored, baselines), PersonaMetric(scored)
+        assert baselines == {"u1": 0.5}  # "First" is right in one order of each pair
+        assert improvement(example, told) == pytest.approx(0.5) and accuracy(example, told) == 1.0
+        assert improvement(example, untold) == 0.0 and accuracy(example, untold) == 0.5
+        # Bootstrapping a demo: a persona counts only when it improves on the default judge.
+        assert improvement(example, told, trace=[]) is True and improvement(example, untold, trace=[]) is False
 
 
 def evidence(user) -> PersonaEvidence:
@@ -40,7 +68,8 @@ def test_a_persona_prompt_that_does_not_beat_the_uncompiled_one_is_not_shipped(u
     tracker = FakeTracker()
     output = tmp_path / "compiled" / "persona.json"
     with tracker.run("compile-persona"), dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
-        verdict = select_persona_prompt(Settings(num_threads=1), tracker, train, val, config, output)
+        metric = PersonaMetric({prepared.user_id: prepared.val_examples for prepared in [*train, *val]})
+        verdict = select_persona_prompt(Settings(num_threads=1), tracker, train, val, config, metric, output)
 
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
     assert not verdict.won and not registered and not output.exists()

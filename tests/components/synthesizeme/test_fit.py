@@ -58,6 +58,14 @@ def test_a_judge_fitted_before_the_steps_followed_the_paper_is_fitted_again(tmp_
     assert "'verification': 'one_order'" in _refit_reason(path, metadata)
 
 
+def test_a_judge_fitted_from_candidate_sets_drawn_otherwise_is_fitted_again(tmp_path):
+    path, metadata = fitted_file(tmp_path, SynthesizeMeConfig())
+    before = {name: value for name, value in metadata["optimizer"].items() if name != "candidate_draws"}
+    path = save_compiled(PreferenceJudge("persona"), path, program_name=PERSONAL_JUDGE,
+                         **{**metadata, "optimizer": before})
+    assert "'candidate_draws': 'reference_seeds'" in _refit_reason(path, metadata)
+
+
 def test_the_small_model_profile_caps_the_demos_unless_a_cap_is_given():
     assert demo_cap(Settings()) == SmallModelProfile().max_demos == 4  # the embedded default turns the profile on
     assert demo_cap(Settings(small_model=SmallModelProfile(enabled=False))) is None  # the paper: no cap
