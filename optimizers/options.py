@@ -19,10 +19,11 @@ FROM_SETTINGS = ("num_threads", "seed")
 
 
 def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
-                      metric_calls: int = 400, metric_threshold: float = 0.5,
-                      budget_from: str | None = None) -> type[Options]:
+                      metric_calls: int = 400, metric_threshold: float | None = 0.5,
+                      threshold_help: str = "", budget_from: str | None = None) -> type[Options]:
     """Which DSPy optimizer compiles the program, and its budget, given by the step; `budget_from` names the paper
-    the MIPROv2 budget comes from, when one gives it (SynthesizeMe's App. F), else none is claimed."""
+    the MIPROv2 budget comes from, when one gives it (SynthesizeMe's App. F), else none is claimed. A step whose metric
+    sets its own threshold gives `metric_threshold` None and says which in `threshold_help`; it sets the config's."""
     source = f"; {budget_from}: {{}}" if budget_from else ""
     group = "optimizer"
     return create_model(
@@ -38,8 +39,8 @@ def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, 
         max_labeled_demos=(Count, option(labeled_demos, "demos taken as they are from the training examples, per "
                                          "predictor", group=group)),
         max_metric_calls=(Positive, option(metric_calls, "gepa's budget", group=group)),
-        metric_threshold=(float, option(metric_threshold, "the score at which a bootstrapped trace counts as a demo",
-                                        group=group)),
+        metric_threshold=(float | None, option(metric_threshold, "the score at which a bootstrapped trace counts as "
+                                               f"a demo{threshold_help}", group=group)),
     )  # fmt: skip
 
 
@@ -48,6 +49,7 @@ def optimizer_config(options: Any, settings: Any) -> OptimizerConfig:
     seed and concurrency come from the settings (where the optimizer takes them)."""
     config = CONFIGS[options.optimizer]
     names = {field.name for field in fields(config)}
-    values = {name: getattr(options, option) for option, name in CONFIG_FIELDS.items() if name in names}
+    values = {name: getattr(options, option) for option, name in CONFIG_FIELDS.items()
+              if name in names and getattr(options, option) is not None}
     values |= {name: getattr(settings, name) for name in FROM_SETTINGS if name in names}
     return config(**values)

@@ -23,20 +23,16 @@ ScoredPairs = Mapping[str, list[dspy.Example]]
 class PersonaMetric:
     """A persona's score for its user: the accuracy of the judge given the persona on the user's scored judge
     examples, less `baselines[user]` when given (the default judge's accuracy on the same examples: the improvement
-    the paper optimizes, App. F). While the optimizer bootstraps demos (a trace is passed), a persona counts as a
-    success only when it improves on its baseline, or, without baselines, when the judge gets any example right."""
+    the paper optimizes, App. F). Which score makes a bootstrapped demo is the optimizer config's `metric_threshold`."""
 
     def __init__(self, scored: ScoredPairs, baselines: Mapping[str, float] | None = None):
         self.scored = scored
         self.baselines = baselines
 
-    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float | bool:
+    def __call__(self, example: dspy.Example, prediction: dspy.Prediction, trace: object = None) -> float:
         persona = getattr(prediction, "persona", "") or ""
         accuracy = judge_accuracy(PreferenceJudge(persona), self.scored[example.user_id])
-        if self.baselines is None:
-            return accuracy
-        improvement = accuracy - self.baselines[example.user_id]
-        return improvement > 0 if trace is not None else improvement
+        return accuracy if self.baselines is None else accuracy - self.baselines[example.user_id]
 
 
 def judge_accuracy(judge: PreferenceJudge, examples: list[dspy.Example]) -> float:

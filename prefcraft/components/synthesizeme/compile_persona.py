@@ -9,7 +9,7 @@ same task model; one that does not is saved as `persona_synthesizer.rejected.jso
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     train, val = run.loaded
     session, tracker = run.session, run.tracker
     fit_config = options.search_config(session)
-    prompt_config = optimizer_config(options, session)
+    prompt_config = replace(optimizer_config(options, session), metric_threshold=persona_threshold(options))
     digest = data_digest(options.source)
     params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
               "train_users": ",".join(train), "val_users": ",".join(val), "persona_metric": options.persona_metric,
@@ -89,10 +89,19 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
         )  # fmt: skip
 
 
+# A persona is a bootstrapped demo when it improves on the default judge at all (an improvement is a multiple of one
+# over the user's judgments, so any above 0 reaches this), or when its judge is right on half the judgments.
+METRIC_THRESHOLDS = {"improvement": 1e-9, "accuracy": 0.5}
 METRIC_DESCRIPTIONS = {
     "improvement": "the persona judge's accuracy on the user's target pairs, both orders, less the default judge's",
     "accuracy": "the persona judge's accuracy on the user's validation pairs, both orders",
 }
+
+
+def persona_threshold(options: CompilePersonaOptions) -> float:
+    """`--metric-threshold` when given, else the persona metric's own (`METRIC_THRESHOLDS`)."""
+    given = options.metric_threshold
+    return METRIC_THRESHOLDS[options.persona_metric] if given is None else given
 
 
 def persona_metric(options: CompilePersonaOptions, users: Users, evidence: list[PersonaEvidence]) -> PersonaMetric:

@@ -86,8 +86,10 @@ class FitOptions(ExecutorOptions, _Fit, _Data):
     pass
 
 
-class CompilePersonaOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6,
-                                              budget_from="SynthesizeMe, App. F"), _Search, SampleSource):
+class CompilePersonaOptions(optimizer_options(
+        candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6, metric_threshold=None,
+        threshold_help=" (default: the persona metric's own: any improvement over the default judge, or an accuracy of "
+        "0.5)", budget_from="SynthesizeMe, App. F"), _Search, SampleSource):
     sample: ClassVar[Path] = SAMPLE_USERS
 
     data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
