@@ -66,7 +66,7 @@ def format_demo(outcome: DemoOutcome) -> str:
 
 
 def format_compile_persona(verdict: CompileVerdict) -> str:
-    return "compile-persona:\n" + format_verdict(verdict, "persona judge accuracy")
+    return "compile-persona:\n" + format_verdict(verdict, "persona metric (--persona-metric)")
 
 
 def format_imported(path: Path) -> str:

@@ -9,10 +9,10 @@ import pytest
 from prefcraft.components.synthesizeme import compile_persona as compile_module
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
 from prefcraft.components.synthesizeme.compile_persona import persona_threshold, select_persona_prompt
+from prefcraft.components.synthesizeme.report import format_compile_persona
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set
 from prefcraft.optimizers import compile_gate
-from prefcraft.optimizers.compile_selection import format_verdict
 from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, thresholded
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
@@ -88,6 +88,6 @@ def test_a_persona_prompt_that_does_not_beat_the_uncompiled_one_is_not_shipped(u
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
     assert not verdict.won and not registered and not output.exists()
     assert verdict.path == output.parent / "persona_synthesizer.rejected.json" and verdict.path.is_file()
-    assert "NOT shipped" in format_verdict(verdict, "persona judge accuracy")
+    assert "NOT shipped" in format_compile_persona(verdict) and "persona metric" in format_compile_persona(verdict)
     assert {run.name for run in tracker.runs} >= {"uncompiled-on-val", "compiled-on-val"}
     assert tracker.named("compile-persona").metrics["won"] == 0
