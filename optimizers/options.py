@@ -44,12 +44,14 @@ def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, 
     )  # fmt: skip
 
 
-def optimizer_config(options: Any, settings: Any) -> OptimizerConfig:
-    """The config of the optimizer `options.optimizer` names, each of its fields from the option that sets it; the
-    seed and concurrency come from the settings (where the optimizer takes them)."""
+def optimizer_config(options: Any, settings: Any, **defaults: Any) -> OptimizerConfig:
+    """The config of the optimizer `options.optimizer` names, each of its fields from the option that sets it (or from
+    `defaults` where that option is unset: a step whose metric sets its own threshold); the seed and concurrency come
+    from the settings (where the optimizer takes them)."""
     config = CONFIGS[options.optimizer]
     names = {field.name for field in fields(config)}
     values = {name: getattr(options, option) for option, name in CONFIG_FIELDS.items()
               if name in names and getattr(options, option) is not None}
+    values |= {name: value for name, value in defaults.items() if name in names and name not in values}
     values |= {name: getattr(settings, name) for name in FROM_SETTINGS if name in names}
     return config(**values)

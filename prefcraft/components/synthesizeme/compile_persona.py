@@ -9,7 +9,7 @@ same task model; one that does not is saved as `persona_synthesizer.rejected.jso
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +72,7 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     train, val = run.loaded
     session, tracker = run.session, run.tracker
     fit_config = options.search_config(session)
-    prompt_config = replace(optimizer_config(options, session), metric_threshold=persona_threshold(options))
+    prompt_config = persona_optimizer_config(options, session)
     digest = data_digest(options.source)
     params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
               "train_users": ",".join(train), "val_users": ",".join(val), "persona_metric": options.persona_metric,
@@ -98,10 +98,10 @@ METRIC_DESCRIPTIONS = {
 }
 
 
-def persona_threshold(options: CompilePersonaOptions) -> float:
-    """`--metric-threshold` when given, else the persona metric's own (`METRIC_THRESHOLDS`)."""
-    given = options.metric_threshold
-    return METRIC_THRESHOLDS[options.persona_metric] if given is None else given
+def persona_optimizer_config(options: CompilePersonaOptions, session: Settings) -> OptimizerConfig:
+    """The optimizer's config; its bootstrapping threshold (where it has one) `--metric-threshold` when given, else
+    the persona metric's own (`METRIC_THRESHOLDS`)."""
+    return optimizer_config(options, session, metric_threshold=METRIC_THRESHOLDS[options.persona_metric])
 
 
 def persona_metric(options: CompilePersonaOptions, users: Users, evidence: list[PersonaEvidence]) -> PersonaMetric:

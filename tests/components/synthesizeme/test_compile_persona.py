@@ -8,13 +8,13 @@ import pytest
 
 from prefcraft.components.synthesizeme import compile_persona as compile_module
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
-from prefcraft.components.synthesizeme.compile_persona import persona_threshold, select_persona_prompt
+from prefcraft.components.synthesizeme.compile_persona import persona_optimizer_config, select_persona_prompt
 from prefcraft.components.synthesizeme.report import format_compile_persona
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set
 from prefcraft.optimizers import compile_gate
 from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines
-from prefcraft.optimizers.prompt_optimizer import MIPROv2Config, thresholded
+from prefcraft.optimizers.prompt_optimizer import GEPAConfig, MIPROv2Config, thresholded
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker, FieldFillingEngine
@@ -51,7 +51,7 @@ def test_the_papers_metric_is_the_persona_judges_improvement_over_the_default_ju
         assert improvement(example, told) == pytest.approx(0.5) and accuracy(example, told) == 1.0
         assert improvement(example, untold) == 0.0 and accuracy(example, untold) == 0.5
         # Bootstrapping a demo: by default a persona counts only when it improves on the default judge.
-        bootstrapping = thresholded(improvement, persona_threshold(compile_options()))
+        bootstrapping = thresholded(improvement, threshold())
         assert bootstrapping(example, told, trace=[]) is True and bootstrapping(example, untold, trace=[]) is False
 
 
@@ -60,10 +60,15 @@ def compile_options(*flags):
                                                         *flags])
 
 
+def threshold(*flags):
+    return persona_optimizer_config(compile_options(*flags), Settings()).metric_threshold
+
+
 def test_the_bootstrapping_threshold_is_the_persona_metrics_own_unless_given():
-    assert 0 < persona_threshold(compile_options()) < 0.01  # any improvement
-    assert persona_threshold(compile_options("--persona-metric", "accuracy")) == 0.5
-    assert persona_threshold(compile_options("--metric-threshold", "0.2")) == 0.2
+    assert 0 < threshold() < 0.01  # any improvement
+    assert threshold("--persona-metric", "accuracy") == 0.5
+    assert threshold("--metric-threshold", "0.2") == 0.2
+    assert isinstance(persona_optimizer_config(compile_options("--optimizer", "gepa"), Settings()), GEPAConfig)
 
 
 def evidence(user) -> PersonaEvidence:
