@@ -39,6 +39,17 @@ class LoggedProgram:
     def alias_uri(self) -> str | None:
         return f"{MODEL_URI_PREFIX}{self.registered_name}@{CHAMPION}" if self.registered_name else None
 
+    @property
+    def model_id(self) -> str:
+        return self.model_uri.removeprefix(MODEL_URI_PREFIX)
+
+
+def logged_program_of(tags: Mapping[str, str]) -> LoggedProgram | None:
+    """The program a run logged, read from the tags `log_program` set on the run; None where it logged none."""
+    if MODEL_ID_TAG not in tags:
+        return None
+    return LoggedProgram(f"{MODEL_URI_PREFIX}{tags[MODEL_ID_TAG]}", tags.get(REGISTERED_TAG), tags.get(VERSION_TAG))
+
 
 def is_model_uri(path: str | Path) -> bool:
     return str(path).startswith(MODEL_URI_PREFIX)

@@ -18,8 +18,8 @@ from typing import Any
 from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
 from prefcraft.html_report.blocks import number
-from prefcraft.html_report.records import ProgramModel, RunRecord
-from prefcraft.model_registry import MODEL_ID_TAG, REGISTERED_TAG, VERSION_TAG
+from prefcraft.html_report.records import RunRecord
+from prefcraft.model_registry import logged_program_of
 from prefcraft.registry import COMPONENTS
 
 # The run each component's steps start, and that component.
@@ -112,12 +112,11 @@ def _check_exists(uri: str) -> None:
 
 def _record(run: Any) -> RunRecord:
     info, data = run.info, run.data
-    name, tags = info.run_name or info.run_id, data.tags
-    program = (ProgramModel(tags[MODEL_ID_TAG], tags.get(REGISTERED_TAG, ""), tags.get(VERSION_TAG, ""))
-               if MODEL_ID_TAG in tags else None)
+    name = info.run_name or info.run_id
     return RunRecord(run_id=info.run_id, name=name, status=info.status, start_ms=info.start_time,
                      end_ms=info.end_time, params=dict(data.params), metrics=dict(data.metrics),
-                     parent_id=tags.get("mlflow.parentRunId"), component=_started_by(name), program=program)
+                     parent_id=data.tags.get("mlflow.parentRunId"), component=_started_by(name),
+                     program=logged_program_of(data.tags))
 
 
 def _started_by(name: str) -> str:

@@ -6,16 +6,9 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from prefcraft.model_registry import LoggedProgram
+
 TRIAL = re.compile(r"trial-\d+")
-
-
-@dataclass(frozen=True)
-class ProgramModel:
-    """The compiled program a run logged as an MLflow model, and the registered version it became, if promoted."""
-
-    model_id: str
-    registered_name: str = ""
-    version: str = ""
 
 
 @dataclass
@@ -39,7 +32,8 @@ class RunRecord:
     pareto: list[int] | None = None
     """For a sweep: the trials of its study's Pareto front (the best, for one objective), as its pareto.json lists
     them; None where it logged none (a sweep that stopped)."""
-    program: ProgramModel | None = None
+    program: LoggedProgram | None = None
+    """The compiled program the run logged as an MLflow model, if any."""
 
     @property
     def is_command(self) -> bool:
