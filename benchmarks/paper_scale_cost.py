@@ -29,7 +29,6 @@ from prefcraft.components.lampqa.evaluation import select_questions
 from prefcraft.components.lampqa.options import EvaluateOptions as LampQAOptions
 from prefcraft.experiments import load_experiment
 from prefcraft.options import Options
-from prefcraft.settings import Settings
 
 EXPERIMENTS = REPOSITORY / "experiments"
 LOWER_BOUND = (
@@ -389,15 +388,10 @@ def estimate_paper(name: str, results: Path) -> dict[str, Any]:
     measured = json.loads((results / cost_file).read_text(encoding="utf-8"))
     estimate = estimator({step.name: step.options for step in experiment.commands()}, measured)
     rows = [part.as_row() for part in estimate.parts]
-    models = {role: _model_name(experiment.settings, role) for role in dict.fromkeys(row["model"] for row in rows)}
+    models = {role: experiment.settings.model_for(role).model for role in dict.fromkeys(row["model"] for row in rows)}
     by_model = {model: _totals(row for row in rows if models[row["model"]] == model) for model in models.values()}
     return {"experiment": str(path.relative_to(REPOSITORY)), "measured": f"benchmarks/results/{cost_file}",
             **_totals(rows), "by_model": by_model, "parts": rows, "assumptions": estimate.assumptions}
-
-
-def _model_name(settings: Settings, role: str) -> str:
-    """The model that answers a `role` call: the judge's calls go to the task model when no judge is set."""
-    return (getattr(settings, role) or settings.task).model
 
 
 def _totals(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
