@@ -58,7 +58,7 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     # DSPy's own retries would send a call that timed out again, to a server already too slow for it: the engine
     # retries connection errors alone.
     sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": 0,
-                "callbacks": [StopCheck()]}
+                "callbacks": [StopCheck()], **({} if model.top_p is None else {"top_p": model.top_p})}
     api_key = _api_key(model)
     if model.api_bases:
         engine = CountingRouterEngine(endpoint_router(model, api_key), retries=model.num_retries)

@@ -78,6 +78,9 @@ class ModelSettings(BaseModel):
         "prefcraft starts itself, else json_schema",
     )
     temperature: float = Field(0.0, ge=0.0, le=2.0)
+    top_p: float | None = Field(
+        None, gt=0.0, le=1.0, description="nucleus sampling; unset, none is sent and the server's default applies"
+    )
     max_tokens: int = Field(512, gt=0)
     timeout_s: float = Field(
         300.0, gt=0, description="seconds a call may wait for its reply; a call that timed out is never sent again"

@@ -246,6 +246,8 @@ def model_params(settings: Settings) -> dict[str, Any]:
         params[f"{role}_model"] = model.model
         params[f"{role}_api_base"] = settings.endpoint(role)
         params[f"{role}_temperature"] = model.temperature
+        if model.top_p is not None:
+            params[f"{role}_top_p"] = model.top_p
         params[f"{role}_max_tokens"] = model.max_tokens
         params[f"{role}_structured_output"] = settings.dialect(role)
     return params

@@ -68,6 +68,16 @@ def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
     assert body["temperature"] == 0.3
     assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
     assert "max_completion_tokens" not in body
+    assert "top_p" not in body  # unset: the server's own default
+
+
+def test_a_top_p_that_is_set_reaches_the_server(recording_server):
+    lm = build_lm(ModelSettings(api_base=recording_server.api_base, temperature=0.7, top_p=0.9))
+
+    lm("Say hello.")
+
+    [body] = recording_server.bodies
+    assert (body["temperature"], body["top_p"]) == (0.7, 0.9)
 
 
 @pytest.mark.parametrize("dialect", ["json_schema", "llguidance", "vllm", "none"])
