@@ -13,6 +13,7 @@ from contextlib import nullcontext
 from typing import Any
 
 import mlflow
+import pandas as pd
 from mlflow.pyfunc import PythonModel
 
 
@@ -32,7 +33,9 @@ class CompiledProgram(PythonModel):
             self.model = {"lm": build_lm(settings.task),
                           "adapter": build_adapter(settings.task, settings.small_model_profile())}
 
-    def predict(self, context, model_input, params=None):  # no type hints: MLflow would read a schema from them
+    # A DataFrame is the one hint MLflow reads no schema from (the logged signature is the request's columns), and
+    # with no hint at all it warns at every log.
+    def predict(self, context, model_input: pd.DataFrame, params=None):
         import dspy
 
         rows = model_input.to_dict(orient="records") if hasattr(model_input, "to_dict") else model_input

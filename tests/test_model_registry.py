@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import warnings
 from pathlib import Path
 
 import dspy
@@ -68,6 +69,14 @@ def test_a_promoted_program_is_the_champion_and_loads_back_by_its_alias(store):
     assert isinstance(loaded.program, PreferenceJudge) and loaded.metadata["persona"] == "Likes long answers."
     assert prefcraft.load(f"models:/{name}/1").metadata["persona"] == "Likes short answers."
     assert prefcraft.load_judge(second.model_uri).persona == "Likes long answers."
+
+
+def test_logging_a_program_prints_no_third_party_warning(store):
+    """The tour logs every fitted judge: its output carries prefcraft's words only."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        logged_judge(store, "Likes short answers.", promote_as=None)
+    assert [str(warning.message) for warning in caught if "type hint" in str(warning.message)] == []
 
 
 def test_a_program_that_lost_is_logged_but_never_registered(store):
