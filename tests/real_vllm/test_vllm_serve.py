@@ -75,6 +75,7 @@ def test_prefcraft_serve_starts_vllm_answers_and_stops_leaving_nothing(vllm_exec
         output, _ = serving.communicate(timeout=60)
     assert serving.returncode == 0, output
     assert f"serving SmolLM2-135M-Instruct at http://127.0.0.1:{port}/v1" in output
+    assert "--task-structured-output vllm" in output  # the compact form it was started for, not auto's json_schema
     deadline = time.monotonic() + 30
     while processes_on(port):
         assert time.monotonic() < deadline, f"left running: {processes_on(port)}"
