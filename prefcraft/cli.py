@@ -12,7 +12,7 @@ from typing import Any
 
 from prefcraft.commands import experiment_cli, report_cli, sweep_cli, tour_cli
 from prefcraft.commands.serve import serve
-from prefcraft.components.component import Emit
+from prefcraft.components.component import Emit, failed_items
 from prefcraft.console import configure_logging, echo, results_on_stdout
 from prefcraft.errors import PrefcraftError
 from prefcraft.flags import (
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = load_settings(args.config, settings_overrides(args))
         with results_on_stdout():
-            run_command(args, settings)
+            outcome = run_command(args, settings)
     except PrefcraftError as error:
         print(f"prefcraft: error: {error}", file=sys.stderr)
         return 2
@@ -84,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("prefcraft: interrupted", file=sys.stderr)
         return 130
+    if failed := failed_items(outcome):
+        print(f"prefcraft: {failed} item(s) failed and were counted, each with its reason in the results; the rest "
+              "ran to the end", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -58,6 +58,17 @@ class StepRun:
     """What the step's `load` read before any model started."""
 
 
+def failed_items(outcome: Any) -> int:
+    """The items (users, instances, scenarios, questions, descriptions) whose work failed in a step's outcome, each
+    recorded with its reason while the run went on: the outcome's `failed_items`, added up over the outcomes of a list
+    or a mapping (an experiment's steps, an evaluation's methods); 0 for an outcome that counts none."""
+    if isinstance(outcome, Mapping):
+        return sum(failed_items(value) for value in outcome.values())
+    if isinstance(outcome, list | tuple):
+        return sum(failed_items(value) for value in outcome)
+    return int(getattr(outcome, "failed_items", 0))
+
+
 def _nothing_to_load(options: Any) -> None:
     return None
 
