@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,8 @@ import dspy
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from prefcraft.errors import DataError
+
+logger = logging.getLogger(__name__)
 
 VAL_FRACTION = 0.3  # without a val split in the data, the latest 30% of a user's context pairs validate
 HUB_DATASETS = ("MichaelR207/prism_personalized_0125", "MichaelR207/chatbot_arena_personalized_0125")
@@ -45,6 +48,8 @@ class PreferencePair(BaseModel):
     turns: int | None = None
     type: str | None = None
     flip: bool | None = None
+    repeat: int = 0
+    """How many earlier rows of its file hold this same pair (`load_pairs` counts them); 0 for the first."""
 
     @field_validator("user_id", "conversation_id", mode="before")
     @classmethod
@@ -80,14 +85,12 @@ def train_val_split(
     """The pairs to fit one user on: the data's own train and val pairs when it has both, else the context pairs cut
     unshuffled, as the reference code cuts them: the first int((1 - val_fraction) n) train, the rest validate.
 
-    Raises DataError for fewer than 2 context pairs, or a pair whose chosen and rejected are the same.
+    Raises DataError for fewer than 2 context pairs. A pair whose chosen and rejected are the same is kept, as the
+    reference code keeps it (its judge is right on it by chance).
     """
     pairs = user.context_pairs
     if len(pairs) < 2:
         raise DataError(user.user_id, None, None, f"user has {len(pairs)} context pair(s); a fit needs 2+")
-    same = [pair for pair in pairs if pair.chosen.content == pair.rejected.content]
-    if same:
-        raise DataError(user.user_id, None, "chosen", f"{len(same)} pair(s) have identical chosen and rejected")
     if user.val and user.train:
         return user.train, user.val
     cut = int(len(pairs) * (1 - val_fraction))  # 1 <= cut < n for n >= 2 and the default fraction
@@ -97,12 +100,12 @@ def train_val_split(
 def load_pairs(source: str | Path, *, hub_split: str | None = None) -> list[PreferencePair]:
     """Load and validate every row of `source`: a .json/.jsonl/.parquet file, or a Hugging Face dataset name.
 
-    Raises DataError naming the file, row and field of the first invalid row, or both rows of a repeated pair.
+    Raises DataError naming the file, row and field of the first invalid row. A row repeating an earlier pair is
+    kept as a pair of its own, as the reference code loads every row (`repeat` tells it apart), with one warning.
     """
     rows = read_rows(source, hub_split=hub_split)
     pairs = [_parse_row(row, str(source), index) for index, row in enumerate(rows)]
-    _check_unique_ids(pairs, str(source))
-    return pairs
+    return _number_repeats(pairs, str(source))
 
 
 # A local file of rows; any other source is a dataset name.
@@ -143,18 +146,23 @@ def _parse_row(row: Any, source: str, index: int) -> PreferencePair:
         raise DataError(source, index, location, issue["msg"]) from None
 
 
-def _check_unique_ids(pairs: list[PreferencePair], source: str) -> None:
-    first_row: dict[str, int] = {}
+def _number_repeats(pairs: list[PreferencePair], source: str) -> list[PreferencePair]:
+    """`pairs` with each repeat of an earlier row's pair numbered (`repeat`), so that its id is its own; one warning
+    names the first repeated row and how many there are."""
+    rows_of: dict[str, list[int]] = {}
+    numbered = []
     for index, pair in enumerate(pairs):
-        identifier = pair_id(pair)
-        if identifier in first_row:
-            raise DataError(
-                source, index, "conversation_id" if pair.conversation_id else None,
-                f"the same pair as row {first_row[identifier]} (pair id {identifier}: same user, conversation, "
-                "context and responses)",
-                "remove the repeated row: the two would overwrite each other's judgments and demos",
-            )
-        first_row[identifier] = index
+        earlier = rows_of.setdefault(pair_id(pair), [])
+        numbered.append(pair.model_copy(update={"repeat": len(earlier)}) if earlier else pair)
+        earlier.append(index)
+    repeats = [(rows[0], row) for rows in rows_of.values() for row in rows[1:]]
+    if repeats:
+        first, row = min(repeats, key=lambda repeat: repeat[1])
+        where = DataError(source, row, "conversation_id" if pairs[row].conversation_id else None, "")
+        logger.warning("%s the same pair as row %d (same user, conversation, context and responses), and %d more "
+                       "repeated row(s): each kept as a pair of its own, as the reference code loads them",
+                       str(where).rstrip(), first, len(repeats) - 1)
+    return numbered
 
 
 def _read_local(path: Path) -> Iterator[dict[str, Any]]:
@@ -239,11 +247,12 @@ def pair_id(pair: PreferencePair) -> str:
     """A stable id for a pair: `<conversation_id>#<8 hex>`, or 16 hex without a conversation id.
 
     The digest covers the user, the context and both responses, so the pairs one conversation yields (one per turn,
-    one per rejected response) get ids of their own.
+    one per rejected response) get ids of their own; a row repeating an earlier pair adds `~<repeat>`.
     """
     content = pair.model_dump_json(include={"user_id", "context", "chosen", "rejected"})
     digest = hashlib.sha256(content.encode()).hexdigest()
-    return f"{pair.conversation_id}#{digest[:8]}" if pair.conversation_id else digest[:16]
+    identifier = f"{pair.conversation_id}#{digest[:8]}" if pair.conversation_id else digest[:16]
+    return f"{identifier}~{pair.repeat}" if pair.repeat else identifier
 
 
 def judge_examples(pair: PreferencePair) -> list[dspy.Example]:

@@ -192,22 +192,22 @@ def test_missing_file(tmp_path, suffix):
     assert caught.value.path == str(missing)
 
 
-def test_a_repeated_pair_names_both_rows(tmp_path):
-    rows = [row("u", "train", "q1"), row("u", "train", "q2"), row("u", "test", "q1")]
+def test_a_repeated_pair_loads_as_a_pair_of_its_own_with_one_warning_naming_file_row_and_field(tmp_path, caplog):
+    rows = [row("u", "train", "q1"), row("u", "train", "q2"), row("u", "test", "q1"), row("u", "test", "q1")]
     path = write_jsonl(tmp_path / "pairs.jsonl", rows)
-    with pytest.raises(DataError) as caught:
-        load_pairs(path)
-    error = caught.value
-    assert (error.path, error.row, error.field) == (str(path), 2, "conversation_id")
-    assert f"{path}, row 2, field 'conversation_id': the same pair as row 0" in str(error)
-    assert "remove" in error.hint
+    pairs = load_pairs(path)
+    assert [pair.repeat for pair in pairs] == [0, 0, 1, 2]
+    assert len({pair_id(pair) for pair in pairs}) == 4 and pair_id(pairs[2]) == pair_id(pairs[0]) + "~1"
+    warnings = [record.getMessage() for record in caplog.records if record.levelname == "WARNING"]
+    assert len(warnings) == 1
+    assert warnings[0].startswith(f"{path}, row 2, field 'conversation_id': the same pair as row 0")
+    assert "1 more repeated row(s)" in warnings[0]
 
 
-def test_a_repeated_pair_without_conversation_ids_names_both_rows(tmp_path):
+def test_a_repeated_pair_without_conversation_ids_names_its_row(tmp_path, caplog):
     path = write_jsonl(tmp_path / "pairs.jsonl", [row("u", "train", "q1", conversation_id=None)] * 2)
-    with pytest.raises(DataError, match="the same pair as row 0") as caught:
-        load_pairs(path)
-    assert (caught.value.row, caught.value.field) == (1, None)
+    assert len(load_pairs(path)) == 2
+    assert f"{path}, row 1: the same pair as row 0" in caplog.text
 
 
 NOT_UTF8 = "caf\xe9".encode("latin-1")

@@ -59,11 +59,10 @@ def test_a_user_with_fewer_than_two_context_pairs_is_refused_before_any_call(use
         train_val_split(user_with(train=1, val=0))
 
 
-def test_identical_chosen_and_rejected_is_refused(pair):
-    broken = pair(0, "train").model_copy(update={"rejected": pair(0, "train").chosen})
-    user = UserPairs("u1", train=[broken, pair(1, "train")], val=[pair(2, "val")])
-    with pytest.raises(DataError, match="identical chosen and rejected"):
-        train_val_split(user)
+def test_identical_chosen_and_rejected_is_kept_as_the_reference_keeps_it(pair):
+    same = pair(0, "train").model_copy(update={"rejected": pair(0, "train").chosen})
+    user = UserPairs("u1", train=[same, pair(1, "train")], val=[pair(2, "val")])
+    assert train_val_split(user) == ([same, pair(1, "train")], [pair(2, "val")])
 
 
 @pytest.mark.parametrize(("n", "train"), [(2, 1), (3, 2), (4, 2), (5, 3), (7, 4), (8, 5), (10, 7), (11, 7), (14, 9)])

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import dspy
@@ -23,12 +23,13 @@ from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FittedOptions, JudgedOptions
 from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
-from prefcraft.errors import ConfigError, PrefcraftError
+from prefcraft.errors import ConfigError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.executors import ray_map
 from prefcraft.files import safe_name
+from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import cache_directory, check_reachable
-from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user
+from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, judge_set
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.judge import PreferenceJudge, ProfileJudge
@@ -58,6 +59,25 @@ class MethodOutcome:
     judgments: list[Judgment]
     prompt_cache: PromptCache | None = None
     """Prompt tokens the server evaluated and served from its cache (llama.cpp's server only)."""
+    users: int = 0
+    """The users judged, those of `failures` included."""
+    failures: dict[str, str] = field(default_factory=dict)
+    """Users whose judge could not be built (a memory call over the context length, ...), with the reason: each of
+    their judgments counts as failed, hence wrong, as the reference scores a call that fails."""
+
+    @property
+    def failed_items(self) -> int:
+        return len(self.failures)
+
+
+@dataclass
+class UserJudged:
+    """One user's judgments by one method, the LM usage, and why its judge could not be built (then every judgment
+    failed)."""
+
+    judgments: list[Judgment]
+    usage: LMUsage
+    failure: str | None = None
 
 
 @dataclass
@@ -228,7 +248,8 @@ def evaluate_methods(
             logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
             cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
             tracker.log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
-                                 **cache_metrics})
+                                 **cache_metrics, f"{method}_users": outcome.users,
+                                 f"{method}_users_failed": len(outcome.failures)})
 
         if options.executor == "ray":
             cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
@@ -292,37 +313,58 @@ def fitted_judge_path(fitted: dict[str, Path], user_id: str) -> Path | None:
     return None
 
 
-def judge_user(job: UserJudging) -> tuple[list[Judgment], LMUsage]:
+def judge_user(job: UserJudging) -> UserJudged:
     """One user's pairs judged in both orders by one method, on the model of the current DSPy context; with the LM
-    usage of building the judge (memory) and of judging."""
+    usage of building the judge (memory) and of judging. A judge whose building failed (`is_item_failure`) fails
+    each of the user's judgments; a failed judgment call is a failed judgment (`judge_pairs`)."""
     with metered() as meter:
-        judge = job.judge if job.judge is not None else judge_for(job.method, job.user, None)
+        try:
+            judge = job.judge if job.judge is not None else judge_for(job.method, job.user, None)
+        except Exception as error:
+            if not is_item_failure(error):
+                raise
+            return UserJudged(failed_judgments(job), meter.usage, failure_reason(error))
     judgments, usage = judge_pairs(judge, getattr(job.user, job.split), model=job.model, num_threads=job.num_threads,
                                    progress=False)
-    return judgments, meter.usage + usage
+    return UserJudged(judgments, meter.usage + usage)
 
 
-def judge_user_in_worker(job: WorkerJudging) -> tuple[list[Judgment], LMUsage] | str:
+def failed_judgments(job: UserJudging) -> list[Judgment]:
+    """Every judgment of the user's pairs, both orders, as failed: no answer, wrong."""
+    return [Judgment(example.user_id, example.pair_id, example.order, None, False)
+            for example in judge_set(getattr(job.user, job.split))]
+
+
+def judge_user_in_worker(job: WorkerJudging) -> UserJudged | str:
     """A Ray task: `judge_user` on a model built in this process, or why the user could not be judged."""
     return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir,
                          profile=job.profile)
 
 
 def _method_outcome(
-    judged: Iterable[tuple[list[Judgment], LMUsage]], session: Settings, prompt_cache: PromptCache | None
+    judged: Iterable[tuple[str, UserJudged]], session: Settings, prompt_cache: PromptCache | None
 ) -> MethodOutcome:
-    """One method's outcome from its users' judgments and usage, in the order of its users."""
+    """One method's outcome from its users' judgments, usage and failures, in the order of its users."""
     judgments: list[Judgment] = []
     usage = LMUsage()
-    for user_judgments, user_usage in judged:
-        judgments += user_judgments
-        usage += user_usage
-    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, prompt_cache)
+    failures: dict[str, str] = {}
+    users = 0
+    for user_id, user in judged:
+        users += 1
+        judgments += user.judgments
+        usage += user.usage
+        if user.failure is not None:
+            logger.warning("the judge of user %s could not be built; each of its judgments counts as wrong: %s",
+                           user_id, user.failure)
+            failures[user_id] = user.failure
+    return MethodOutcome(pairwise_report(judgments, seed=session.seed), usage, judgments, prompt_cache, users,
+                         failures)
 
 
 def _evaluate_here(method: str, jobs: Iterable[UserJudging], users: int, session: Settings) -> MethodOutcome:
     with metered_prompt_cache(session.task.api_base) as server:
-        judged = [judge_user(job) for job in tqdm(jobs, total=users, desc=f"evaluating {method}", unit="user")]
+        judged = [(job.user.user_id, judge_user(job))
+                  for job in tqdm(jobs, total=users, desc=f"evaluating {method}", unit="user")]
     return _method_outcome(judged, session, server.usage)
 
 
@@ -332,11 +374,12 @@ def _evaluate_on_ray(
 ) -> None:
     """Every user and method as a Ray task; each method is finished as soon as its last user is judged. Methods run at
     the same time, so no server's prompt-cache counters can be told apart per method."""
-    judged: dict[str, dict[str, tuple[list[Judgment], LMUsage]]] = {method: {} for method in jobs}
+    judged: dict[str, dict[str, UserJudged]] = {method: {} for method in jobs}
 
     def finish_if_done(method: str) -> None:
         if len(judged[method]) == len(jobs[method]):
-            finish(method, _method_outcome((judged[method][job.user.user_id] for job in jobs[method]), session, None))
+            users = [job.user.user_id for job in jobs[method]]
+            finish(method, _method_outcome(((user, judged[method][user]) for user in users), session, None))
 
     for method in jobs:
         if not jobs[method]:
@@ -348,7 +391,7 @@ def _evaluate_on_ray(
         method, user_id = item.judging.method, item.judging.user.user_id
         if isinstance(result, str):
             check_reachable(session.task, "task")  # the calls failed because the server died: say that
-            raise PrefcraftError(f"evaluating {method} for user {user_id} failed: {result}")
+            result = UserJudged(failed_judgments(item.judging), LMUsage(), result)
         judged[method][user_id] = result
         finish_if_done(method)
 

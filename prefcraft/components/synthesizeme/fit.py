@@ -17,6 +17,7 @@ from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions,
 from prefcraft.errors import PrefcraftError, ServerError
 from prefcraft.executors import ray_map
 from prefcraft.files import path_in
+from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_examples, train_val_split
 from prefcraft.model_registry import input_example, registered_name
@@ -41,10 +42,30 @@ class FitSummary:
     fitted: dict[str, Path] = field(default_factory=dict)
     resumed: dict[str, Path] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    """Users refused before or during their fit for their data (fewer than 2 context pairs, ...), with the reason."""
+    failed: dict[str, str] = field(default_factory=dict)
+    """Users whose fit a model call ended (a prompt over the server's context length, an answer that did not parse),
+    with the reason: the other users' fits went on."""
 
     @property
     def judges(self) -> dict[str, Path]:
         return {**self.resumed, **self.fitted}
+
+    @property
+    def failed_items(self) -> int:
+        return len(self.failed)
+
+    @property
+    def not_fitted(self) -> int:
+        """The users this fit left without a judge: a run with any is incomplete."""
+        return len(self.skipped) + len(self.failed)
+
+
+@dataclass(frozen=True)
+class FitFailure:
+    """Why a model call ended one user's fit; returned rather than raised, so that it crosses a Ray worker too."""
+
+    reason: str
 
 
 def default_persona_prompt(model: str) -> Path | None:
@@ -130,7 +151,7 @@ def fit_users(
         else:
             _fit_here(fits, finish)
         tracker.log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
-                             "users_skipped": len(summary.skipped)})
+                             "users_skipped": len(summary.skipped), "users_failed": len(summary.failed)})
     return summary
 
 
@@ -140,9 +161,22 @@ def compile_judge(fit: UserFit) -> PreferenceJudge:
     return SynthesizeMe(fit.synthesizer, fit.config).compile(PreferenceJudge(), trainset=trainset, valset=valset)
 
 
-def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | str:
-    """A Ray task: `compile_judge` on a model built in this process, or why the user cannot be fitted."""
-    return run_in_worker(compile_judge, job.fit, model=job.fit.model, cache_dir=job.cache_dir, profile=job.profile)
+def attempt_fit(fit: UserFit) -> PreferenceJudge | FitFailure:
+    """`compile_judge`, or the failed model call that ended it (`is_item_failure`); a PrefcraftError (the user's data
+    refused) and any other error still raise."""
+    try:
+        return compile_judge(fit)
+    except PrefcraftError:
+        raise
+    except Exception as error:
+        if not is_item_failure(error):
+            raise
+        return FitFailure(failure_reason(error))
+
+
+def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | FitFailure | str:
+    """A Ray task: `attempt_fit` on a model built in this process, or why the user cannot be fitted."""
+    return run_in_worker(attempt_fit, job.fit, model=job.fit.model, cache_dir=job.cache_dir, profile=job.profile)
 
 
 def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
@@ -150,8 +184,8 @@ def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
         try:
             with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
                 with metered_prompt_cache(fit.model.api_base) as server:
-                    judge = compile_judge(fit)
-                finish.save(fit.user, judge, server.usage)
+                    judge = attempt_fit(fit)
+                finish.record(fit.user, judge, server.usage)
         except ServerError:
             raise
         except PrefcraftError as error:
@@ -167,7 +201,7 @@ def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) 
             finish.skip(user_id, judge)
             continue
         with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
-            finish.save(job.fit.user, judge, None)
+            finish.record(job.fit.user, judge, None)
 
 
 @dataclass
@@ -179,6 +213,13 @@ class _FitWriter:
     output_dir: Path
     summary: FitSummary
     metadata: dict[str, object]
+
+    def record(self, user: UserPairs, judge: PreferenceJudge | FitFailure, prompt_cache: PromptCache | None) -> None:
+        """The user's judge saved, or its failure recorded."""
+        if isinstance(judge, FitFailure):
+            self.fail(user.user_id, judge.reason)
+        else:
+            self.save(user, judge, prompt_cache)
 
     def save(self, user: UserPairs, judge: PreferenceJudge, prompt_cache: PromptCache | None) -> None:
         """The user's judge saved, and logged as the `champion` of the user's registered model: a fit has no ship
@@ -200,6 +241,12 @@ class _FitWriter:
         check_reachable(self.session.task, "task")
         logger.warning("skipping user %s: %s", user_id, reason)
         self.summary.skipped[user_id] = reason
+
+    def fail(self, user_id: str, reason: str) -> None:
+        check_reachable(self.session.task, "task")  # a server that died fails every user: that ends the run
+        logger.warning("the fit of user %s failed (the other users' fits go on): %s", user_id, reason)
+        self.tracker.log_metrics({"fit_failed": 1.0})
+        self.summary.failed[user_id] = reason
 
 
 def fitted_path(output_dir: Path, user_id: str) -> Path:

@@ -32,9 +32,20 @@ def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:
     return "\n".join(lines)
 
 
+def format_users(outcome: MethodOutcome) -> str:
+    """How many users a method judged, and those whose judge could not be built (their judgments count as wrong)."""
+    lines = [f"  users judged {outcome.users}, judges that could not be built {len(outcome.failures)} (each of their "
+             "judgments counted wrong)"]
+    lines += [f"    failed {user_id}: {reason}" for user_id, reason in outcome.failures.items()]
+    return "\n".join(lines)
+
+
 def format_fit_summary(summary: FitSummary) -> str:
-    lines = [f"fitted {len(summary.fitted)} user(s), resumed {len(summary.resumed)}, skipped {len(summary.skipped)}"]
+    users = len(summary.judges) + summary.not_fitted
+    lines = [f"fitted {len(summary.fitted)} user(s), resumed {len(summary.resumed)}, skipped {len(summary.skipped)}"
+             f" (their data), failed {len(summary.failed)} (a model call), of {users} user(s)"]
     lines += [f"  skipped {user_id}: {reason}" for user_id, reason in summary.skipped.items()]
+    lines += [f"  failed {user_id}: {reason}" for user_id, reason in summary.failed.items()]
     return "\n".join(lines)
 
 
@@ -55,7 +66,8 @@ def format_comparison(reports: dict[str, PairwiseReport]) -> str:
 
 def format_evaluation(outcomes: dict[str, MethodOutcome]) -> str:
     """Each method's report, then the methods side by side when there are several."""
-    parts = [format_report(method, outcome.report, outcome.usage) for method, outcome in outcomes.items()]
+    parts = [f"{format_report(method, outcome.report, outcome.usage)}\n{format_users(outcome)}"
+             for method, outcome in outcomes.items()]
     if len(outcomes) > 1:
         parts.append(format_comparison({method: outcome.report for method, outcome in outcomes.items()}))
     return "\n".join(parts)

@@ -85,7 +85,8 @@ def test_a_hostile_user_id_is_fitted_into_a_file_inside_the_fitted_directory(off
     out = tmp_path / "work" / "fitted"
     summary = fit_users(data, out)
     assert set(summary.fitted) == {"user123", user_id} and not summary.skipped
-    assert tracker.named("fit-synthesizeme").metrics == {"users_fitted": 2, "users_resumed": 0, "users_skipped": 0}
+    assert tracker.named("fit-synthesizeme").metrics == {"users_fitted": 2, "users_resumed": 0, "users_skipped": 0,
+                                                             "users_failed": 0}
     assert tracker.named(user_id).nested and "val_accuracy" in tracker.named(user_id).metrics
     assert summary.fitted["user123"] == out / "user123.json"  # a plain id keeps its file name
     path = summary.fitted[user_id]
