@@ -42,6 +42,9 @@ JudgePrompt = Literal["reference", "paper"]
 JUDGE_PROMPTS: dict[str, type[dspy.Signature]] = {"reference": JudgeResponse, "paper": JudgeResponseFigure16}
 
 COVERAGE = {"Fully": 1.0, "Partially": 0.5, "Not": 0.0}
+DECOMPOSER_MAX_TOKENS = 4096
+"""The reference's cap on a decomposer reply (kixlab/CUPID synthesis/modules/preference_decomposer.py:13), half the
+8,192 of its matcher and judge, which share the decomposer's judge model here."""
 
 
 @dataclass(frozen=True)
@@ -144,15 +147,21 @@ class PreferenceInferrer(dspy.Module):
         return number_sessions(sessions), every
 
 
+def decomposer(max_tokens: int | None = None) -> dspy.Predict:
+    """The decomposer, its replies capped at `max_tokens` (None: the model's own `max_tokens`)."""
+    return dspy.Predict(DecomposePreference, **({} if max_tokens is None else {"max_tokens": max_tokens}))
+
+
 class PreferenceMatch(dspy.Module):
-    """(inferred preference, gold preference, gold checklist) -> ChecklistMatch: the decomposer once, the matcher twice.
+    """(inferred preference, gold preference, gold checklist) -> ChecklistMatch: the decomposer once (its replies
+    capped at `decompose_max_tokens`), the matcher twice.
 
     A matcher reply with fewer labels than entries leaves the rest Not covered (and counts them as `missing_labels`).
     """
 
-    def __init__(self):
+    def __init__(self, decompose_max_tokens: int | None = None):
         super().__init__()
-        self.decompose = dspy.Predict(DecomposePreference)
+        self.decompose = decomposer(decompose_max_tokens)
         self.match = dspy.Predict(MatchChecklist)
 
     def forward(self, preference: str, gold_preference: str, gold_checklist: Sequence[str]) -> dspy.Prediction:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dspy
 
 from prefcraft.components.component import StepRun
-from prefcraft.components.cupid.evaluation import select_instances
+from prefcraft.components.cupid.evaluation import decomposer_max_tokens, select_instances
 from prefcraft.components.cupid.metrics import PreferenceF1
 from prefcraft.components.cupid.options import CompileOptions
 from prefcraft.components.cupid.results import CupidCompileOutcome
@@ -51,7 +51,7 @@ def compile_and_select(
 ) -> CupidCompileOutcome:
     """The optimizer over a new inferrer of the options' variant, then `keep_if_better`: save (and ship) only a
     winner."""
-    metric = PreferenceF1(PreferenceMatch(), lambda: lm_context(session, "judge"))
+    metric = PreferenceF1(PreferenceMatch(decomposer_max_tokens(session)), lambda: lm_context(session, "judge"))
     config = optimizer_config(options, session)
     params = {"program": PROGRAM_NAME, "variant": options.variant, "data": str(options.source),
               "data_digest": data_digest(options.source), "train": len(trainset), "val": len(valset),

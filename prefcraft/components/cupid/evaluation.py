@@ -15,8 +15,11 @@ Failures count as in the reference code (see `prefcraft.components.cupid.metrics
 the scores; when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache
 hit when the grading got that far) so that a failed matcher keeps the inferred items in the precision denominator,
 while a failed decomposition counts as a failed inference (the reference decomposes inside inference). A failed or
-unparseable judge score counts 0; a failed generation is left out. Per instance type the same rules apply to that
-type's instances. Every count is reported beside the figures.
+unparseable judge score counts 0; a failed generation is left out. A prompt over the context window is the reference's
+one exception (`context_overflow = "zero"`, the default): that inference scores an empty checklist (recall 0) and that
+response 0, both kept in the scores; `"leave-out"` leaves them out instead. Per instance type the same rules apply to
+that type's instances. Every failure is written with its reason (`prefcraft.item_failures.failure_reason`) and counted beside the
+figures; none stops the run.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ from prefcraft.components.cupid.metrics import (
     match_report,
     response_scores,
 )
-from prefcraft.components.cupid.options import DataOptions, JudgingOptions
+from prefcraft.components.cupid.options import ContextOverflow, DataOptions, JudgingOptions
 from prefcraft.components.cupid.results import (
     EvaluationOutcome,
     InferenceOutcome,
@@ -53,9 +56,11 @@ from prefcraft.components.cupid.results import (
 )
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_pipeline_step
+from prefcraft.item_failures import CONTEXT_OVERFLOW, FailureLog, reason_kind
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
+    DECOMPOSER_MAX_TOKENS,
     ChecklistMatch,
     JudgePrompt,
     PreferenceInferrer,
@@ -63,9 +68,9 @@ from prefcraft.programs.cupid import (
     ResponseGenerator,
     ResponseJudge,
     SummaryResponder,
+    decomposer,
 )
-from prefcraft.settings import Settings
-from prefcraft.signatures.cupid import DecomposePreference
+from prefcraft.settings import Role, Settings
 from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
@@ -75,6 +80,8 @@ FROM_SESSIONS = {"sessions": ResponseGenerator, "summaries": SummaryResponder,
 """The response methods that read the prior sessions, and the program that answers for each."""
 NOT_SCORED = 0.0
 Selected = tuple[list[CupidInstance], int]
+Ran = tuple[dspy.Example, dspy.Prediction | None, str | None]
+"""An example, its prediction (None: the call failed), and why the call failed."""
 
 
 def load_evaluated(options: JudgingOptions) -> Selected:
@@ -114,20 +121,23 @@ def evaluate_instances(
     params = {"program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source),
               "split": options.split, "instances": len(instances), "skipped_rows": skipped,
               "sessions": "oracle" if options.oracle_sessions else "all", "oracle_left_out": without_relevant,
-              "inferrers": list(inferrers), "judge_prompt": options.judge_prompt, **model_params(session)}
+              "inferrers": list(inferrers), "judge_prompt": options.judge_prompt,
+              "context_overflow": options.context_overflow, **model_params(session)}
     with tracker.run("cupid-evaluate", params):
         inference = []
         for name, inferrer in inferrers.items():
-            inference.append(infer_and_match(session, tracker, name, inferrer, examples))
+            inference.append(infer_and_match(session, tracker, name, inferrer, examples, options.context_overflow))
             _write_inference(tracker, options.output_dir, inference[-1])
         inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
-        responses = [respond_and_judge(session, tracker, method, examples, inferred, options.judge_prompt)
+        responses = [respond_and_judge(session, tracker, method, examples, inferred, options.judge_prompt,
+                                       options.context_overflow)
                      for method in options.responses]
         if responses:
             rows = [asdict(result) for response in responses for result in response.results]
             write_results(tracker, options.output_dir / "responses.jsonl", rows)
         outcome = EvaluationOutcome(str(options.source), len(instances), skipped, options.split, inference, responses,
-                                    options.output_dir, without_relevant, options.judge_prompt)
+                                    options.output_dir, without_relevant, options.judge_prompt,
+                                    options.context_overflow)
     return outcome
 
 
@@ -144,14 +154,15 @@ def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[Cu
 
 
 def infer_and_match(
-    session: Settings, tracker: Tracker, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example]
+    session: Settings, tracker: Tracker, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example],
+    context_overflow: ContextOverflow = "zero",
 ) -> InferenceOutcome:
     """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
     with tracker.run(f"infer-{name}", {"inferrer": name}, nested=True):
-        inferred, infer_cost = run_pipeline_step(session, inferrer, examples, _unscored, "task")
-        gradings, checklists, grading_costs = _grade(session, inferred)
-        results = [_instance_result(example, prediction, grading, checklist) for (example, prediction, _), grading,
-                   checklist in zip(inferred, gradings, checklists, strict=True)]
+        inferred, infer_cost = _run_step(session, inferrer, examples, "task")
+        gradings, redecomposed, grading_costs = _grade(session, inferred)
+        results = [_instance_result(ran, grading, checklist, context_overflow)
+                   for ran, grading, checklist in zip(inferred, gradings, redecomposed, strict=True)]
         outcome = InferenceOutcome(
             name=name,
             overall=_report(results, session.seed),
@@ -173,7 +184,7 @@ def _by_type(results: Sequence[Any], summarize: Callable[[list[Any], int], Any],
 
 def respond_and_judge(
     session: Settings, tracker: Tracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str],
-    judge_prompt: JudgePrompt,
+    judge_prompt: JudgePrompt, context_overflow: ContextOverflow = "zero",
 ) -> ResponseOutcome:
     """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model),
     scored over all instances and per instance type. A child run."""
@@ -181,17 +192,17 @@ def respond_and_judge(
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
         generator = FROM_SESSIONS.get(method, ResponseGenerator)()
-        generated, generate_cost = run_pipeline_step(session, generator, requests, _unscored, "task")
+        generated, generate_cost = _run_step(session, generator, requests, "task")
         to_judge = [
             dspy.Example(request=example.current_request, response=prediction.response,
                          preference=example.gold_preference, checklist=example.gold_checklist,
                          ).with_inputs("request", "response", "preference", "checklist")
             for example, (_, prediction, _) in zip(examples, generated, strict=True) if prediction is not None
         ]
-        judged, judge_cost = run_pipeline_step(session, ResponseJudge(judge_prompt), to_judge, _judge_score, "judge")
+        judged, judge_cost = _run_step(session, ResponseJudge(judge_prompt), to_judge, "judge", _judge_score)
         judgments = _aligned([prediction is not None for _, prediction, _ in generated], judged)
-        results = [_response_result(request, method, prediction, judgment)
-                   for (request, prediction, _), judgment in zip(generated, judgments, strict=True)]
+        results = [_response_result(ran, method, judgment, context_overflow)
+                   for ran, judgment in zip(generated, judgments, strict=True)]
         outcome = ResponseOutcome(
             method=method,
             overall=_response_scores(results, session.seed),
@@ -206,24 +217,39 @@ def respond_and_judge(
 
 
 def _grade(
-    session: Settings, inferred: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
-) -> tuple[list[dspy.Prediction | None], list[list[str] | None], dict[str, StepCost]]:
+    session: Settings, inferred: Sequence[Ran]
+) -> tuple[list[Ran | None], list[Ran | None], dict[str, StepCost]]:
     """The inferred preferences graded on the judge model, and for each whose grading failed, its checklist from the
-    decomposer alone, so that a failed matcher is told from a failed decomposition; both aligned with `inferred`."""
+    decomposer alone, so that a failed matcher is told from a failed decomposition; both aligned with `inferred`
+    (None where the step did not run)."""
     was_inferred = [prediction is not None for _, prediction, _ in inferred]
     to_grade = [_grading_example(example, prediction) for example, prediction, _ in inferred
                 if prediction is not None]
-    graded, match_cost = run_pipeline_step(session, PreferenceMatch(), to_grade, _unscored, "judge")
+    cap = decomposer_max_tokens(session)
+    graded, match_cost = _run_step(session, PreferenceMatch(cap), to_grade, "judge")
     gradings = _aligned(was_inferred, graded)
     ungraded = [dspy.Example(preference=example.preference).with_inputs("preference")
                 for example, prediction, _ in graded if prediction is None]
-    decomposed, decompose_cost = run_pipeline_step(session, dspy.Predict(DecomposePreference), ungraded, _unscored,
-                                                   "judge")
-    redecomposed = _aligned([done and grading is None for done, grading in zip(was_inferred, gradings, strict=True)],
-                            decomposed)
-    checklists = [None if prediction is None else [item for item in prediction.checklist if item.strip()]
-                  for prediction in redecomposed]  # blank items dropped, as PreferenceMatch drops them
-    return gradings, checklists, {"match": match_cost, "redecompose": decompose_cost}
+    decomposed, decompose_cost = _run_step(session, decomposer(cap), ungraded, "judge")
+    redecomposed = _aligned([done and grading is not None and grading[1] is None
+                             for done, grading in zip(was_inferred, gradings, strict=True)], decomposed)
+    return gradings, redecomposed, {"match": match_cost, "redecompose": decompose_cost}
+
+
+def decomposer_max_tokens(session: Settings) -> int:
+    """The reference's cap on the decomposer's replies, or the judge model's own `max_tokens` when that is lower."""
+    return min(session.model_for("judge").max_tokens, DECOMPOSER_MAX_TOKENS)
+
+
+def _run_step(
+    session: Settings, program: dspy.Module, examples: Sequence[dspy.Example], role: Role,
+    metric: Callable[[dspy.Example, dspy.Prediction], float] | None = None,
+) -> tuple[list[Ran], StepCost]:
+    """`run_pipeline_step`, each failed call with its reason; a failure never stops the step."""
+    log = FailureLog(program)
+    results, cost = run_pipeline_step(session, log, examples, metric or _unscored, role)
+    return [(example, prediction, None if prediction is not None else log.reason(example))
+            for example, prediction, _ in results], cost
 
 
 def _inferrers(session: Settings, options: JudgingOptions) -> dict[str, dspy.Module]:
@@ -241,6 +267,11 @@ def _inferrers(session: Settings, options: JudgingOptions) -> dict[str, dspy.Mod
     return inferrers
 
 
+def overflowed(reason: str | None) -> bool:
+    """Whether a call failed for a prompt over the context window, the one failure the reference scores."""
+    return reason is not None and reason_kind(reason) == CONTEXT_OVERFLOW
+
+
 def _unscored(example: dspy.Example, prediction: dspy.Prediction) -> float:
     return NOT_SCORED  # scores come from a later step on another model
 
@@ -250,34 +281,42 @@ def _judge_score(example: dspy.Example, prediction: dspy.Prediction) -> float:
 
 
 def _response_result(
-    request: dspy.Example, method: str, generated: dspy.Prediction | None, judged: dspy.Prediction | None
+    ran: Ran, method: str, judgment: Ran | None, context_overflow: ContextOverflow
 ) -> ResponseResult:
-    """A response's score as the reference counts it: 0 when judging failed or its score is no number."""
+    """A response's score as the reference counts it: 0 when judging failed or its score is no number, and 0 when the
+    generation's prompt was over the context window (under the reference's rule); any other failed generation is left
+    out (None)."""
+    request, generated, generation_failure = ran
     instance = (request.instance_id, request.instance_type, method)
-    if generated is None:
-        return ResponseResult(*instance, None, None, "generation")
+    if generated is None or judgment is None:
+        scored = overflowed(generation_failure) and context_overflow == "zero"
+        return ResponseResult(*instance, None, 0.0 if scored else None, "generation", generation_failure)
+    _, judged, judge_failure = judgment
     if judged is None:
-        return ResponseResult(*instance, generated.response, 0.0, "judging")
+        return ResponseResult(*instance, generated.response, 0.0, "judging", judge_failure)
     score = judge_score(judged.score)
-    return ResponseResult(*instance, generated.response, score or 0.0,
-                          None if score is not None else "unparseable score")
+    if score is None:
+        return ResponseResult(*instance, generated.response, 0.0, "unparseable score",
+                              f"the judge's score reads {judged.score!r}")
+    return ResponseResult(*instance, generated.response, score)
 
 
 def _response_scores(results: Sequence[ResponseResult], seed: int) -> ResponseScores:
     """The mean score of `results` as the reference aggregates it: a failed or unparseable judgment scores 0 and
-    stays in the mean; a failed generation is left out; each counted."""
+    stays in the mean, and so does a generation over the context window (under the reference's rule); any other
+    failed generation is left out; each counted."""
+    failed_generations = [result for result in results if result.failed == "generation"]
     return response_scores([result.score if result.failed is None else None for result in results
                             if result.failed in (None, "unparseable score")],
                            judge_failures=sum(result.failed == "judging" for result in results),
-                           generation_failures=sum(result.failed == "generation" for result in results), seed=seed)
+                           context_overflows=sum(result.score is not None for result in failed_generations),
+                           generation_failures=sum(result.score is None for result in failed_generations), seed=seed)
 
 
-def _aligned(
-    ran: Sequence[bool], results: Sequence[tuple[dspy.Example, dspy.Prediction | None, float]]
-) -> list[dspy.Prediction | None]:
-    """A later step's predictions, which ran only where `ran` is true, aligned with the earlier step's."""
+def _aligned(ran: Sequence[bool], results: Sequence[Ran]) -> list[Ran | None]:
+    """A later step's results, which ran only where `ran` is true, aligned with the earlier step's (None: not run)."""
     later = iter(results)
-    return [next(later)[1] if did else None for did in ran]
+    return [next(later) if did else None for did in ran]
 
 
 def _grading_example(example: dspy.Example, prediction: dspy.Prediction) -> dspy.Example:
@@ -286,31 +325,38 @@ def _grading_example(example: dspy.Example, prediction: dspy.Prediction) -> dspy
                                                                            "gold_checklist")
 
 
-LEFT_OUT = ("inference", "decomposition")
-
-
 def _instance_result(
-    example: dspy.Example, inferred: dspy.Prediction | None, graded: dspy.Prediction | None,
-    checklist: list[str] | None,
+    ran: Ran, grading: Ran | None, redecomposed: Ran | None, context_overflow: ContextOverflow
 ) -> InstanceResult:
     """An instance's match: the grader's; after a failed matcher, every item Not covered; after a failed inference
-    or decomposition, nothing (the instance is left out of the scores)."""
-    if inferred is None or (graded is None and checklist is None):
-        return InstanceResult(
-            instance_id=example.instance_id, instance_type=example.instance_type,
-            preference=getattr(inferred, "preference", None), used_sessions=getattr(inferred, "used_sessions", None),
-            checklist=None, predicted_coverage=[], true_coverage=[], precision=None, recall=None, f1=None,
-            missing_labels=0, failed="inference" if inferred is None else "decomposition")
-    if graded is not None:
-        match, checklist, failed = graded.match, graded.checklist, None
+    or decomposition, nothing (the instance is left out of the scores), but for a prompt over the context window under
+    the reference's rule: an empty checklist, every gold item Not covered."""
+    example, inferred, inference_failure = ran
+    common = {"instance_id": example.instance_id, "instance_type": example.instance_type,
+              "preference": getattr(inferred, "preference", None),
+              "used_sessions": getattr(inferred, "used_sessions", None)}
+    if inferred is None or grading is None:
+        failed, reason = "inference", inference_failure
+    elif grading[1] is None and (redecomposed is None or redecomposed[1] is None):
+        failed, reason = "decomposition", redecomposed[2] if redecomposed is not None else None
+    elif grading[1] is not None:
+        return _scored(common, grading[1].checklist, grading[1].match, None, None)
     else:
-        match, failed = ChecklistMatch.unmatched(len(checklist), len(example.gold_checklist)), "matching"
-    return InstanceResult(
-        instance_id=example.instance_id, instance_type=example.instance_type, preference=inferred.preference,
-        used_sessions=getattr(inferred, "used_sessions", None), checklist=checklist,
-        predicted_coverage=match.predicted_coverage, true_coverage=match.true_coverage, precision=match.precision,
-        recall=match.recall, f1=match.f1, missing_labels=match.missing_labels, failed=failed,
-    )
+        checklist = [item for item in redecomposed[1].checklist if item.strip()]  # as PreferenceMatch drops blanks
+        match = ChecklistMatch.unmatched(len(checklist), len(example.gold_checklist))
+        return _scored(common, checklist, match, "matching", grading[2])
+    if overflowed(reason) and context_overflow == "zero":
+        return _scored(common, [], ChecklistMatch([], [0.0] * len(example.gold_checklist)), failed, reason)
+    return InstanceResult(**common, checklist=None, predicted_coverage=[], true_coverage=[], precision=None,
+                          recall=None, f1=None, missing_labels=0, failed=failed, reason=reason)
+
+
+def _scored(
+    common: dict[str, Any], checklist: list[str], match: ChecklistMatch, failed: str | None, reason: str | None
+) -> InstanceResult:
+    return InstanceResult(**common, checklist=checklist, predicted_coverage=match.predicted_coverage,
+                          true_coverage=match.true_coverage, precision=match.precision, recall=match.recall,
+                          f1=match.f1, missing_labels=match.missing_labels, failed=failed, reason=reason)
 
 
 def _match_of(result: InstanceResult) -> ChecklistMatch:
@@ -318,9 +364,10 @@ def _match_of(result: InstanceResult) -> ChecklistMatch:
 
 
 def _report(results: Sequence[InstanceResult], seed: int) -> MatchReport:
-    scored = [result for result in results if result.failed not in LEFT_OUT]
+    scored = [result for result in results if result.precision is not None]
     return match_report([_match_of(result) for result in scored], seed=seed,
                         inference_failures=len(results) - len(scored),
+                        context_overflows=sum(result.failed in ("inference", "decomposition") for result in scored),
                         matcher_failures=sum(result.failed == "matching" for result in scored))
 
 

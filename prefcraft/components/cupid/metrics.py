@@ -9,12 +9,14 @@ Per-instance means of P, R and F1 are reported beside them. Every interval resam
 Failures count as the reference code counts them: a label the matcher did not give (or gave outside the three) is Not
 covered; a failed matcher call leaves every item of both lists Not covered, the inferred items staying in the
 precision denominator (`ChecklistMatch.unmatched`); an instance whose inference failed (the decomposition into a
-checklist is part of inference there) is left out of the scores and counted apart.
+checklist is part of inference there) is left out of the scores and counted apart, unless its prompt was over the
+context window: then it is kept with an empty checklist (every gold item Not covered, recall 0) and counted.
 
 The response judge's 1-10 is read as the reference reads it (`judge_score`): the text before any "/", then before any
 ".", then before any blank line, without "**"; what is then no number scores 0, and so does a failed judge call. A
-response score (`response_scores`) is the mean over the responses judged, over all instances or over one instance
-type's (the paper's Table 3 columns), with the same failure rules in each.
+response score (`response_scores`) is the mean over the responses judged, and over the generations whose prompt was
+over the context window (0 each), over all instances or over one instance type's (the paper's Table 3 columns), with
+the same failure rules in each.
 """
 
 from __future__ import annotations
@@ -45,12 +47,15 @@ class MatchReport:
     """Instances scored: those whose inference succeeded."""
     inference_failures: int = 0
     """Instances left out of the scores because their inference (or its decomposition) failed."""
+    context_overflows: int = 0
+    """Scored instances whose prompt was over the context window: an empty checklist, every gold item Not covered."""
     matcher_failures: int = 0
     """Scored instances whose matcher call failed: all their items count as Not covered."""
     missing_labels: int = 0
 
     def as_metrics(self, prefix: str = "") -> dict[str, float]:
         metrics = {"instances": float(self.instances), "inference_failures": float(self.inference_failures),
+                   "context_overflows": float(self.context_overflows),
                    "matcher_failures": float(self.matcher_failures), "missing_labels": float(self.missing_labels)}
         for name in ("precision", "recall", "f1", "mean_precision", "mean_recall", "mean_f1"):
             estimate: Estimate = getattr(self, name)
@@ -68,11 +73,12 @@ def micro_scores(matches: Sequence[ChecklistMatch]) -> tuple[float, float, float
 
 
 def match_report(
-    matches: Sequence[ChecklistMatch], *, inference_failures: int = 0, matcher_failures: int = 0, seed: int = 0,
-    n_resamples: int = 1000,
+    matches: Sequence[ChecklistMatch], *, inference_failures: int = 0, context_overflows: int = 0,
+    matcher_failures: int = 0, seed: int = 0, n_resamples: int = 1000,
 ) -> MatchReport:
     """P, R and F1 pooled over the scored instances' `matches` and averaged per instance, with intervals that resample
-    instances; the failures are counts to report beside them (`matches` already holds the matcher failures)."""
+    instances; the failures are counts to report beside them (`matches` already holds the matcher failures and the
+    context overflows)."""
     options = {"seed": seed, "n_resamples": n_resamples}
     return MatchReport(
         precision=cluster_bootstrap_mean([m.predicted_coverage for m in matches], **options),
@@ -83,6 +89,7 @@ def match_report(
         mean_f1=bootstrap_mean([m.f1 for m in matches], **options),
         instances=len(matches),
         inference_failures=inference_failures,
+        context_overflows=context_overflows,
         matcher_failures=matcher_failures,
         missing_labels=sum(m.missing_labels for m in matches),
     )
@@ -124,30 +131,35 @@ def judge_score(raw: object) -> float | None:
 
 @dataclass(frozen=True)
 class ResponseScores:
-    """The judge's mean 1-10 over the generated responses, a failed or unparseable judgment counting 0 (as in the
-    reference code), and the counts of each kind of failure; responses whose generation failed are left out."""
+    """The judge's mean 1-10 over the generated responses, a failed or unparseable judgment and a generation whose
+    prompt was over the context window counting 0 (as in the reference code), and the counts of each kind of failure;
+    responses whose generation failed otherwise are left out."""
 
     score: Estimate
     judge_failures: int
     unparseable: int
     generation_failures: int
+    context_overflows: int = 0
 
     def as_metrics(self, prefix: str = "") -> dict[str, float]:
         metrics = {"score": self.score.mean, "score_low": self.score.low, "score_high": self.score.high,
                    "responses": float(self.score.n), "judge_failures": float(self.judge_failures),
                    "unparseable_scores": float(self.unparseable),
-                   "generation_failures": float(self.generation_failures)}
+                   "generation_failures": float(self.generation_failures),
+                   "context_overflows": float(self.context_overflows)}
         return {f"{prefix}{name}": value for name, value in metrics.items() if value == value}  # NaN: none measured
 
 
 def response_scores(
-    judged: Sequence[float | None], *, judge_failures: int = 0, generation_failures: int = 0, seed: int = 0
+    judged: Sequence[float | None], *, judge_failures: int = 0, context_overflows: int = 0,
+    generation_failures: int = 0, seed: int = 0,
 ) -> ResponseScores:
     """`judged`: one `judge_score` per response whose judgment returned (None: unparseable); a failed judge call is
-    one of `judge_failures`, scored 0 beside them."""
-    values = [0.0 if score is None else score for score in judged] + [0.0] * judge_failures
+    one of `judge_failures`, a generation over the context window one of `context_overflows`, each scored 0 beside
+    them; `generation_failures` are left out."""
+    values = [0.0 if score is None else score for score in judged] + [0.0] * (judge_failures + context_overflows)
     return ResponseScores(bootstrap_mean(values, seed=seed), judge_failures,
-                          sum(score is None for score in judged), generation_failures)
+                          sum(score is None for score in judged), generation_failures, context_overflows)
 
 
 class PreferenceF1:

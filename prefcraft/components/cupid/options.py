@@ -12,6 +12,7 @@ from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, Sam
 from prefcraft.programs.cupid import InferrerVariant, JudgePrompt
 
 DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
+ContextOverflow = Literal["zero", "leave-out"]
 VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), the log "
                 "summarised first, session by session (one more call: the paper's summaries), or the same summaries "
                 "one call per session (for a small context window)")
@@ -60,6 +61,10 @@ class _Judging(DataOptions):
     judge_prompt: JudgePrompt = option(
         "reference", "the response judge's prompt: the reference code's (a label for each score 1-10, the label "
         "given before the score) or the paper's Figure 16 (1 very poor to 10 completely perfect, no labels)")
+    context_overflow: ContextOverflow = option(
+        "zero", "an instance whose prompt is over the task model's context window: kept and scored as the reference "
+        "code scores it (an empty checklist, so recall 0; its response judged 0), or left out of the scores; counted "
+        "either way")
 
 
 class EvaluateOptions(_Judging, _Source):

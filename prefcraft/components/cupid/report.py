@@ -12,6 +12,9 @@ from prefcraft.optimizers.compile_selection import format_verdict
 
 JUDGE_PROMPTS = {"reference": "the reference code's prompt (a label for each score, given before the score)",
                  "paper": "the paper's prompt (Figure 16, no labels)"}
+OVERFLOW_RULES = {"zero": "keeps its instance, with an empty checklist (recall 0) and a response judged 0, as the "
+                           "reference code does (context overflow)",
+                  "leave-out": "leaves its instance out (counted as a failed inference or generation)"}
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 
 
@@ -20,7 +23,8 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
              "rows skipped); P / R / F1 pooled over instances (micro, the paper's), per-instance mean F1 beside it, "
              "95% bootstrap intervals over instances. Failures as the reference code counts them: a failed "
              "inference is left out (inference failed), a failed matcher scores its items Not covered (matcher "
-             "failed), a missing label is Not covered (labels missing)"]
+             "failed), a missing label is Not covered (labels missing); a prompt over the context window "
+             f"{OVERFLOW_RULES[outcome.context_overflow]}; each failure's reason is in the results files"]
     if outcome.data == str(SAMPLE_INSTANCES):
         lines.append(f"  {SYNTHETIC_NOTE}")
     if outcome.oracle_left_out is not None:
@@ -30,21 +34,25 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     names = max([20, *(len(inference.name) for inference in outcome.inference),
                  *(len(response.method) for response in outcome.responses)])
     lines.append(f"{'inferrer':<{names}} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
-                 f"{'mean F1':<20} {'inference failed':>16} {'matcher failed':>14} {'labels missing':>14}")
+                 f"{'mean F1':<20} {'inference failed':>16} {'context overflow':>16} {'matcher failed':>14} "
+                 f"{'labels missing':>14}")
     for inference in outcome.inference:
         for kind, report in [("all", inference.overall), *inference.by_type.items()]:
             lines.append(f"{inference.name:<{names}} {kind:<12} {report.instances:>3} {_percent(report.precision):<20} "
                          f"{_percent(report.recall):<20} {_percent(report.f1):<20} {_percent(report.mean_f1):<20} "
-                         f"{report.inference_failures:>16} {report.matcher_failures:>14} {report.missing_labels:>14}")
+                         f"{report.inference_failures:>16} {report.context_overflows:>16} "
+                         f"{report.matcher_failures:>14} {report.missing_labels:>14}")
     if outcome.responses:
         lines.append(f"Responses judged with {JUDGE_PROMPTS[outcome.judge_prompt]}; mean judge score over all "
                      "instances and per instance type (the paper's Table 3 columns)")
         lines.append(f"{'response method':<{names}} {'type':<12} {'judge score 1-10 [95% CI]':<28} "
-                     f"{'judge failed (0)':>16} {'unparseable (0)':>15} {'generation failed (left out)':>28}")
+                     f"{'judge failed (0)':>16} {'unparseable (0)':>15} {'context overflow (0)':>20} "
+                     f"{'generation failed (left out)':>28}")
         for response in outcome.responses:
             for kind, scores in [("all", response.overall), *response.by_type.items()]:
                 lines.append(f"{response.method:<{names}} {kind:<12} {_score(scores.score):<28} "
-                             f"{scores.judge_failures:>16} {scores.unparseable:>15} {scores.generation_failures:>28}")
+                             f"{scores.judge_failures:>16} {scores.unparseable:>15} {scores.context_overflows:>20} "
+                             f"{scores.generation_failures:>28}")
     costs = _costs_by_step(outcome)
     steps = max([28, *(len(name) for name in costs)])
     lines.append(f"  {'cost per instance, by step':<{steps}} {'LM calls':>8} {'prompt tok':>10} {'compl. tok':>10} "

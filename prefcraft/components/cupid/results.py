@@ -26,8 +26,11 @@ class InstanceResult:
     """None where the instance is left out of the scores."""
     missing_labels: int
     failed: str | None
-    """None, or the step that failed: "inference" or "decomposition" (both left out of the scores), or "matching"
-    (scored with every item Not covered)."""
+    """None, or the step that failed: "inference" or "decomposition" (left out of the scores, but for a prompt over
+    the context window under the reference's rule: scored with an empty checklist), or "matching" (scored with every
+    item Not covered)."""
+    reason: str | None = None
+    """Why that step failed (`prefcraft.item_failures.failure_reason`), e.g. "context_window_exceeded: ..."."""
 
 
 @dataclass
@@ -46,10 +49,12 @@ class ResponseResult:
     method: str
     response: str | None
     score: float | None
-    """The judge's 1-10 as read by `judge_score` (0 when unparseable or when judging failed), or None when
-    generation failed."""
+    """The judge's 1-10 as read by `judge_score` (0 when unparseable, when judging failed, or, under the reference's
+    rule, when the generation's prompt was over the context window), or None when the response is left out."""
     failed: str | None = None
     """None, or what failed: "generation", "judging" or "unparseable score"."""
+    reason: str | None = None
+    """Why generation or judging failed (`prefcraft.item_failures.failure_reason`), e.g. "context_window_exceeded: ..."."""
 
 
 @dataclass
@@ -81,6 +86,15 @@ class EvaluationOutcome:
     outside it."""
     judge_prompt: str = "reference"
     """The response judge's prompt: the reference code's, or the paper's Figure 16."""
+    context_overflow: str = "zero"
+    """How an instance whose prompt was over the context window counts: "zero" (the reference's) or "leave-out"."""
+
+    @property
+    def failed_items(self) -> int:
+        """Inferences and responses whose call failed (each with its reason), scored as the reference scores them or
+        left out."""
+        return (sum(result.reason is not None for outcome in self.inference for result in outcome.results)
+                + sum(result.reason is not None for outcome in self.responses for result in outcome.results))
 
 
 @dataclass(frozen=True)

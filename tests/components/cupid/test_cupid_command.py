@@ -88,6 +88,9 @@ def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, t
 
 
 class FailingGrader(dspy.Module):
+    def __init__(self, decompose_max_tokens=None):
+        super().__init__()
+
     def forward(self, **inputs):
         raise RuntimeError("the matcher answered nonsense")
 
@@ -99,6 +102,7 @@ def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(r
     # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
     (result,) = inference.results
     assert result.failed == "matching" and result.checklist == REPLY["checklist"]
+    assert result.reason == "RuntimeError: the matcher answered nonsense"
     assert result.predicted_coverage == [0.0, 0.0] and result.true_coverage == [0.0, 0.0]
     assert inference.overall.instances == 1 and inference.overall.matcher_failures == 1
     assert inference.overall.precision.mean == 0.0 and inference.costs["redecompose"].usage.calls == 1
@@ -106,11 +110,11 @@ def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(r
 
 def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_path, monkeypatch):
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
-    monkeypatch.setattr(cupid, "DecomposePreference", dspy.Signature("preference -> missing_field"))
+    monkeypatch.setattr(cupid, "decomposer", lambda cap: dspy.Predict(dspy.Signature("preference -> missing_field")))
     role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
     options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
     (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
-    assert inference.results[0].failed == "decomposition"
+    assert inference.results[0].failed == "decomposition" and inference.results[0].reason is not None
     assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
 
 
@@ -195,8 +199,8 @@ def test_response_scores_are_reported_per_instance_type_as_the_reference_aggrega
     rows = [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
     assert [row["instance_type"] for row in rows] == [instance.instance_type for instance in instances]
     table = format_evaluation(EvaluationOutcome("data", 6, 0, "all", [], [response], tmp_path))
-    assert re.search(r"gold\s+contrastive\s+3\.00 \[0\.00, 6\.00\] \(n=2\)\s+0\s+1\s+0", table)
-    assert re.search(r"gold\s+changing\s+10\.00 \(n=1\)\s+0\s+0\s+1", table)
+    assert re.search(r"gold\s+contrastive\s+3\.00 \[0\.00, 6\.00\] \(n=2\)\s+0\s+1\s+0\s+0", table)
+    assert re.search(r"gold\s+changing\s+10\.00 \(n=1\)\s+0\s+0\s+0\s+1", table)
 
 
 @pytest.mark.parametrize(("prompt", "rubric", "absent"), [
