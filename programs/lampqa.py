@@ -25,6 +25,7 @@ import numpy as np
 from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from prefcraft.item_failures import failure_reason
 from prefcraft.signatures.lampqa import (
     AnswerQuestion,
     AnswerWithPlan,
@@ -37,13 +38,14 @@ from prefcraft.signatures.lampqa import (
 DEFAULT_K = 10  # the paper's k
 Embed = Callable[[list[str]], Sequence[Sequence[float]]]
 Similarity = Literal["dot", "cosine"]
-# The reference's retries of a reply that does not parse: baselines.py (no personalization, RAG), planpers.py (the
-# answer written with the plan) and evaluation/evaluator.py (the judge); each retry is 0.1 warmer, up to 1.0.
+# The reference's retries of a reply that does not parse (LaMP-Benchmark/LaMP-QA baselines.py:79, planpers.py:90,
+# evaluation/evaluator.py:74): each retry adds 0.1 to the temperature while it is below 1.0 (baselines.py:139,
+# evaluator.py:100).
 ANSWER_RETRIES = 20
 PLANPERS_RETRIES = 100
 JUDGE_RETRIES = 100
 RETRY_WARMING = 0.1
-RETRY_MAX_TEMPERATURE = 1.0
+RETRY_WARMING_BELOW = 1.0
 
 
 class ProfilePost(BaseModel):
@@ -81,6 +83,8 @@ class BM25Retriever:
         self.k = k
 
     def __call__(self, question: str, posts: Sequence[ProfilePost]) -> list[ProfilePost]:
+        if not posts:
+            return []  # an empty profile: the answer is written without past posts, as the reference's is
         import bm25s  # imported here: it loads scipy and its tokenizer tables
 
         options = {"stopwords": "en", "return_ids": False, "show_progress": False}
@@ -101,6 +105,8 @@ class DenseRetriever:
         self.similarity = similarity
 
     def __call__(self, question: str, posts: Sequence[ProfilePost]) -> list[ProfilePost]:
+        if not posts:
+            return []
         vectors = np.asarray(self.embed([question, *(post.text for post in posts)]), dtype=float)
         if self.similarity == "cosine":
             vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
@@ -131,8 +137,8 @@ def _cut(text: str, limit: int | None) -> str:
 
 
 def predict_with_retries(predict: dspy.Predict, retries: int, **inputs: Any) -> dspy.Prediction:
-    """`predict(**inputs)`, asked again up to `retries` times while its reply does not parse, each time 0.1 warmer than
-    the model's temperature, up to 1.0 (the same request again would get the same reply); the last failure is raised.
+    """`predict(**inputs)`, asked again up to `retries` times while its reply does not parse, each time 0.1 warmer while
+    below 1.0 (the same request again would get the same reply); the last failure is raised.
     Any other error (a server down, a timeout) is raised at once."""
     for attempt in range(retries):
         try:
@@ -148,11 +154,14 @@ def _attempt(predict: dspy.Predict, attempt: int, inputs: dict[str, Any]) -> dsp
 
 
 def _retry_temperature(predict: dspy.Predict, attempt: int) -> float:
-    """The temperature of retry number `attempt` (1, 2, ...): the model's own plus 0.1 per retry, capped at 1.0 (or at
-    the model's own, when that is higher)."""
+    """The temperature of retry number `attempt` (1, 2, ...): from the model's own, 0.1 added per retry while below
+    1.0, in floating point as the reference adds it, so the last step lands on 1.0999999999999999 from 0.0 or 0.1."""
     lm = predict.lm or dspy.settings.lm
-    base = float((lm.kwargs.get("temperature") if lm is not None else None) or 0.0)
-    return min(base + RETRY_WARMING * attempt, max(base, RETRY_MAX_TEMPERATURE))
+    temperature = float((lm.kwargs.get("temperature") if lm is not None else None) or 0.0)
+    for _ in range(attempt):
+        if temperature < RETRY_WARMING_BELOW:
+            temperature += RETRY_WARMING
+    return temperature
 
 
 class NoPersonalization(dspy.Module):
@@ -208,8 +217,8 @@ class PlanPers(dspy.Module):
 
 class AspectJudge(dspy.Module):
     """One judge call per gold aspect: 0 (not covered), 1 (somewhat) or 2 (well), each asked again up to `retries`
-    times while its reply does not parse. A call that fails scores None, so that the caller can count it; when every
-    call fails, the last error is raised."""
+    times while its reply does not parse. A call that fails scores None and its reason is in `failures` (None where
+    the call succeeded), so that the caller can count it; when every call fails, the last error is raised."""
 
     def __init__(self, retries: int = 0):
         super().__init__()
@@ -218,15 +227,18 @@ class AspectJudge(dspy.Module):
 
     def forward(self, question: str, details: str, response: str, aspects: Sequence[RubricAspect]) -> dspy.Prediction:
         scores: list[int | None] = []
+        failures: list[str | None] = []
         error: Exception | None = None
         for aspect in aspects:
             try:
                 scores.append(int(predict_with_retries(
                     self.judge, self.retries, question=question, details=details, response=response,
                     aspect=format_rubric_aspect(aspect)).match_score))
+                failures.append(None)
             except Exception as failure:  # a failed judgment is counted by the caller, not guessed
                 scores.append(None)
+                failures.append(failure_reason(failure))
                 error = failure
         if error is not None and all(score is None for score in scores):
             raise error
-        return dspy.Prediction(scores=scores)
+        return dspy.Prediction(scores=scores, failures=failures)

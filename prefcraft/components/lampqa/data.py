@@ -6,8 +6,12 @@ columns are ignored. The hub dataset has three configs (the categories, `CONFIGS
 test splits; a local folder mirrors it as `<folder>/<config>/<split>.jsonl` (or .json / .parquet). A single local file
 is one split of one category: its parent folder's name when that is a config, else the file's stem.
 
-Bad input: a row whose profile has no posts, or whose rubric has no aspects, raises DataError naming the file, row
-and field; a post with no text is skipped (a question can still be answered from the others) and counted in
+Bad input, as the reference code takes it: a row whose profile is empty (or holds only posts with no text) loads, with
+one warning per file naming its rows and the field, and is answered without past posts (the reference's retrieval
+ranks an empty profile into an empty context, LaMP-Benchmark/LaMP-QA retrieval/rank_dataset.py:53 and
+data/formetters.py:94); such rows are counted in `LoadedQuestions.empty_profiles`. A row without a profile list, or
+whose rubric has no aspects (the reference's score divides by the number of aspects, evaluation/evaluator.py:114),
+raises DataError naming the file, row and field. A post with no text is skipped and counted in
 `LoadedQuestions.skipped_posts`.
 """
 
@@ -17,12 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import logging
+
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
 from prefcraft.programs.lampqa import ProfilePost, RubricAspect
+
+logger = logging.getLogger(__name__)
 
 HUB_DATASET = "alireza7/LaMP-QA"
 CONFIGS = ("Art_and_Entertainment", "Lifestyle_and_Personal_Development", "Society_and_Culture")
@@ -63,10 +71,13 @@ class LoadedQuestions:
     questions: list[LampQAQuestion] = field(default_factory=list)
     skipped_posts: int = 0
     """Profile posts with no text, left out of their profile."""
+    empty_profiles: int = 0
+    """Questions whose profile has no post with text: answered without past posts, as the reference does."""
 
     def extend(self, other: LoadedQuestions) -> None:
         self.questions.extend(other.questions)
         self.skipped_posts += other.skipped_posts
+        self.empty_profiles += other.empty_profiles
 
 
 def load_questions(
@@ -108,6 +119,7 @@ def _split_file(folder: Path, split: str) -> Path | None:
 def _parse_rows(rows: Any, source: str, category: str) -> LoadedQuestions:
     loaded = LoadedQuestions()
     seen: dict[str, int] = {}
+    empty: list[int] = []
     for index, row in enumerate(rows):
         question, skipped = _parse_row(row, source, index, category)
         if question.id in seen:
@@ -115,6 +127,12 @@ def _parse_rows(rows: Any, source: str, category: str) -> LoadedQuestions:
         seen[question.id] = index
         loaded.questions.append(question)
         loaded.skipped_posts += skipped
+        if not question.profile:
+            empty.append(index)
+    if empty:
+        logger.warning("%s, rows %s, field 'profile': no past post with text; answered without past posts, as the "
+                       "reference answers an empty profile", source, ", ".join(map(str, empty)))
+    loaded.empty_profiles = len(empty)
     return loaded
 
 
@@ -129,9 +147,6 @@ def _parse_row(row: Any, source: str, index: int, category: str) -> tuple[LampQA
         issue = error.errors()[0]
         location = ".".join(str(part) for part in issue["loc"]) or None
         raise DataError(source, index, location, issue["msg"]) from None
-    if not question.profile:
-        raise DataError(source, index, "profile", "the profile has no past posts with text",
-                        "a personalized answer needs at least one past post; remove the row or fill its profile")
     return question, len(profile) - len(posts)
 
 

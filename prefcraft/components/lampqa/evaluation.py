@@ -7,6 +7,10 @@ plan covers, scored like an answer). `rag_random` is the paper's control (Table 
 drawn at random (seeded) for each question from the profiles of the other questions evaluated. One MLflow parent run,
 one child run per method; per-question results go to `<output-dir>/lampqa-<method>.jsonl` and the summary to
 `<output-dir>/lampqa-summary.json`, both written atomically and logged to their run.
+
+A question whose answer or judgment fails (the server refused a prompt over its context, a reply that still does not
+parse after its retries, a timeout) scores 0, as the reference scores it, with its reason in the results and counted
+by kind in the summary; the run goes on, unless the model's server no longer answers at all.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, get_args
@@ -34,6 +38,7 @@ from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, Met
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_pipeline_step
 from prefcraft.files import write_text_atomic
+from prefcraft.item_failures import failure_reason
 from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
@@ -49,7 +54,7 @@ from prefcraft.programs.lampqa import (
     RAGPersonalization,
     Retriever,
 )
-from prefcraft.settings import Settings
+from prefcraft.settings import Role, Settings
 from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
@@ -153,6 +158,7 @@ def evaluate_methods(
     examples = [question.example() for question in loaded.questions]
     params = {"program": "lampqa", "data": str(options.source), "data_digest": data_digest(options.source),
               "split": split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
+              "empty_profiles": loaded.empty_profiles,
               "methods": list(programs), "compiled": str(compiled or ""), **retrieval_params(options),
               **retry_params(options), **model_params(session)}
     inputs = {name: with_random_profiles(examples, session.seed) if name == RANDOM_PROFILE_METHOD else examples
@@ -166,7 +172,8 @@ def evaluate_methods(
         if BASELINE in outcomes:
             for outcome in outcomes.values():
                 outcome.gain = relative_gain(outcome.report.overall.mean, outcomes[BASELINE].report.overall.mean)
-        result = EvaluationOutcome(split, len(examples), loaded.skipped_posts, outcomes, compiled)
+        result = EvaluationOutcome(split, len(examples), loaded.skipped_posts, outcomes, compiled,
+                                   loaded.empty_profiles)
         tracker.log_file(write_text_atomic(options.output_dir / "lampqa-summary.json", _json(_summary(result))))
         tracker.log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items()
                              if method.gain == method.gain})
@@ -194,17 +201,50 @@ def evaluate_method(
 ) -> MethodOutcome:
     """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge, each
     judgment asked for again up to `judge_retries` times while its reply does not parse."""
-    answered, answer_cost = run_pipeline_step(session, program, examples, _answered, "task")
+    answered, answer_failures, answer_cost = run_recording_failures(session, program, examples, _answered, "task")
     predictions = [prediction for _, prediction, _ in answered]
     judge = AspectJudge(judge_retries)
-    judged, judge_cost = _judge(session, judge, examples, [p.answer if p else None for p in predictions])
+    judged, judge_cost = _judge(session, judge, examples, [p.answer if p else None for p in predictions],
+                                answer_failures)
     cost = {"answer": answer_cost, "judge": judge_cost}
     coverage = None
     if isinstance(program, PlanPers):
         plan_scores, cost["coverage"] = _judge(session, judge, examples,
-                                               [p.plan if p else None for p in predictions])
+                                               [p.plan if p else None for p in predictions], answer_failures)
         coverage = bootstrap_mean([result.score for result in plan_scores], seed=session.seed)
     return MethodOutcome(name, method_report(judged, seed=session.seed), judged, predictions, cost, coverage)
+
+
+class FailureRecorded(dspy.Module):
+    """`program`, returning for a question it fails a prediction that holds only the reason (`failure`) instead of
+    raising: dspy.Evaluate goes on past a raised error too, but keeps no reason."""
+
+    def __init__(self, program: dspy.Module):
+        super().__init__()
+        self.program = program
+
+    def forward(self, **inputs: Any) -> dspy.Prediction:
+        try:
+            return self.program(**inputs)
+        except Exception as error:  # one question's failure, recorded; a stop (Ctrl-C) is no Exception
+            return dspy.Prediction(failure=failure_reason(error))
+
+
+def run_recording_failures(
+    session: Settings, program: dspy.Module, examples: Sequence[dspy.Example],
+    metric: Callable[[dspy.Example, dspy.Prediction], float], role: Role,
+) -> tuple[list[tuple[dspy.Example, dspy.Prediction | None, float]], dict[str, str], StepCost]:
+    """`run_pipeline_step` of `program` with each failed question's reason kept: the results (a failed question's
+    prediction None), the reasons by question id, and the cost with them counted as failures. Any failure is checked
+    against the role's server, which names a server that died instead of counting its silence as failures."""
+    results, cost = run_pipeline_step(session, FailureRecorded(program), examples, metric, role)
+    failures = {example.id: prediction.failure for example, prediction, _ in results
+                if prediction is not None and "failure" in prediction}
+    cost.failures = len(failures)
+    if failures:
+        check_reachable(session.model_for(role), role)
+    kept = [(example, None if example.id in failures else prediction, score) for example, prediction, score in results]
+    return kept, failures, cost
 
 
 def judge_example(example: dspy.Example, response: str) -> dspy.Example:
@@ -215,33 +255,40 @@ def judge_example(example: dspy.Example, response: str) -> dspy.Example:
 
 
 def _judge(
-    session: Settings, judge: AspectJudge, examples: Sequence[dspy.Example], responses: Sequence[str | None]
+    session: Settings, judge: AspectJudge, examples: Sequence[dspy.Example], responses: Sequence[str | None],
+    answer_failures: dict[str, str],
 ) -> tuple[list[QuestionResult], StepCost]:
-    """Each response judged on every gold aspect; a missing response (its answer failed) is not judged.
+    """Each response judged on every gold aspect; a missing response (its answer failed, for the reason in
+    `answer_failures`) is not judged and scores 0.
 
     AspectJudge goes on past a failed aspect, so a question can be partly judged: any failed judgment is checked
     against the judge's server, which names a server that died instead of counting its silence as failed judgments.
     """
     to_judge = [judge_example(example, response) for example, response in zip(examples, responses, strict=True)
                 if response is not None]
-    judged, cost = run_pipeline_step(session, judge, to_judge, _scored, "judge")
-    scores = {example.id: tuple(prediction.scores) if prediction else (None,) * len(example.aspects)
-              for example, prediction, _ in judged}
-    results = [QuestionResult(example.id, example.category, scores.get(example.id, ()),
-                              answer_failed=example.id not in scores) for example in examples]
+    judged, whole_failures, cost = run_recording_failures(session, judge, to_judge, _scored, "judge")
+    judgments: dict[str, dict[str, tuple]] = {}
+    for example, prediction, _ in judged:
+        if prediction is None:  # every aspect's call failed, all for the one reason recorded
+            aspects = len(example.aspects)
+            judgments[example.id] = {"scores": (None,) * aspects,
+                                     "judge_failures": (whole_failures[example.id],) * aspects}
+        else:
+            judgments[example.id] = {"scores": tuple(prediction.scores), "judge_failures": tuple(prediction.failures)}
+    results = [QuestionResult(example.id, example.category, answer_failure=answer_failures.get(example.id),
+                              **judgments.get(example.id, {"scores": ()})) for example in examples]
     cost.failures = sum(result.failed_judgments for result in results)
-    if cost.failures:
+    if cost.failures and not whole_failures:
         check_reachable(session.model_for("judge"), "judge")
     return results, cost
 
 
-
 def _answered(example: dspy.Example, prediction: dspy.Prediction) -> float:
-    return float(bool(prediction.answer))
+    return float(bool(prediction.get("answer")))
 
 
 def _scored(example: dspy.Example, prediction: dspy.Prediction) -> float:
-    return question_score(prediction.scores)
+    return 0.0 if "failure" in prediction else question_score(prediction.scores)
 
 
 def _log_method(
@@ -260,7 +307,8 @@ def _log_method(
         rows.append({"id": question.id, "category": question.category, "method": outcome.name,
                      "answer": getattr(prediction, "answer", None), "plan": getattr(prediction, "plan", None),
                      "retrieved": getattr(prediction, "retrieved", None), "scores": list(result.scores),
-                     "score": result.score, "answer_failed": result.answer_failed})
+                     "score": result.score, "answer_failure": result.answer_failure,
+                     "judge_failures": list(result.judge_failures)})
     path = write_results(tracker, output_dir / f"lampqa-{outcome.name}.jsonl", rows)
     logger.info("wrote %d results of %s to %s", len(rows), outcome.name, path)
 
@@ -268,12 +316,14 @@ def _log_method(
 def _summary(outcome: EvaluationOutcome) -> dict[str, object]:
     return {
         "split": outcome.split, "questions": outcome.questions, "skipped_posts": outcome.skipped_posts,
+        "empty_profiles": outcome.empty_profiles,
         "compiled": str(outcome.compiled or ""),
         "methods": {
             name: {"score": asdict(method.report.overall), "score_pooled": asdict(method.report.pooled),
                    "by_category": {category: asdict(e) for category, e in method.report.by_category.items()},
                    "relative_gain": method.gain, "failed_answers": method.report.failed_answers,
                    "failed_judgments": method.report.failed_judgments,
+                   "failure_kinds": method.report.failure_kinds,
                    "plan_coverage": asdict(method.coverage) if method.coverage else None,
                    "cost": {step: asdict(cost) for step, cost in method.cost.items()}}
             for name, method in outcome.methods.items()

@@ -5,20 +5,23 @@ A judge scores a response 0 / 1 / 2 on each gold aspect of the question; the que
 code scores one category's file at a time). The headline is the paper's Table 2 "Average (macro)": the mean of the
 category means, each category weighing the same whatever its size; the mean pooled over all questions is reported
 beside it. Intervals are 95% bootstraps that resample questions (within categories for the macro mean). A judgment
-that failed (None) scores 0, as the reference code scores a judgment it could not parse, and is counted. A method's
+that failed (None) scores 0, as the reference code scores a judgment it could not parse, and is counted with its
+reason; so does a question whose answer failed (the reference judges its empty answer). A method's
 relative gain is (its macro mean - the baseline's) / the baseline's: the paper's "up to 39%" (PlanPers against no
 personalization with Gemma 2, 0.4566 / 0.3270 - 1).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 import dspy
 
+from prefcraft.item_failures import reason_kind
 from prefcraft.metrics.stats import Estimate, bootstrap_mean, macro_mean
 from prefcraft.programs.lampqa import AspectJudge
 
@@ -32,12 +35,18 @@ def question_score(scores: Sequence[int | None]) -> float:
 
 @dataclass(frozen=True)
 class QuestionResult:
-    """One method's result on one question: the aspect scores of its answer (empty when the answer failed)."""
+    """One method's result on one question: the aspect scores of its answer (empty when the answer failed), why the
+    answer failed (`answer_failure`) and why each failed judgment failed (`judge_failures`, None where it did not)."""
 
     question_id: str
     category: str
     scores: tuple[int | None, ...]
-    answer_failed: bool = False
+    answer_failure: str | None = None
+    judge_failures: tuple[str | None, ...] = ()
+
+    @property
+    def answer_failed(self) -> bool:
+        return self.answer_failure is not None
 
     @property
     def score(self) -> float:
@@ -57,6 +66,9 @@ class MethodReport:
     by_category: dict[str, Estimate] = field(default_factory=dict)
     failed_answers: int = 0
     failed_judgments: int = 0
+    failure_kinds: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per step (answer, judge), how many calls failed of each kind (the reason's first word: adapter_parse_error,
+    context_window_exceeded, ...)."""
 
     def as_metrics(self, prefix: str = "") -> dict[str, float]:
         metrics = {"score": self.overall.mean, "score_low": self.overall.low, "score_high": self.overall.high,
@@ -76,7 +88,13 @@ def method_report(results: Sequence[QuestionResult], *, seed: int = 0) -> Method
         by_category={category: bootstrap_mean(values, seed=seed) for category, values in scores.items()},
         failed_answers=sum(result.answer_failed for result in results),
         failed_judgments=sum(result.failed_judgments for result in results),
+        failure_kinds={"answer": _kinds(result.answer_failure for result in results),
+                       "judge": _kinds(reason for result in results for reason in result.judge_failures)},
     )
+
+
+def _kinds(reasons: Iterable[str | None]) -> dict[str, int]:
+    return dict(sorted(Counter(reason_kind(reason) for reason in reasons if reason is not None).items()))
 
 
 def relative_gain(score: float, baseline: float) -> float:

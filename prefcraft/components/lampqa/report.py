@@ -35,6 +35,8 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     lines.append(_cost_table(outcome))
     if outcome.skipped_posts:
         lines.append(f"{outcome.skipped_posts} profile post(s) without text were skipped")
+    if outcome.empty_profiles:
+        lines.append(f"{outcome.empty_profiles} question(s) with an empty profile were answered without posts")
     if outcome.compiled:
         lines.append(f"compiled PlanPers: {outcome.compiled}")
     return "\n".join(lines)

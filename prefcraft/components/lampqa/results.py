@@ -33,3 +33,11 @@ class EvaluationOutcome:
     skipped_posts: int
     methods: dict[str, MethodOutcome]
     compiled: Path | None
+    empty_profiles: int = 0
+    """Questions answered without past posts: their profile had none with text."""
+
+    @property
+    def failed_items(self) -> int:
+        """Answers (a question under one method) whose answer or a judgment of it failed."""
+        return sum(result.answer_failed or any(result.judge_failures)
+                   for method in self.methods.values() for result in method.results)

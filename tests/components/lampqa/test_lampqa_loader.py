@@ -51,9 +51,15 @@ def test_posts_without_text_are_skipped_and_counted(tmp_path):
     assert loaded.skipped_posts == 1 and [p.id for p in loaded.questions[0].profile] == ["b"]
 
 
+def test_an_empty_profile_is_answered_without_posts_as_the_reference_answers_it(tmp_path):
+    rows = [row(0), row(1, profile=[]), row(2, profile=[{"id": "a", "text": ""}])]
+    loaded = load_file(write(tmp_path / "x.jsonl", rows), "x")
+    assert [len(q.profile) for q in loaded.questions] == [1, 0, 0]
+    assert (loaded.empty_profiles, loaded.skipped_posts) == (2, 1)
+
+
 @pytest.mark.parametrize(("changes", "field", "problem"), [
-    ({"profile": []}, "profile", "no past posts"),
-    ({"profile": [{"id": "a", "text": ""}]}, "profile", "no past posts"),
+    ({"profile": None}, "profile", "tuple"),
     ({"rubric_aspects": []}, "rubric_aspects", "at least 1"),
     ({"question": None}, "question", "string"),
     ({"profile": [{"id": "a"}]}, "profile.0.text", "required"),

@@ -25,7 +25,7 @@ def test_method_report_means_by_category_then_over_categories_and_counts_failure
         QuestionResult("a", "Arts", (2, 2)),  # 1.0
         QuestionResult("b", "Arts", (1, 0, None)),  # 1/6
         QuestionResult("c", "Society", (2, 1, 1, 0)),  # 0.5
-        QuestionResult("d", "Society", (), answer_failed=True),  # 0
+        QuestionResult("d", "Society", (), answer_failure="context_window_exceeded: too long"),  # 0
     ]
     report = method_report(results)
     assert report.by_category["Arts"].mean == pytest.approx((1 + 1 / 6) / 2)

@@ -1,5 +1,5 @@
 """LaMP-QA's retries of a reply that does not parse, as the reference's scripts retry: asked again 0.1 warmer each
-time, up to 1.0, as many times as the step's options say (the reference's counts by default); scripted LMs only."""
+time while below 1.0, as many times as the step's options say (the reference's counts by default); scripted LMs only."""
 
 import dspy
 import pytest
@@ -48,11 +48,15 @@ def test_a_reply_that_does_not_parse_is_asked_for_again_warmer_each_time():
     assert temperatures(lm) == [None, pytest.approx(0.2), pytest.approx(0.3)]
 
 
-def test_the_last_failure_is_raised_once_the_retries_are_spent_and_the_temperature_stops_at_one():
+def test_the_last_failure_is_raised_once_the_retries_are_spent_and_the_temperature_warms_only_below_one():
     lm = scripted(*[UNPARSEABLE] * 4, temperature=0.85)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), pytest.raises(AdapterParseError):
         NoPersonalization(retries=3)(question="Which guitar?")
-    assert temperatures(lm) == [None, pytest.approx(0.95), 1.0, 1.0]
+    assert temperatures(lm) == [None, pytest.approx(0.95), pytest.approx(1.05), pytest.approx(1.05)]
+    lm = scripted(*[UNPARSEABLE] * 12)  # from 0.0 the reference's float sums end on 1.0999999999999999
+    with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), pytest.raises(AdapterParseError):
+        NoPersonalization(retries=11)(question="Which guitar?")
+    assert temperatures(lm)[-2:] == [0.9999999999999999, 1.0999999999999999]
     lm = scripted(UNPARSEABLE, ANSWER)
     with dspy.context(lm=lm, adapter=dspy.JSONAdapter()), pytest.raises(AdapterParseError):
         NoPersonalization()(question="Which guitar?")  # a program built without retries asks once
