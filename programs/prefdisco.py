@@ -9,8 +9,11 @@ profile: a `SimulatedUser` holds that, and shows only its scenario id when print
 Figure 5: with the reference's fixed-count prompt (`NextQuestion`) it takes exactly k turns of questions, then answers
 the same way.
 
-Temperatures that the paper and its reference code fix are set on the predictors, over the role's setting: the user
-simulator samples at 0.4, the rubric grader at 0.1 (appendix A) and the correctness check at 0.
+Temperatures that the reference code fixes are set on the predictors, over the role's setting: the user simulator
+samples at 0.4, the rubric grader at 0.1 (appendix A) and the correctness check at 0.7. The reference asks its
+correctness judge for 0, but its client takes `temperature or configured`, so the 0 became the judge's configured 0.7:
+the paper's accuracies were judged at 0.7. `RubricGrader(correctness_temperature=GREEDY_CORRECTNESS_TEMPERATURE)`
+judges at the 0 the reference asked for.
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ DEFAULT_MAX_TURNS = 5
 TASK_MESSAGE = "I need help with the following task: {problem}"
 SIMULATOR_TEMPERATURE = 0.4
 GRADER_TEMPERATURE = 0.1
-CORRECTNESS_TEMPERATURE = 0.0
+CORRECTNESS_TEMPERATURE = 0.7
+GREEDY_CORRECTNESS_TEMPERATURE = 0.0
 
 
 def format_dialogue(turns: Sequence[dict[str, str]]) -> str:
@@ -181,10 +185,10 @@ class RubricGrader(dspy.Module):
     A grade whose reply does not parse is None (PrefAlign counts it as 1, as the reference code does), its
     justification empty; a failed call still fails the grading."""
 
-    def __init__(self):
+    def __init__(self, correctness_temperature: float = CORRECTNESS_TEMPERATURE):
         super().__init__()
         self.grade = dspy.Predict(GradeCriterion, temperature=GRADER_TEMPERATURE)
-        self.check = dspy.Predict(JudgeCorrectness, temperature=CORRECTNESS_TEMPERATURE)
+        self.check = dspy.Predict(JudgeCorrectness, temperature=correctness_temperature)
 
     def forward(self, problem: str, response: str, criteria: Sequence[str], reference_answer: str) -> dspy.Prediction:
         graded = [self._grade(criterion, response) for criterion in criteria]

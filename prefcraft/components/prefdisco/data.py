@@ -5,7 +5,9 @@ A file's first line is `{"type": "metadata", ...}`; each further line is `{"type
 "problem_id", "original_problem", "persona", "persona_preferences", "evaluation_rubric"}`. `original_problem` is the
 source row of the task's dataset, so its keys vary; `sources.normalize_problem` reads every task's shape as the
 reference does. The criteria's weights should sum to 1 (± 0.05): a row off by more is kept with a warning, as the
-reference's generator keeps it; extra keys are ignored.
+reference's generator keeps it; a `local_importance` outside 1-5 is kept with a warning, as the reference's evaluator
+never reads it; a criterion that names no preference of the row (the reference's grader fails on it) and a repeated
+scenario (its `scripts/validate_benchmark.py` rejects a repeated problem id) are errors; extra keys are ignored.
 Errors name the file, the line (0-based, the metadata line included) and the field.
 
 `stellalisy/prefq-bench` holds a folder per task (`benchmark_1k/<task>/*.jsonl`; `benchmark_5k/` holds larger
@@ -43,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 SAMPLE_SCENARIOS = Path(__file__).resolve().parent / "sample" / "scenarios.jsonl"
 WEIGHT_TOLERANCE = 0.05
+IMPORTANCE_SCALE = range(1, 6)
 
 
 class _Level(BaseModel):
@@ -73,7 +76,7 @@ class _Preference(BaseModel):
     description: str = ""
     value_range: list[str] | str = ""
     value: str
-    local_importance: int = Field(ge=1, le=5)
+    local_importance: int
     justification: str = ""
     type: str = "personal"
 
@@ -319,12 +322,19 @@ def parse_scenario(row: Any, source: str, line: int, file_task: str | None = Non
         problem = normalize_problem(row)
     except UnreadableProblemError as error:
         raise DataError(source, line, error.field, error.problem) from None
+    for name, preference in parsed.persona_preferences.items():
+        if preference.local_importance not in IMPORTANCE_SCALE:  # the reference's evaluator never reads it: kept
+            logger.warning("%s, row %s, field persona_preferences.%s.local_importance: %d is outside 1-5; the row is "
+                           "kept and the value shown as it is (PrefAlign weighs by the rubric's weights)", source,
+                           line, name, preference.local_importance)
     criteria = []
     for index, criterion in enumerate(parsed.evaluation_rubric.evaluation_criteria):
         preference = parsed.persona_preferences.get(criterion.preference)
         if preference is None:
             raise DataError(source, line, f"evaluation_rubric.evaluation_criteria.{index}.preference",
-                            f"'{criterion.preference}' is not among persona_preferences")
+                            f"'{criterion.preference}' is not among persona_preferences (the reference's grader "
+                            "reads the user's value there: the row could not be graded)",
+                            "name each criterion after one of the row's persona_preferences")
         value_range = preference.value_range
         criteria.append(Criterion(
             criterion.preference, criterion.description or preference.description, preference.value,

@@ -42,10 +42,13 @@ from prefcraft.components.prefdisco.results import ConditionResult, ConditionSum
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
 from prefcraft.files import write_text_atomic
+from prefcraft.item_failures import FailureLog
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.programs.prefdisco import (
+    CORRECTNESS_TEMPERATURE,
+    GREEDY_CORRECTNESS_TEMPERATURE,
     FixedQuestionAsker,
     QuestionAsker,
     Responder,
@@ -121,6 +124,7 @@ def evaluate_conditions(session: Settings, tracker: Tracker, options: Conditions
     params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": data_digest(options.source),
               "split": options.split, "scenarios": len(scenarios), "max_turns": options.max_turns,
               "forced_questions": options.forced_questions, "collaborative": options.collaborative,
+              "correctness_temperature": correctness_temperature(options),
               "compiled": str(compiled or ""), **model_params(session)}
     users = simulated_users(session, scenarios, options.collaborative)
     conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
@@ -137,39 +141,50 @@ def evaluate_conditions(session: Settings, tracker: Tracker, options: Conditions
     with tracker.run("prefdisco-evaluate", params):
         for condition, (program, examples) in conditions.items():
             with tracker.run(slug(condition), {"condition": condition}, nested=True):
-                results[condition], costs[condition] = run_condition(session, condition, program, examples,
-                                                                     scenarios)
+                results[condition], costs[condition] = run_condition(
+                    session, condition, program, examples, scenarios, correctness_temperature(options))
                 tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
                                      for name, value in _cost_metrics(cost).items()})
         summaries = summarize(results, session.seed)
         outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs,
-                                    options.output_dir / "dialogues.jsonl")
+                                    options.output_dir / "dialogues.jsonl",
+                                    sum(row.failed is not None for rows in results.values() for row in rows))
         _write_results(tracker, outcome, results, options.output_dir)
     return outcome
 
 
+def correctness_temperature(options: ConditionsOptions) -> float:
+    return GREEDY_CORRECTNESS_TEMPERATURE if options.greedy_correctness else CORRECTNESS_TEMPERATURE
+
+
 def run_condition(session: Settings, condition: str, program: dspy.Module, examples: Sequence[dspy.Example],
-                  scenarios: Sequence[Scenario]) -> tuple[list[ConditionResult], dict[str, StepCost]]:
-    """Generate one response per scenario, then grade each; failures are kept (and counted) as failed rows."""
-    started = time.perf_counter()
+                  scenarios: Sequence[Scenario], correctness_temperature: float = CORRECTNESS_TEMPERATURE
+                  ) -> tuple[list[ConditionResult], dict[str, StepCost]]:
+    """Generate one response per scenario, then grade each; failures are kept (and counted) as failed rows, each with
+    its error."""
+    started, generator = time.perf_counter(), FailureLog(program)
     with lm_context(session, "task"):
-        generated, generation_usage = evaluate_program(program, examples, _generated, model=session.task,
-                                                       num_threads=session.num_threads)
+        generated, generation_usage = evaluate_program(generator, examples, _generated,
+                                                       model=session.task, num_threads=session.num_threads)
     generation = StepCost(generation_usage, time.perf_counter() - started,
                           sum(prediction is None for _, prediction, _ in generated),
                           degenerate_outputs(program, generated))
     answered = [(scenario, prediction) for scenario, (_, prediction, _) in zip(scenarios, generated, strict=True)
                 if prediction is not None]
-    started, grader = time.perf_counter(), RubricGrader()
+    started, grader = time.perf_counter(), FailureLog(RubricGrader(correctness_temperature))
     with lm_context(session, "judge"):
         graded, grading_usage = evaluate_program(
-            grader, [grading_example(s, p.response, p.final_answer) for s, p in answered], grade_pref_align,
-            model=session.model_for("judge"), num_threads=session.num_threads)
+            grader, [grading_example(s, p.response, p.final_answer) for s, p in answered],
+            grade_pref_align, model=session.model_for("judge"), num_threads=session.num_threads)
     grading = StepCost(grading_usage, time.perf_counter() - started,
                        sum(prediction is None for _, prediction, _ in graded), degenerate_outputs(grader, graded))
     grades = {example.scenario_id: (prediction, score) for example, prediction, score in graded}
     predictions = {s.scenario_id: p for s, p in answered}
-    rows = [_result(condition, s, predictions.get(s.scenario_id), grades.get(s.scenario_id)) for s in scenarios]
+    reasons = {**{scenario.scenario_id: generator.reason(example)
+                  for scenario, (example, prediction, _) in zip(scenarios, generated, strict=True) if prediction is None},
+               **{example.scenario_id: grader.reason(example) for example, prediction, _ in graded if prediction is None}}
+    rows = [_result(condition, s, predictions.get(s.scenario_id), grades.get(s.scenario_id),
+                    reasons.get(s.scenario_id)) for s in scenarios]
     return rows, {"generation": generation, "grading": grading}
 
 
@@ -246,7 +261,7 @@ def _generated(example: dspy.Example, prediction: dspy.Prediction, trace: object
 
 
 def _result(condition: str, scenario: Scenario, prediction: dspy.Prediction | None,
-            graded: tuple[dspy.Prediction | None, float] | None) -> ConditionResult:
+            graded: tuple[dspy.Prediction | None, float] | None, failure: str | None) -> ConditionResult:
     grades = graded[0] if graded else None
     failed = "generation" if prediction is None else "grading" if grades is None else None
     return ConditionResult(
@@ -256,6 +271,7 @@ def _result(condition: str, scenario: Scenario, prediction: dspy.Prediction | No
         hidden_profile=scenario.hidden_profile(), grades=list(grades.grades) if grades else None,
         justifications=list(grades.justifications) if grades else None,
         correct=bool(grades.correct) if grades else None, pref_align=graded[1] if grades else None, failed=failed,
+        failure=failure if failed else None,
         missing_grades=missing_grades(grades.grades) if grades else 0)
 
 

@@ -57,6 +57,9 @@ class _Conditions(DataOptions):
     forced_questions: Count | None = option(
         None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding")
     collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
+    greedy_correctness: bool = option(
+        False, "judge correctness at temperature 0, as the reference's prompt asks (its client sent the judge's "
+        "configured 0.7 instead, the default here)")
     compiled: FilePath | None = option(
         None, "compiled asker to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
         "the one compiled/index.json registers for the task model, if any)")

@@ -27,6 +27,9 @@ class ConditionResult:
     failed: str | None
     """None, or the step that failed: "generation" or "grading"."""
     missing_grades: int = 0
+    failure: str | None = None
+    """Why that step failed: the error's type and message (a server error, a reply cut short or that did not parse);
+    None when it did not fail, or when the error was not recorded."""
 
 
 @dataclass
@@ -52,3 +55,5 @@ class EvaluationOutcome:
     summaries: list[ConditionSummary]
     costs: dict[str, dict[str, StepCost]]
     results_path: Path
+    failed_items: int = 0
+    """Responses (a scenario under one condition) whose generation or grading failed."""

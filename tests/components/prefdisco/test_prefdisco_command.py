@@ -73,6 +73,30 @@ def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp
     assert run.metrics["all_discovery_questions"] == 2 and "generation_lm_calls" in tracker.named(DISCOVERY).metrics
 
 
+class FailsOnOneProblem(dspy.Module):
+    """The Baseline responder, except that one problem's call fails as a server error would."""
+
+    def __init__(self, failing_problem):
+        super().__init__()
+        self.responder, self.failing_problem = prefdisco.Responder(), failing_problem
+
+    def forward(self, problem, user_preferences):
+        if problem == self.failing_problem:
+            raise RuntimeError("500 from the server")
+        return self.responder(problem=problem, user_preferences=user_preferences)
+
+
+def test_a_scenario_whose_call_fails_is_kept_with_its_reason_and_the_others_are_scored(monkeypatch):
+    offline(monkeypatch, DummyLM([REPLY] * 100, adapter=dspy.JSONAdapter()))
+    scenarios = select_scenarios(EvaluateOptions(per_task=1), "test")  # three problems
+    program = FailsOnOneProblem(scenarios[1].question)
+    examples = [prefdisco._responder_example(s, "") for s in scenarios]
+    rows, costs = prefdisco.run_condition(Settings(num_threads=1), BASELINE, program, examples, scenarios)
+    assert [row.failed for row in rows] == [None, "generation", None] and costs["generation"].failures == 1
+    assert rows[1].failure == "RuntimeError: 500 from the server" and rows[1].pref_align is None
+    assert rows[0].failure is None and rows[0].pref_align is not None
+
+
 def _row(task: str, scenario: str, condition: str, pref_align: float | None, missing: int = 0):
     return prefdisco.ConditionResult(scenario, task, condition, "r", "a", [], [], "", [], True, pref_align,
                                      None if pref_align is not None else "grading", missing)

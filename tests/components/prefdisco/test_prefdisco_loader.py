@@ -97,8 +97,6 @@ def test_each_source_shape_is_normalized(tmp_path, problem, question_part, answe
 @pytest.mark.parametrize(("row", "field"), [
     (scenario_row(problem_id=None), "problem_id"),
     (scenario_row(original_problem={"question": "no answer"}), "original_problem.answer"),
-    (scenario_row(persona_preferences={"detail": {"value": "brief", "local_importance": 9}}),
-     "persona_preferences.detail.local_importance"),
     (scenario_row(evaluation_rubric={"evaluation_criteria": [
         {"preference": "missing", "weight": 1.0, "levels": [{"score": 1, "description": "x"}]}]}),
      "evaluation_rubric.evaluation_criteria.0.preference"),
@@ -118,6 +116,15 @@ def test_weights_that_miss_one_load_with_a_warning_as_the_reference_keeps_them(t
         {"preference": "detail", "weight": 0.5, "levels": [{"score": 1, "description": "x"}]}]})
     [scenario] = load_scenarios(write(tmp_path, [METADATA, row]))
     assert scenario.weights == [0.5] and "line 1: the weights sum to 0.500, not 1" in caplog.text
+
+
+def test_an_importance_outside_one_to_five_loads_with_one_warning_as_the_reference_never_reads_it(tmp_path, caplog):
+    preferences = scenario_row()["persona_preferences"]
+    row = scenario_row(persona_preferences={**preferences, "tone": {**preferences["tone"], "local_importance": 9}})
+    [scenario] = load_scenarios(write(tmp_path, [METADATA, row]))
+    assert scenario.criteria[1].importance == 9 and scenario.weights == [0.75, 0.25]
+    [warning] = [record.getMessage() for record in caplog.records if "local_importance" in record.getMessage()]
+    assert "scenarios.jsonl, row 1, field persona_preferences.tone.local_importance: 9 is outside 1-5" in warning
 
 
 def test_a_repeated_scenario_and_a_non_utf8_file_are_errors(tmp_path):
