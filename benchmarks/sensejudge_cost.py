@@ -116,9 +116,9 @@ def run(session: Settings, options: DemoOptions, dialogues: list[Dialogue],
                                                             for topic in votes.values()),
                                    "selected_judge": 0},
         "evaluation": {"labels": evaluation.labels, "rows": [_row(row) for row in evaluation.rows],
-                       "selected": _row(evaluation.selected), "tied_best": evaluation.tied_best,
-                       "tied_best_accuracy": evaluation.tied_best_accuracy,
-                       "tied_best_subsets": evaluation.tied_best_subsets, "ranking": asdict(evaluation.ranking)},
+                       "selected": _row(evaluation.selected), "reference_scores": evaluation.reference_scores,
+                       "reference_strategies": evaluation.reference_strategies, "headline": evaluation.headline,
+                       "reference_subsets": evaluation.reference_subsets, "ranking": asdict(evaluation.ranking)},
     }
     steps = [{"step": step, **asdict(usage), "failures": failures} for step, usage, failures in costs]
     return Measured(steps, own)
@@ -190,11 +190,11 @@ def print_tables(result: dict, evaluation: EvaluationOutcome) -> None:
     for row in [*evaluation.rows, evaluation.selected]:
         print(f"| {row.name} | {_percent(row.overall)} | {row.report.accuracy} | {_percent(row.report.consistency)} "
               f"| {row.first_position} | {row.report.parse_failures} |")
-    print(f"| tied-best average ({evaluation.tied_best_subsets} subsets) | {_percent(evaluation.tied_best_accuracy)} "
-          f"| | | | |")
+    print(f"| headline: the reference's mean over {evaluation.reference_subsets} subsets | "
+          f"{_percent(evaluation.headline)} | | | | |")
     print(f"\n| judge | {' | '.join(topics)} | Overall |\n|---|{'---|' * len(topics)}---|")
     table = [(row.name, row.topics, row.overall) for row in [*evaluation.rows, evaluation.selected]]
-    table.append(("tied-best average", evaluation.tied_best, evaluation.tied_best_accuracy))
+    table.append(("headline (reference's mean)", evaluation.reference_scores, evaluation.headline))
     for name, accuracies, overall in table:
         print(f"| {name} | {' | '.join(_percent(accuracies.get(topic, math.nan)) for topic in topics)} | "
               f"{_percent(overall)} |")

@@ -22,18 +22,23 @@ Search, from the votes alone (no LM calls). Up to `exhaustive_limit` description
 subset, as the reference does. Beyond, a beam search: the `beam_width` best subsets of each size are extended by one
 description each, up to the full set, and the best subset seen at any size wins. A subset's score is the number of
 judgments its majority vote gets right, both orders pooled; with `penalize_order_imbalance`, minus the gap between the
-two orders' counts (the reference's optional penalty). Among tied-best subsets the pick is the first in the
-reference's enumeration order (fewest descriptions, then lowest indices). The reference picks none: it averages the
-test accuracy of every tied-best subset, so all are recorded (`tied_best`) for the evaluation to average. Its fallback
-of inverting the worst subset's decisions when that scores higher is left out: it would predict against the judge.
+two orders' counts (the reference's optional penalty). Among tied-best subsets the saved judge's pick is the first in
+the reference's enumeration order (fewest descriptions, then lowest indices).
+
+The reference picks none (analysis.py `select_combinations_by_dev_strategy`, 3_judge_count.py): its score is the test
+accuracy averaged over every tied-best subset, unless the worst subsets' decisions, inverted, would be right on more
+dev judgments than the best score (judgments minus the worst subset's right ones > the best score): then it averages
+the inverted test accuracy of every subset tied for worst. `reference_score` computes it from the test votes of the
+subsets the record names (`reference_subsets`, `reference_strategy`); it is the evaluation's headline.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import dspy
 import numpy as np
@@ -55,6 +60,7 @@ from prefcraft.scheduling import run_phases, warm_then_interleave
 from prefcraft.usage import LMUsage, metered
 
 SearchStrategy = Literal["exhaustive", "beam"]
+ReferenceStrategy = Literal["forward_best", "inverted_worst"]
 Subset = tuple[int, ...]
 
 
@@ -87,10 +93,24 @@ class SubsetSearch:
     correct: int
     strategy: SearchStrategy
     subsets_scored: int
+    judgments: int
+    tied_worst: list[Subset]
+    """Every subset scored with the fewest right judgments, in enumeration order."""
+    worst_correct: int
 
     @property
     def best(self) -> Subset:
         return self.tied_best[0]
+
+    @property
+    def reference_strategy(self) -> ReferenceStrategy:
+        """The reference's rule: invert the worst subsets when their inverted decisions beat the best score."""
+        return "inverted_worst" if self.judgments - self.worst_correct > self.score else "forward_best"
+
+    @property
+    def reference_subsets(self) -> list[Subset]:
+        """The subsets the reference's score averages over."""
+        return self.tied_worst if self.reference_strategy == "inverted_worst" else self.tied_best
 
 
 @dataclass
@@ -108,6 +128,9 @@ class SubsetSelectionRecord:
     subsets_scored: int
     failed_calls: int
     stopped_early: bool
+    reference_strategy: ReferenceStrategy = "forward_best"
+    reference_subsets: list[list[int]] = field(default_factory=list)
+    """The subsets whose test accuracy the reference's score averages: the tied-best, or the tied-worst inverted."""
     description_accuracy: list[float] = field(default_factory=list)
     votes: list[list[str | None]] = field(default_factory=list)
 
@@ -150,7 +173,8 @@ class SubsetSelection(Teleprompter):
             selected=list(search.best), accuracy=search.correct / total,
             tied_best=[list(subset) for subset in search.tied_best], strategy=search.strategy,
             subsets_scored=search.subsets_scored, failed_calls=int((votes == NO_VOTE).sum()),
-            stopped_early=len(votes) < len(student.judges),
+            stopped_early=len(votes) < len(student.judges), reference_strategy=search.reference_strategy,
+            reference_subsets=[list(subset) for subset in search.reference_subsets],
             description_accuracy=[float((row == gold).mean()) for row in votes],
             votes=[[decode_vote(vote) for vote in row] for row in votes],
         )  # fmt: skip
@@ -159,36 +183,39 @@ class SubsetSelection(Teleprompter):
 @dataclass
 class TopicSelection:
     """One topic's selection: the descriptions written from its dev pairs, the judge selected among them (its
-    `selection` attribute is the `SubsetSelectionRecord`), and the LM usage of writing ("extraction") and of judging
-    under each description ("selection")."""
+    `selection` attribute is the `SubsetSelectionRecord`), the descriptions whose call failed (position: error; left
+    empty), and the LM usage of writing ("extraction") and of judging under each description ("selection")."""
 
     descriptions: list[str]
     judge: SelectedJudge
     usage: dict[str, LMUsage] = field(default_factory=dict)
+    failed_descriptions: dict[int, str] = field(default_factory=dict)
 
 
 def select_per_topic(
     dev_by_topic: Mapping[str, Sequence[PreferencePair]], *, config: SubsetSelectionConfig | None = None,
-    max_pair_descriptions: int | None = None, description_length: DescriptionLength = "three_sentences",
+    max_pair_descriptions: int | None = None, description_length: DescriptionLength = "one_sentence",
     written_from: Mapping[str, Sequence[PreferencePair]] | None = None,
+    writing: Callable[[], AbstractContextManager[Any]] = nullcontext,
 ) -> dict[str, TopicSelection]:
     """The paper's setting (§4.1.2): each topic's descriptions are written from that topic's dev pairs alone (10 per
     topic in the paper) and selected on them, in both orders. Each topic's test pairs are then judged by its own judge,
     and Overall is the unweighted mean of the topics' accuracies (Table 1). One group of every dev pair gives the
     selection over all pairs. `written_from`: each topic's dev pairs as the extractor reads them, where the judge reads
-    them shortened (the same pairs, in the same order; default: `dev_by_topic`). Calls the model of the current
-    context."""
+    them shortened (the same pairs, in the same order; default: `dev_by_topic`). Judges on the model of the current
+    context, and writes inside `writing()` (default: the same model, as the reference's run_right.sh does)."""
     written_from = written_from or dev_by_topic
     selections = {}
     for topic, pairs in dev_by_topic.items():
         extractor = PreferenceExtractor(max_pair_descriptions, description_length)
-        with metered() as extraction:
+        with metered() as extraction, writing():
             extracted = extractor(pairs=[extraction_input(pair) for pair in written_from[topic]])
         descriptions = list(extracted.descriptions)
         with metered() as selection:
             judge = SubsetSelection(config).compile(SelectedJudge(descriptions), trainset=judge_set(pairs))
         selections[topic] = TopicSelection(descriptions, judge, {"extraction": extraction.usage,
-                                                                 "selection": selection.usage})
+                                                                 "selection": selection.usage},
+                                           dict(extracted.failures))
     return selections
 
 
@@ -240,8 +267,11 @@ def search_subsets(
         strategy = "beam"
         subsets, scores, correct = _beam_search(votes, gold, beam_width, penalize_order_imbalance, unparseable)
     tied = np.flatnonzero(scores == scores.max())
+    worst = np.flatnonzero(correct == correct.min())
     return SubsetSearch(tied_best=[subsets[i] for i in tied], score=float(scores[tied[0]]),
-                        correct=int(correct[tied[0]]), strategy=strategy, subsets_scored=len(subsets))
+                        correct=int(correct[tied[0]]), strategy=strategy, subsets_scored=len(subsets),
+                        judgments=len(gold), tied_worst=[subsets[i] for i in worst],
+                        worst_correct=int(correct[worst[0]]))
 
 
 def score_subsets(
@@ -260,11 +290,22 @@ def score_subsets(
     return (correct - gap).astype(float), correct
 
 
-def subset_accuracy(
-    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], unparseable: UnparseableVote = "against"
-) -> np.ndarray:
-    """The majority-vote accuracy of each subset, over every judgment."""
-    return score_subsets(votes, gold, subsets, unparseable=unparseable)[1] / len(gold)
+def reference_score(
+    votes: np.ndarray, gold: np.ndarray, subsets: Sequence[Subset], strategy: ReferenceStrategy = "forward_best",
+    unparseable: UnparseableVote = "against",
+) -> float:
+    """The reference's score (3_judge_count.py): the mean accuracy of the `subsets`' majority votes over every
+    judgment; with "inverted_worst", of their opposite decisions: a judgment is right where the vote was wrong (under
+    "abstain", where the subset cast no vote, it decides nothing either way)."""
+    masks = np.zeros((len(subsets), len(votes)), dtype=np.int8)
+    for row, subset in enumerate(subsets):
+        masks[row, list(subset)] = 1
+    decisions = majority_decisions(votes, masks, unparseable)
+    right = decisions == gold[None, :]
+    if strategy == "inverted_worst":
+        decided = decisions != NO_VOTE if unparseable == "abstain" else np.ones_like(right)
+        right = decided & ~right
+    return float(right.mean())
 
 
 def _beam_search(

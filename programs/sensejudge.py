@@ -2,8 +2,10 @@
 votes with the descriptions an optimizer selected (optimizers/sensejudge.py).
 
 `PreferenceExtractor` writes the reference code's set: an empty description (the judge without user context), one
-description per dev pair, and one aggregate over all of them; each of about three sentences, as the paper's prompt
-asks (Appendix A.2), or of one very concise sentence, as the public reference code asks (`length="one_sentence"`).
+description per dev pair, and one aggregate over all of them; each of one very concise sentence within 512 tokens, as
+the public reference code asks (1_get_preference.py, util.py's `chat`), or of about three sentences, as the paper's
+prompt asks (Appendix A.2, `length="three_sentences"`). A description whose call fails keeps its place, empty, and its
+reason is recorded (`failures`).
 `DescriptionJudge` is the paper's judge (Appendix A.2): the description is the user's preferences it scores both
 responses on before it decides. `SelectedJudge` asks one such judge per selected description and returns their
 majority vote; a tie goes to the first response, and a failed call counts against the response the user chose, as in
@@ -19,6 +21,7 @@ from typing import Any, Literal
 
 import dspy
 
+from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.metrics.majority_vote import UnparseableVote, majority_preference
 from prefcraft.signatures.sensejudge import (
     AGGREGATE_ONE_SENTENCE,
@@ -38,7 +41,9 @@ POSITIONS = {"Response A": "First", "Response B": "Second"}
 SAVED_JUDGE = re.compile(r"^judges\[(\d+)\]\.")
 VOTE_RULE_KEY = "unparseable_vote"
 TOPICS_KEY = "topics"
-DescriptionLength = Literal["three_sentences", "one_sentence"]
+DescriptionLength = Literal["one_sentence", "three_sentences"]
+DESCRIPTION_MAX_TOKENS = 512
+"""The reference's budget for writing a description (util.py's `chat`); its judge gets the task model's 1,024."""
 
 
 class DescriptionJudge(dspy.Module):
@@ -77,27 +82,41 @@ class PreferenceExtractor(dspy.Module):
     """Labelled pairs (conversation, chosen_response, rejected_response) -> candidate preference descriptions.
 
     `max_pair_descriptions` caps how many pairs (the first ones) get a description of their own; the aggregate always
-    reads every pair. `length`: about three sentences per description (the paper's prompt) or one very concise sentence
-    (the public reference code's).
+    reads every pair. `length`: one very concise sentence per description (the public reference code's prompt) or
+    about three sentences (the paper's). Every description call gets `DESCRIPTION_MAX_TOKENS`.
+
+    A call that fails (an aggregate over the context length, a reply cut at its token limit) leaves its description
+    empty and goes on: the reference keeps whatever text came back in that place, and its judge reads a description
+    with no text as an empty preferences block (2_judge.py `normalize_preference`). The prediction's `failures` maps
+    each failed description's position to the error.
     """
 
-    def __init__(self, max_pair_descriptions: int | None = None, length: DescriptionLength = "three_sentences"):
+    def __init__(self, max_pair_descriptions: int | None = None, length: DescriptionLength = "one_sentence"):
         super().__init__()
         extract, aggregate = ExtractPreference, AggregatePreference
         if length == "one_sentence":
             extract = extract.with_instructions(EXTRACT_ONE_SENTENCE)
             aggregate = aggregate.with_instructions(AGGREGATE_ONE_SENTENCE)
-        self.extract = dspy.Predict(extract)
-        self.aggregate = dspy.Predict(aggregate)
+        self.extract = dspy.Predict(extract, max_tokens=DESCRIPTION_MAX_TOKENS)
+        self.aggregate = dspy.Predict(aggregate, max_tokens=DESCRIPTION_MAX_TOKENS)
         self.max_pair_descriptions = max_pair_descriptions
 
     def forward(self, pairs: Sequence[Mapping[str, str]]) -> dspy.Prediction:
         if not pairs:
             raise ValueError("PreferenceExtractor needs at least one labelled pair")
         described = pairs if self.max_pair_descriptions is None else pairs[: self.max_pair_descriptions]
-        per_pair = [self.extract(**pair).preference for pair in described]
-        aggregate = self.aggregate(labelled_pairs=format_labelled_pairs(pairs)).preference
-        return dspy.Prediction(descriptions=["", *per_pair, aggregate])
+        calls = [*(lambda pair=pair: self.extract(**pair) for pair in described),
+                 lambda: self.aggregate(labelled_pairs=format_labelled_pairs(pairs))]
+        descriptions, failures = [""], {}
+        for position, call in enumerate(calls, 1):
+            try:
+                descriptions.append(call().preference)
+            except Exception as failure:
+                if not is_item_failure(failure):
+                    raise
+                descriptions.append("")
+                failures[position] = failure_reason(failure)
+        return dspy.Prediction(descriptions=descriptions, failures=failures)
 
 
 class SelectedJudge(dspy.Module):

@@ -1,9 +1,10 @@
 """SenseJudge (seeds/004): preference extraction (one annotator's labelled pairs in, a preference description out)
 and the judge that applies descriptions (Appendix A.2: score each response on the stated preferences, then decide).
 
-The extraction follows the paper's prompt (Appendix A.2: about three sentences, the prompt behind Tables 1 and 2);
-the aggregate over several pairs, which only the reference code writes, asks the same of all of them. The public
-reference code asks for one very concise sentence instead: `EXTRACT_ONE_SENTENCE` and `AGGREGATE_ONE_SENTENCE`.
+The extractor's default instructions are the public reference code's (1_get_preference.py: one very concise
+sentence), `EXTRACT_ONE_SENTENCE` and `AGGREGATE_ONE_SENTENCE`; the signatures' own are the paper's prompt (Appendix
+A.2: about three sentences), the option `length="three_sentences"`. The aggregate over several pairs, which only the
+reference code writes, asks the same of all of them.
 
 Field order is part of every compiled JSON: never reorder these fields.
 """

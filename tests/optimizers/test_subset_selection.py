@@ -10,9 +10,9 @@ from prefcraft.metrics.majority_vote import encode_votes
 from prefcraft.optimizers.sensejudge import (
     SubsetSelection,
     SubsetSelectionConfig,
+    reference_score,
     search_subsets,
     select_per_topic,
-    subset_accuracy,
 )
 from prefcraft.programs.sensejudge import SelectedJudge
 
@@ -95,10 +95,56 @@ def test_a_beam_as_wide_as_every_subset_finds_the_exhaustive_answer():
     assert wide.tied_best == brute_force(votes, gold)[0]
 
 
-def test_subset_accuracy_averages_over_every_judgment():
-    votes = encode_votes([["First", "First", None, "Second"]])
+def reference_selection(votes: list[list[str | None]], gold: list[str]):
+    """The reference's dev rule (analysis.py `select_combinations_by_dev_strategy`), written out on every subset's
+    right judgments: invert the tied-worst subsets when judgments minus the worst count beat the best count."""
+    right = {}
+    for size in range(1, len(votes) + 1):
+        for subset in itertools.combinations(range(len(votes)), size):
+            right[subset] = sum(reference_right([votes[d][j] for d in subset], label) for j, label in enumerate(gold))
+    best, worst = max(right.values()), min(right.values())
+    if len(gold) - worst > best:
+        return "inverted_worst", [subset for subset, count in right.items() if count == worst]
+    return "forward_best", [subset for subset, count in right.items() if count == best]
+
+
+def test_the_reference_subsets_are_the_tied_best_or_the_inverted_tied_worst_as_the_reference_decides():
+    rng = random.Random(11)
+    strategies = set()
+    for _ in range(60):
+        votes, gold = random_votes(rng, rng.randint(1, 5), rng.randint(2, 8))
+        search = search_subsets(encode_votes(votes), encode_votes([gold])[0])
+        strategy, subsets = reference_selection(votes, gold)
+        assert (search.reference_strategy, search.reference_subsets) == (strategy, subsets)
+        strategies.add(strategy)
+    assert strategies == {"forward_best", "inverted_worst"}
+
+
+def test_worse_than_chance_descriptions_are_inverted_and_a_tie_with_the_best_is_not():
     gold = encode_votes([["First", "Second", "First", "Second"]])[0]
-    assert subset_accuracy(votes, gold, [(0,)]).tolist() == [0.5]
+    # Description 0 is wrong on all 4, description 1 right on 2; together right once (j0: a split, to the first).
+    inverted = search_subsets(encode_votes([["Second", "First", "Second", "First"],
+                                            ["First", "First", "Second", "Second"]]), gold)
+    assert (inverted.score, inverted.worst_correct) == (2, 0)
+    assert inverted.reference_strategy == "inverted_worst" and inverted.reference_subsets == [(0,)]
+    # Description 0 right on 3, description 1 on 1: inverting the worst gives 4 - 1 = 3, not more than the best.
+    forward = search_subsets(encode_votes([["First", "Second", "First", "First"],
+                                           ["Second", "First", "Second", "Second"]]), gold)
+    assert (forward.score, forward.worst_correct) == (3, 1)
+    assert forward.reference_strategy == "forward_best" and forward.reference_subsets == [(0,)]
+
+
+def test_the_reference_score_averages_its_subsets_and_inverts_the_worst():
+    votes = encode_votes([["First", "Second"], ["Second", "First"], ["First", "Second"]])
+    gold = encode_votes([["First", "Second"]])[0]
+    # (0,) right on both, (1,) on none, (0, 1) splits both (to the first: right once), (0, 1, 2) right on both.
+    assert reference_score(votes, gold, [(0,), (1,), (0, 1), (0, 1, 2)]) == (1 + 0 + 0.5 + 1) / 4
+    assert reference_score(votes, gold, [(1,), (0, 1)], "inverted_worst") == (1 + 0.5) / 2
+    failed = encode_votes([[None, "First"]])
+    # Against the chosen response, a failed vote is a wrong decision, right inverted; abstaining, it decides nothing.
+    assert reference_score(failed, gold, [(0,)]) == 0
+    assert reference_score(failed, gold, [(0,)], "inverted_worst") == 1
+    assert reference_score(failed, gold, [(0,)], "inverted_worst", "abstain") == 0.5
 
 
 class Scripted(dspy.Module):
@@ -193,8 +239,8 @@ def test_failed_calls_count_against_the_chosen_response_or_abstain():
     # in both orders: 2 + 3 of 8.
     assert record.selected == [0] and record.accuracy == 0.75 and compiled.unparseable_vote == "against"
     votes, gold = encode_votes(record.votes), encode_votes([[example.preference for example in examples(4)]])[0]
-    assert subset_accuracy(votes, gold, [(0, 1)]).tolist() == [0.5]
-    assert subset_accuracy(votes, gold, [(0, 1)], unparseable="abstain").tolist() == [0.625]
+    assert reference_score(votes, gold, [(0, 1)]) == 0.5
+    assert reference_score(votes, gold, [(0, 1)], unparseable="abstain") == 0.625
 
     config = SubsetSelectionConfig(num_threads=1, display_progress=False, unparseable_vote="abstain")
     assert SubsetSelection(config).compile(students(), trainset=examples(4)).unparseable_vote == "abstain"
@@ -229,3 +275,16 @@ def test_each_topic_is_described_and_selected_on_its_own_dev_pairs():
     assert selections["Math"].descriptions == ["", "Math 0.", "Math 1.", "Math 2."]
     assert selections["Code"].descriptions == ["", "Code 0.", "Code 1."]
     assert selections["Math"].judge.selection.examples == 4 and selections["Code"].judge.selection.examples == 2
+
+
+def test_a_failed_description_stays_empty_in_its_place_and_the_selection_goes_on():
+    dev = {"Math": [pair("Math", 0), pair("Math", 1)]}
+    lm = DummyLM({"[[ ## labelled_pairs ## ]]": {"cut": "The user pre"},  # the aggregate: no field, as a cut reply
+                  "[[ ## chosen_response ## ]]": {"preference": "Likes short answers."},
+                  "[[ ## response_a ## ]]": {"analysis": "a", "decision": "Response A"}})
+    with dspy.context(lm=lm):
+        selection = select_per_topic(dev, config=SubsetSelectionConfig(num_threads=1, display_progress=False))["Math"]
+    assert selection.descriptions == ["", "Likes short answers.", "Likes short answers.", ""]
+    assert list(selection.failed_descriptions) == [3]
+    record = selection.judge.selection
+    assert record.descriptions == 4 and record.failed_calls == 0 and record.subsets_scored == 15

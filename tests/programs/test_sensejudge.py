@@ -4,8 +4,15 @@ from dspy.utils import DummyLM
 
 import prefcraft
 from prefcraft.adapter import SchemaAdapter
+from prefcraft.item_failures import UNPARSEABLE, reason_kind
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
-from prefcraft.programs.sensejudge import DescriptionJudge, PreferenceExtractor, SelectedJudge, description_judge
+from prefcraft.programs.sensejudge import (
+    DESCRIPTION_MAX_TOKENS,
+    DescriptionJudge,
+    PreferenceExtractor,
+    SelectedJudge,
+    description_judge,
+)
 
 PAIRS = [{"conversation": f"[user]: question {i}", "chosen_response": "Short.", "rejected_response": "Long " * 20}
          for i in range(3)]
@@ -19,6 +26,23 @@ def test_extractor_writes_an_empty_description_one_per_pair_and_an_aggregate():
     assert descriptions == ["", "Likes brevity 0.", "Likes brevity 1.", "Likes brevity 2.", "Likes brevity."]
     aggregate_prompt = lm.history[-1]["messages"][-1]["content"]
     assert all(f"question {i}" in aggregate_prompt for i in range(3))
+
+
+def test_extractor_writes_each_description_within_the_reference_budget():
+    lm = DummyLM([{"preference": "Likes brevity."}] * 4)
+    with dspy.context(lm=lm):
+        PreferenceExtractor()(pairs=PAIRS)
+    assert [call["kwargs"]["max_tokens"] for call in lm.history] == [DESCRIPTION_MAX_TOKENS] * 4 == [512] * 4
+
+
+def test_a_failed_description_is_left_empty_and_recorded_and_the_others_are_written():
+    # The aggregate's reply lacks its field, as JSON cut at the token limit does; the per-pair calls answer.
+    lm = DummyLM({"Comparison 1": {"cut": "The user pre"}, **{f"question {i}": {"preference": f"Likes brevity {i}."}
+                                                              for i in range(3)}})
+    with dspy.context(lm=lm):
+        extracted = PreferenceExtractor()(pairs=PAIRS)
+    assert extracted.descriptions == ["", "Likes brevity 0.", "Likes brevity 1.", "Likes brevity 2.", ""]
+    assert list(extracted.failures) == [4] and reason_kind(extracted.failures[4]) == UNPARSEABLE
 
 
 def test_extractor_caps_the_per_pair_descriptions_but_aggregates_every_pair():

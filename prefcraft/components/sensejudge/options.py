@@ -67,8 +67,8 @@ class _Selection(Options):
     max_pair_descriptions: Count = option(10, "dev pairs (of each topic) that get a description of their own (the "
                                           "reference: 10)")
     description_length: DescriptionLength = option(
-        "three_sentences", "each written description in about three sentences (the paper's prompt, Appendix A.2) or "
-        "in one very short sentence (the public reference code's prompt)")
+        "one_sentence", "each written description in one very short sentence (the public reference code's prompt) or "
+        "in about three sentences (the paper's prompt, Appendix A.2)")
     exhaustive_limit: Count = option(12, "beyond this many descriptions, beam")
     beam_width: Positive = option(64, "subsets kept at each step of the beam")
     penalize_order_imbalance: bool = option(

@@ -43,8 +43,12 @@ def format_selection(outcome: SelectionOutcome) -> str:
             f"{topic}: selected {len(record.selected)} of {record.descriptions} descriptions ({record.strategy} "
             f"search, {record.subsets_scored} subsets scored, {len(record.tied_best)} tied for best): dev accuracy "
             f"{100 * record.accuracy:.1f}% over {record.examples} judgments",
+            f"  the reference's score will average {len(record.reference_subsets)} subsets "
+            f"({record.reference_strategy.replace('_', ' ')})",
             f"  judged descriptions {record.judged_descriptions}{' (stopped early)' if record.stopped_early else ''}, "
-            f"failed calls {record.failed_calls}",
+            f"failed calls {record.failed_calls}, failed descriptions {len(selection.failed_descriptions)}",
+            *(f"  description {position} failed and is empty: {' '.join(error.split())[:200]}"
+              for position, error in selection.failed_descriptions.items()),
         ]
         for index, description in enumerate(selection.descriptions):
             mark = "*" if index in record.selected else " "
@@ -67,15 +71,18 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
     lines.append(f"{'judge':<{NAME_WIDTH}} {'Overall':>7}  {'pooled accuracy, both orders [95% CI]':<37} "
                  f"{'consistency':>11}  {'first position [95% CI]':<33} unparseable")
     lines += [_row_line(row) for row in [*outcome.rows, outcome.selected]]
-    averaged = "the mean over dev-tied subsets" + (", per topic, then over topics" if per_topic else "")
-    lines.append(f"{f'tied-best average ({outcome.tied_best_subsets})':<{NAME_WIDTH}} "
-                 f"{100 * outcome.tied_best_accuracy:6.1f}%  (the reference's score: {averaged})")
+    inverted = [topic for topic, rule in outcome.reference_strategies.items() if rule == "inverted_worst"]
+    averaged = ("the mean over dev-tied-best subsets" + (", per topic, then over topics" if per_topic else "")
+                + (f"; inverted tied-worst in {', '.join(inverted)}" if inverted else ""))
+    lines.append(f"{f'SenseJudge score ({outcome.reference_subsets})':<{NAME_WIDTH}} "
+                 f"{100 * outcome.headline:6.1f}%  (headline, the reference's score: {averaged}; the selected row is "
+                 "the saved judge's single pick)")
     lines.append("Overall is the mean of the topics' accuracies (the paper's Table 1); the interval is over every "
                  "judgment, pooled. Accuracy per topic:")
     lines.append(f"  {'judge':<{NAME_WIDTH}} " + " ".join(f"{topic[:11]:>11}" for topic in topics) + f" {'Overall':>8}")
     table = [(row.name, row.topics) for row in (outcome.rows[0], outcome.selected)]
     if per_topic:
-        table.append(("tied-best average", outcome.tied_best))
+        table.append(("SenseJudge score", outcome.reference_scores))
     for name, accuracies in table:
         cells = " ".join(f"{_percent(accuracies.get(topic)):>11}" for topic in topics)
         lines.append(f"  {name:<{NAME_WIDTH}} {cells} {_percent(mean_of(accuracies.values())):>8}")

@@ -45,6 +45,14 @@ class SelectionOutcome:
         return mean_of(record.accuracy for record in self.records.values())
 
     @property
+    def failed_descriptions(self) -> int:
+        return sum(len(selection.failed_descriptions) for selection in self.topics.values())
+
+    @property
+    def failed_items(self) -> int:
+        return self.failed_descriptions
+
+    @property
     def records(self) -> dict[str, SubsetSelectionRecord]:
         return {topic: selection.judge.selection for topic, selection in self.topics.items()}
 
@@ -87,18 +95,23 @@ class EvaluationOutcome:
     scope: str
     rows: list[JudgeRow]
     selected: JudgeRow
-    tied_best: dict[str, float]
-    """Each selection's (topic's) test accuracy averaged over its dev-tied-best subsets: the reference's score."""
-    tied_best_subsets: int
+    reference_scores: dict[str, float]
+    """Each selection's (topic's) score as the reference computes it (3_judge_count.py): the test accuracy averaged
+    over its dev-tied-best subsets, or over its tied-worst subsets inverted (`reference_strategies`)."""
+    reference_strategies: dict[str, str]
+    """Each selection's rule: "forward_best" or "inverted_worst"."""
+    reference_subsets: int
+    """How many subsets the scores average over, all selections together."""
     ranking: RankingOutcome | None
     """None where the labelled pairs do not name the response models (SenseBench's human labels)."""
     labels: str
     usage: dict[str, LMUsage]
 
     @property
-    def tied_best_accuracy(self) -> float:
-        """The tied-best averages' mean over the topics (over the one selection, when selected over all pairs)."""
-        return mean_of(self.tied_best.values())
+    def headline(self) -> float:
+        """The reference's scores' mean over the topics (the paper's Overall; the one selection's score, when selected
+        over all pairs). The saved judge's single pick (`selected`) is reported beside it."""
+        return mean_of(self.reference_scores.values())
 
 
 @dataclass

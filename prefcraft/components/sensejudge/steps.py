@@ -5,14 +5,17 @@ simulate: labelled pairs on real SenseBench requests (`simulation`), their label
 select and evaluate read one annotator's labelled pairs (`pairs`): SenseBench's human labels, split into dev and test
 pairs as the reference splits them, or a file of pairs such as simulate writes.
 select: as the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's
-candidate descriptions from that topic's dev pairs (the annotator's train and val pairs), and `SubsetSelection` judges
+candidate descriptions from that topic's dev pairs (the annotator's train and val pairs) on the prompt model (the
+task model unless the settings name one: the reference's judge writes its own), a failed description left empty and
+counted, and `SubsetSelection` judges
 every one of them under every description in both orders and keeps the best subset; with scope "all", once over every
 dev pair. The `SelectedJudge`, holding each topic's subset, is saved as compiled JSON, with each topic's candidates,
 votes and tied-best subsets in its metadata.
 evaluate: judges each topic's test pairs in both orders under every candidate description of the topic, so that each
-single description, the selected subset and the reference's average over tied-best subsets come from one set of
-calls; then runs the loaded `SelectedJudge` itself, each pair with its topic's subset (the same prompts: DSPy's cache
-answers them). Every judge's accuracy is reported per topic, as their mean (the paper's Overall) and pooled. The
+single description, the headline (the reference's score: the mean over the dev-tied-best subsets, or the inverted
+tied-worst ones, `reference_score`) and the saved judge's single pick come from one set of calls; then runs the loaded
+`SelectedJudge` itself, each pair with its topic's subset (the same prompts: DSPy's cache answers them). Every judge's
+accuracy is reported per topic, as their mean (the paper's Overall) and pooled. The
 models are ranked by wins and by a Bradley-Terry fit, against the annotator's own ranking (by the labels' wins) or a
 given one (not on human labels, whose files do not name the response models). The ranking judge is by default the
 paper's (§4.1.3, §4.2.2): in each topic, `ranking_descriptions` (5) of its written descriptions drawn at random with
@@ -75,8 +78,8 @@ from prefcraft.optimizers.sensejudge import (
     SubsetSelectionRecord,
     TopicSelection,
     collect_votes,
+    reference_score,
     select_per_topic,
-    subset_accuracy,
 )
 from prefcraft.programs.sensejudge import SelectedJudge, description_judge
 from prefcraft.runtime import lm_context
@@ -174,12 +177,18 @@ def select_descriptions(
         selections = select_per_topic(
             groups, config=config, max_pair_descriptions=options.max_pair_descriptions,
             description_length=options.description_length,
-            written_from={topic: pairs.as_written(topic_pairs) for topic, topic_pairs in groups.items()})
+            written_from={topic: pairs.as_written(topic_pairs) for topic, topic_pairs in groups.items()},
+            writing=lambda: lm_context(session, "prompt"))
         outcome = SelectionOutcome(options.judge, options.scope, selections, usage={
             step: sum((selection.usage[step] for selection in selections.values()), LMUsage())
             for step in ("extraction", "selection")})
         records = outcome.records
         failed_calls = sum(record.failed_calls for record in records.values())
+        failed_descriptions = outcome.failed_descriptions
+        if failed_descriptions:
+            check_reachable(session.model_for("prompt"), "prompt")
+            logger.warning("%d description calls failed and left their descriptions empty (see the report)",
+                           failed_descriptions)
         if failed_calls:
             check_reachable(session.task, "task")
             logger.warning("%d dev judgments failed and cast no vote", failed_calls)
@@ -199,7 +208,7 @@ def select_descriptions(
             "judged_descriptions": sum(record.judged_descriptions for record in records.values()),
             "selected": sum(len(record.selected) for record in records.values()),
             "tied_best_subsets": sum(len(record.tied_best) for record in records.values()),
-            "failed_calls": failed_calls,
+            "failed_calls": failed_calls, "failed_descriptions": failed_descriptions,
             **{f"{step}_{name}": value for step, step_usage in outcome.usage.items()
                for name, value in step_usage.as_metrics().items()}})
         tracker.log_file(options.judge)
@@ -265,8 +274,10 @@ def evaluate_judge(
         per_topic = ", per topic" if scope == "topic" else ""
         selected = _row(f"selected ({chosen} of {candidates}{per_topic})", judgments, topic_of, session.seed)
         rule = held_out.metadata["optimizer"].get("unparseable_vote", "against")
-        tied_best = {topic: float(subset_accuracy(votes[topic], _gold(examples[topic]), [
-            tuple(subset) for subset in selections[topic]["record"]["tied_best"]], rule).mean()) for topic in test}
+        records = {topic: selections[topic]["record"] for topic in test}
+        headline = {topic: reference_score(votes[topic], _gold(examples[topic]), [
+            tuple(subset) for subset in record["reference_subsets"]], record["reference_strategy"], rule)
+            for topic, record in records.items()}
         models = pairs.models
         if models is None:
             ranking = None
@@ -277,8 +288,9 @@ def evaluate_judge(
                                                    options.ranking_descriptions, options.reference_ranking,
                                                    session.seed, rule)
         outcome = EvaluationOutcome(
-            scope=scope, rows=rows, selected=selected, tied_best=tied_best,
-            tied_best_subsets=sum(len(selections[topic]["record"]["tied_best"]) for topic in test), ranking=ranking,
+            scope=scope, rows=rows, selected=selected, reference_scores=headline,
+            reference_strategies={topic: record["reference_strategy"] for topic, record in records.items()},
+            reference_subsets=sum(len(record["reference_subsets"]) for record in records.values()), ranking=ranking,
             labels=pairs.labels,
             usage={"every_description": every_description.usage, "selected_judge": selected_judge.usage},
         )  # fmt: skip
@@ -302,9 +314,12 @@ def _by_topic(pairs: Sequence[PreferencePair], topic_of: dict[str, str]) -> dict
 def _selection_metadata(selection: TopicSelection) -> dict[str, object]:
     """One topic's selection as the compiled file's metadata keeps it: what `evaluate` reads, and the record."""
     record: SubsetSelectionRecord = selection.judge.selection
+    names = description_names(len(selection.descriptions))
     return {"descriptions": [selection.descriptions[index] for index in record.selected],
-            "candidate_descriptions": selection.descriptions,
-            "description_names": description_names(len(selection.descriptions)), "record": asdict(record)}
+            "candidate_descriptions": selection.descriptions, "description_names": names,
+            "failed_descriptions": {names[position]: error
+                                    for position, error in selection.failed_descriptions.items()},
+            "record": asdict(record)}
 
 
 def _metric_name(topic: str) -> str:
@@ -397,7 +412,7 @@ def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judgments: lis
         metrics[f"{prefix}overall_accuracy"] = row.overall
         metrics.update({f"{prefix}topic_{_metric_name(topic)}_accuracy": accuracy
                         for topic, accuracy in row.topics.items()})
-    metrics["tied_best_accuracy"] = outcome.tied_best_accuracy
+    metrics["sensejudge_score"] = outcome.headline
     ranking = outcome.ranking
     if ranking is not None:
         metrics.update({"kendall_tau_wins": ranking.by_wins.kendall_tau,
@@ -407,7 +422,8 @@ def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judgments: lis
     for step, usage in outcome.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
     tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing measured
-    log_json(tracker, {"labels": outcome.labels, "scope": outcome.scope, "tied_best": outcome.tied_best,
+    log_json(tracker, {"labels": outcome.labels, "scope": outcome.scope, "reference_scores": outcome.reference_scores,
+                       "reference_strategies": outcome.reference_strategies,
                        "ranking": ranking and asdict(ranking)}, "sensejudge-evaluation.json")
     path = write_results(tracker, output_dir / "sensejudge-judgments.jsonl", map(asdict, judgments))
     logger.info("wrote %d judgments of the selected judge to %s", len(judgments), path)

@@ -168,7 +168,7 @@ def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(script
     assert selection.usage["extraction"].calls == 4  # per topic: one dev pair's description and the aggregate
     params = tracker.runs[0].params
     assert (params["labels"], params["dev_pairs_per_topic"], params["split_seed"]) == ("human", 2, 42)
-    assert params["description_length"] == "three_sentences" and params["annotator"] == "sense-label1"
+    assert params["description_length"] == "one_sentence" and params["annotator"] == "sense-label1"
 
     evaluated = EvaluateOptions(**given, output_dir=tmp_path / "out")
     outcome = evaluate(evaluated, step_run(read_held_out_pairs, evaluated, tracker))
@@ -197,16 +197,17 @@ def test_the_extractor_reads_a_cut_pair_whole(tmp_path, monkeypatch):
 
 def test_the_human_label_and_description_flags_reach_the_options():
     options = parse_step(COMPONENT, "select", ["--human-labels", "labels", "--annotator", "2", "--no-long-input-cut",
-                                               "--dev-pairs-per-topic", "5", "--description-length", "one_sentence"])
+                                               "--dev-pairs-per-topic", "5", "--description-length", "three_sentences"])
     assert options.label_split() == LabelSplit(dev_pairs_per_topic=5, seed=42, max_input_tokens=None)
-    assert options.description_length == "one_sentence"
+    assert options.description_length == "three_sentences"
     default = parse_step(COMPONENT, "evaluate", [])
     assert default.human_labels is None and default.label_split() == LabelSplit()
 
 
-def test_the_extractor_asks_for_about_three_sentences_or_for_one():
-    assert "about three single sentences" in PreferenceExtractor().extract.signature.instructions
-    assert PreferenceExtractor().extract.signature.instructions == ExtractPreference.instructions
-    short = PreferenceExtractor(length="one_sentence")
+def test_the_extractor_asks_for_one_sentence_by_default_or_for_about_three():
+    short = PreferenceExtractor()
     assert short.extract.signature.instructions == EXTRACT_ONE_SENTENCE
     assert short.aggregate.signature.instructions == AGGREGATE_ONE_SENTENCE
+    paper = PreferenceExtractor(length="three_sentences")
+    assert "about three single sentences" in paper.extract.signature.instructions
+    assert paper.extract.signature.instructions == ExtractPreference.instructions

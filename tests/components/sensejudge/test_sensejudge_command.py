@@ -125,7 +125,9 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert [row.name for row in outcome.rows] == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
     assert outcome.selected.report.accuracy.n == 12 and set(outcome.selected.topics) == {"Math", "QA"}
     assert outcome.selected.overall == sum(outcome.selected.topics.values()) / 2
-    assert set(outcome.tied_best) == {"Math", "QA"}
+    assert set(outcome.reference_scores) == set(outcome.reference_strategies) == {"Math", "QA"}
+    records = {topic: selection.records[topic] for topic in ("Math", "QA")}
+    assert outcome.reference_subsets == sum(len(record.reference_subsets) for record in records.values())
     assert outcome.usage["every_description"].calls == 2 * 4 * 6
     assert set(outcome.ranking.judge_wins) <= {"plain", "concise", "detailed"}
     assert outcome.ranking.judge == ("5 random descriptions per topic, majority vote; all of them where a topic has "
@@ -134,7 +136,7 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert outcome.labels == "simulated"
     assert len((tmp_path / "out" / "sensejudge-judgments.jsonl").read_text().splitlines()) == 12
     text = format_evaluation(outcome)
-    assert SIMULATED_NOTE in text and "Kendall tau" in text and "tied-best average" in text
+    assert SIMULATED_NOTE in text and "Kendall tau" in text and "SenseJudge score" in text and "headline" in text
     assert "Accuracy per topic" in text and "selected per topic" in text
     assert "model ranking (judge: 5 random descriptions per topic" in text
     assert "  QA descriptions drawn: dev pair 1, dev pair 2, aggregate" in text
@@ -151,6 +153,8 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert selected.files == [tmp_path / "sensejudge.json"]
     assert evaluated.params["test_pairs"] == 6 and evaluated.metrics["selected_overall_accuracy"] == (
         outcome.selected.overall)
+    assert evaluated.metrics["sensejudge_score"] == outcome.headline
+    assert selected.metrics["failed_descriptions"] == 0
     assert [path.name for path in evaluated.files] == ["sensejudge-evaluation.json", "sensejudge-judgments.jsonl"]
 
     with summary.path.open("a") as pairs:
@@ -170,7 +174,7 @@ def test_scope_all_selects_once_over_every_dev_pair_and_still_reports_each_topic
 
     outcome = evaluate_in(tmp_path, summary.path)
     assert outcome.scope == "all" and set(outcome.selected.topics) == {"Math", "QA"}
-    assert list(outcome.tied_best) == [ALL_TOPICS] and outcome.selected.report.accuracy.n == 12
+    assert list(outcome.reference_scores) == [ALL_TOPICS] and outcome.selected.report.accuracy.n == 12
     assert "once over all dev pairs" in format_evaluation(outcome)
 
 
@@ -313,7 +317,8 @@ def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(
     assert report == "\n".join([format_simulation(outcome.simulation), format_selection(outcome.selection),
                                 format_evaluation(outcome.evaluation)])
     comparison = COMPONENT.demo.compare(outcome)
-    assert comparison.baseline == "no description" and comparison.personalized.startswith("selected (")
+    assert comparison.baseline == "no description" and comparison.personalized.startswith("SenseJudge score")
+    assert comparison.personalized_score == outcome.evaluation.headline
 
 
 def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
