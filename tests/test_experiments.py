@@ -11,7 +11,7 @@ from toml_files import write
 from prefcraft.cli import main, make_parser
 from prefcraft.commands.experiment import run_experiment
 from prefcraft.errors import ConfigError, DataError
-from prefcraft.experiments import experiment_settings, load_experiment
+from prefcraft.experiments import check_experiment, experiment_settings, load_experiment, missing_paths
 from prefcraft.flags import settings_flag_names
 from prefcraft.options import options_from_args
 from prefcraft.registry import COMPONENTS
@@ -133,7 +133,7 @@ BAD = {
         'name = "t"\ncomponent = "synthesizeme"\n[steps.evaluate]\ndata = "pairs.jsonl"\n',
         "steps.evaluate.data: pairs.jsonl: no such file or folder"),
     "a malformed dataset name": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "kixlab CUPID"\n',
-                                 "steps.evaluate.data: 'kixlab CUPID' is neither an existing file nor a Hugging Face "
+                                 "steps.evaluate.data: 'kixlab CUPID' is neither a local file nor a Hugging Face "
                                  "dataset name"),
     "a demographics file that does not exist": (
         'name = "t"\ncomponent = "synthesizeme"\n[steps.evaluate]\ndemographics = "survey.parquet"\n',
@@ -145,9 +145,9 @@ def test_data_may_be_a_dataset_name_an_existing_file_or_what_an_earlier_step_wri
     monkeypatch.chdir(tmp_path)
     (tmp_path / "pairs.jsonl").write_text("")
     for data in ("kixlab/CUPID", "squad", "pairs.jsonl", str(tmp_path / "pairs.jsonl")):
-        load_experiment(write(tmp_path, f'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "{data}"\n'))
-    load_experiment(write(tmp_path, 'name = "t"\ncomponent = "prefdisco"\n[steps.build-scenarios]\n'
-                                    'output = "runs/s.jsonl"\n[steps.evaluate]\ndata = "runs/s.jsonl"\n'))
+        check_experiment(write(tmp_path, f'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\ndata = "{data}"\n'))
+    check_experiment(write(tmp_path, 'name = "t"\ncomponent = "prefdisco"\n[steps.build-scenarios]\n'
+                                     'output = "runs/s.jsonl"\n[steps.evaluate]\ndata = "runs/s.jsonl"\n'))
 
 
 @pytest.mark.parametrize("case", BAD)
@@ -155,7 +155,7 @@ def test_a_bad_file_is_one_error_naming_file_and_key(tmp_path, case):
     text, expected = BAD[case]
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as caught:
-        load_experiment(path)
+        check_experiment(path)
     assert caught.value.message.startswith(f"{path}: ") and expected in caught.value.message
     assert "\n" not in caught.value.message
 
@@ -176,7 +176,13 @@ def test_a_missing_file_is_named(tmp_path):
         load_experiment(tmp_path / "nope.toml")
 
 
-def test_check_reports_every_file_and_fails_cleanly(tmp_path, capsys):
+def complete(paths):
+    """The experiment files among `paths` whose every local path exists here (the others name downloads)."""
+    return [path for path in paths if not missing_paths(path, load_experiment(path))]
+
+
+def test_check_reports_every_file_and_fails_cleanly(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(EXPERIMENTS.parent)
     good = EXPERIMENTS / "cupid-main-small.toml"
     bad = write(tmp_path, 'name = "t"\ncomponent = "cupid"\n[steps.compile]\ncandidatez = 2\n')
     assert main(["experiment", "check", str(good), str(bad)]) == 2
@@ -185,15 +191,20 @@ def test_check_reports_every_file_and_fails_cleanly(tmp_path, capsys):
     error = captured.err.splitlines()
     assert error[0] == f"prefcraft: error: {bad}: steps.compile.candidatez: unknown option of 'prefcraft cupid compile'"
     assert error[1].startswith("  hint: ") and "Traceback" not in captured.err
-    assert main(["experiment", "check", *map(str, SHIPPED)]) == 0
+    assert main(["experiment", "check", *map(str, complete(SHIPPED))]) == 0
 
 
-def test_check_of_the_whole_folder_names_and_skips_the_settings_files(capsys):
-    assert main(["experiment", "check", *map(str, sorted(EXPERIMENTS.glob("*.toml")))]) == 0
-    lines = capsys.readouterr().out.splitlines()
+def test_check_of_the_whole_folder_names_and_skips_the_settings_files(capsys, monkeypatch):
+    monkeypatch.chdir(EXPERIMENTS.parent)
+    files = sorted(EXPERIMENTS.glob("*.toml"))
+    assert main(["experiment", "check", *map(str, files)]) == (0 if complete(SHIPPED) == SHIPPED else 2)
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
     assert sorted(line for line in lines if line.endswith(": settings file, skipped")) == [
         f"{EXPERIMENTS / name}: settings file, skipped" for name in sorted(SETTINGS_FILES)]
-    assert len([line for line in lines if ": ok (" in line]) == len(SHIPPED)
+    assert len([line for line in lines if ": ok (" in line]) == len(complete(SHIPPED))
+    for path in sorted(set(SHIPPED) - set(complete(SHIPPED))):  # each file that lacks a download: one error line
+        assert f"{path}: steps." in captured.err
 
 
 def test_a_file_with_settings_and_an_experiment_key_is_checked_as_an_experiment(tmp_path, capsys):
