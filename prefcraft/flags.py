@@ -87,6 +87,9 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
                        f"(default: {_default(Settings, 'seed')})")
     group.add_argument("--resume", action="store_true", default=None,
                        help="continue this command's interrupted MLflow run (same params) instead of opening a new one")
+    group.add_argument("--trace", action="store_true", default=None,
+                       help="log every LM call as a span of an MLflow trace (default: off; params, metrics and result "
+                       "files are logged either way)")
     group.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {_default(Settings, 'tracking_uri')})")
     group.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
                        help=f"MLflow experiment the runs go to (default: {_default(Settings, 'experiment')})")
@@ -179,7 +182,7 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
               "executable": flags.get("server_executable"), "extra_args": flags.get("server_extra_args")}
     if any(value is not None for value in server.values()):
         overrides["server"] = {name: value for name, value in server.items() if value is not None}
-    for name in ("serve", "num_threads", "seed", "tracking_uri", "experiment", "cache_dir", "resume"):
+    for name in ("serve", "num_threads", "seed", "tracking_uri", "experiment", "cache_dir", "resume", "trace"):
         if flags.get(name) is not None:
             overrides[name] = flags[name]
     return overrides

@@ -297,14 +297,20 @@ def configure_cache(settings: Settings) -> Path:
     return directory
 
 
+# DSPy keeps up to a million replies in memory, each a few KB: a process's memory grew with every call. The disk tier
+# keeps every reply (a rerun or `--resume` repeats no answered call); memory holds only the recent ones.
+MEMORY_CACHE_ENTRIES = 10_000
+
+
 def use_disk_cache(directory: Path) -> None:
-    """DSPy's on-disk cache (with its in-memory one) in `directory`: for this process and every thread it starts.
+    """DSPy's on-disk cache (with its in-memory one, of MEMORY_CACHE_ENTRIES) in `directory`: for this process and
+    every thread it starts.
 
     It is a ReplyCache, as `dspy.configure_cache` would build DSPy's own: replies cut short are never stored.
     """
     dspy.cache = ReplyCache(
         enable_disk_cache=True, enable_memory_cache=True, disk_cache_dir=str(directory),
-        disk_size_limit_bytes=DISK_CACHE_LIMIT,
+        disk_size_limit_bytes=DISK_CACHE_LIMIT, memory_max_entries=MEMORY_CACHE_ENTRIES,
     )
 
 

@@ -4,14 +4,21 @@ DSPy stores every reply whose HTTP call succeeded. Two kinds are not worth keepi
 fixed would be served the same broken reply: a reply the server cut short (finish reason `length`), which is never
 stored, and a reply the adapter could not parse, which is evicted from memory and disk as the parse fails. A reply
 whose connection closed mid-body never reaches the cache: the call raises.
+
+The disk tier is read and written from one thread of its own (`OneThreadDisk`): diskcache opens an SQLite connection
+per shard in each thread that touches it, and DSPy's thread pools, one per evaluation, would open fresh ones for every
+call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, TypeVar
 
 import dspy
 from dspy.clients.cache import Cache
@@ -21,6 +28,8 @@ from prefcraft.usage import count_tally
 
 CUT_SHORT = "length"
 
+T = TypeVar("T")
+
 # The (request, ignored keys) of each cache read or write inside `evict_unparsed_replies`, shared with the worker
 # threads in which DSPy's async calls use the cache.
 _replies_in_flight: ContextVar[list[tuple[dict[str, Any], list[str] | None]] | None] = ContextVar(
@@ -28,8 +37,50 @@ _replies_in_flight: ContextVar[list[tuple[dict[str, Any], list[str] | None]] | N
 )
 
 
+class OneThreadDisk:
+    """DSPy's disk tier (a diskcache FanoutCache) used from one long-lived thread, so that its SQLite connections are
+    opened once per process instead of once per calling thread; the calling thread waits for each answer, so a stored
+    reply is on disk when `put` returns. A forked process gets a thread of its own."""
+
+    def __init__(self, disk: Any) -> None:
+        self.disk = disk
+        self._worker: ThreadPoolExecutor | None = None
+        self._pid: int | None = None
+        self._lock = threading.Lock()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._run(self.disk.get, key, default)
+
+    def set(self, key: str, value: Any) -> bool:
+        return self._run(self.disk.set, key, value)
+
+    def delete(self, key: str) -> bool:
+        return self._run(self.disk.delete, key)
+
+    def __contains__(self, key: str) -> bool:
+        return self._run(self.disk.__contains__, key)
+
+    @property
+    def size_limit(self) -> int:
+        return self.disk.size_limit
+
+    def _run(self, function: Callable[..., T], *args: Any) -> T:
+        with self._lock:
+            if self._worker is None or self._pid != os.getpid():
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="prefcraft-disk-cache")
+                self._pid = os.getpid()
+            worker = self._worker
+        return worker.submit(function, *args).result()
+
+
 class ReplyCache(Cache):
-    """DSPy's two-tier cache that refuses replies cut short and can forget a reply by the request it answered."""
+    """DSPy's two-tier cache that refuses replies cut short and can forget a reply by the request it answered; its disk
+    tier used from one thread (`OneThreadDisk`)."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        if self.enable_disk_cache:
+            self.disk_cache = OneThreadDisk(self.disk_cache)
 
     def get(self, request: dict[str, Any], ignored_args_for_cache_key: list[str] | None = None) -> Any:
         reply = super().get(request, ignored_args_for_cache_key)

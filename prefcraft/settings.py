@@ -216,6 +216,8 @@ class Settings(BaseSettings):
     num_threads: int = Field(4, ge=1)
     seed: int = 0
     resume: bool = Field(False, description="continue a command's interrupted MLflow run when its params are the same")
+    trace: bool = Field(False, description="log every LM call as a span of an MLflow trace (DSPy autologging's "
+                        "traces): for debugging a few calls; at scale it costs more than the calls")
     small_model: SmallModelProfile = Field(
         default_factory=SmallModelProfile, description="length bounds that only a tiny model needs"
     )

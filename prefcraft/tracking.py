@@ -104,10 +104,13 @@ def start_tracking(settings: Settings) -> MLflowTracker:
     mlflow.set_tracking_uri(settings.tracking_uri)
     mlflow.set_experiment(settings.experiment)
     # Autolog patches compile/Evaluate and must run in the thread that owns DSPy's settings (the main thread).
+    # Traces only when asked (`trace`): written span by span into the store, they cost more CPU than the LM calls
+    # themselves and grow the store with every call (benchmarks/client_overhead.py).
     # No traces from evaluations: their wrapper turns a metric that raises into a None score, which dspy.Evaluate
     # cannot add up, so one unparseable judge reply would fail the whole evaluation instead of that example.
     mlflow.dspy.autolog(
-        log_compiles=True, log_evals=True, log_traces_from_compile=False, log_traces_from_eval=False, silent=True
+        log_traces=settings.trace, log_compiles=True, log_evals=True, log_traces_from_compile=False,
+        log_traces_from_eval=False, silent=True,
     )
     return MLflowTracker(settings.resume)
 

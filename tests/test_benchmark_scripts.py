@@ -181,3 +181,38 @@ def test_the_paper_scale_estimate_prices_every_papers_table_from_the_committed_c
         assert min(paper["calls"], paper["prompt_tokens"], paper["completion_tokens"]) > 0, name
         assert all(part["calls"] > 0 and part["prompt_tokens"] > 0 for part in paper["parts"]), name
         assert sum(model["calls"] for model in paper["by_model"].values()) == paper["calls"]
+
+
+@pytest.fixture
+def client_overhead(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    return importlib.import_module("client_overhead")
+
+
+def test_the_scaled_users_are_copies_whose_requests_all_differ(client_overhead, tmp_path):
+    data = tmp_path / "users.jsonl"
+    pairs = client_overhead.scaled_users(data, copies=3)
+    rows = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
+    tests = [row for row in rows if row["split"] == "test"]
+    assert pairs == len(tests) == 3 * 48
+    assert len({row["user_id"] for row in rows}) == 3 * 12
+    judged = {json.dumps([row["context"], row["chosen"], row["rejected"]]) for row in tests}
+    assert len(judged) == len(tests)  # no judge call of one copy is another's: the cache starts empty for each
+
+
+def test_the_plain_client_resends_bodies_to_the_instant_server_which_answers_their_schema(client_overhead):
+    schema = {"type": "object", "properties": {"preference": {"enum": ["First", "Second"]}}}
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}],
+            "response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+    server = client_overhead.InstantServer()
+    try:
+        plain = client_overhead.run_plain(server, [json.dumps(body).encode()] * 6, threads=2)
+        import httpx
+
+        reply = httpx.post(f"{server.api_base}/chat/completions", json=body).json()
+        _, bodies = server.take()
+    finally:
+        server.close()
+    assert plain["calls"] == 6 and plain["requests_per_s"] > 0
+    assert json.loads(reply["choices"][0]["message"]["content"]) == {"preference": "First"}
+    assert json.loads(bodies[0]) == body

@@ -1,8 +1,12 @@
 """No cached failures: a reply cut short or unparseable is asked again on the next run once the server is healed,
 while good replies stay cached. Real LM calls through build_lm against a stand-in server behind a cutting proxy."""
 
+import sqlite3
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from unittest import mock
 
 import dspy
 import pytest
@@ -11,7 +15,7 @@ from dspy.utils.exceptions import AdapterParseError
 from litellm import ModelResponse
 from openai_standin import StandInServer
 
-from prefcraft.lm import build_adapter, build_lm, use_disk_cache
+from prefcraft.lm import MEMORY_CACHE_ENTRIES, build_adapter, build_lm, use_disk_cache
 from prefcraft.lm_cache import ReplyCache, finish_reasons
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
 
@@ -115,14 +119,31 @@ def test_a_reply_cut_short_through_the_router_is_never_cached(standin, tmp_path)
     assert len(standin.bodies) == 2
 
 
-def test_the_reply_cache_is_sized_as_dspys_own(tmp_path):
+def test_the_reply_cache_keeps_dspys_disk_size_and_fewer_replies_in_memory(tmp_path):
     dspy.configure_cache(disk_cache_dir=str(tmp_path / "dspy"))
     dspys_own = dspy.cache
     use_disk_cache(tmp_path / "ours")
     assert isinstance(dspy.cache, ReplyCache)
     assert dspy.cache.disk_cache_dir == str(tmp_path / "ours")
     assert dspy.cache.disk_cache.size_limit == dspys_own.disk_cache.size_limit
-    assert dspy.cache.memory_cache.maxsize == dspys_own.memory_cache.maxsize
+    assert dspy.cache.memory_cache.maxsize == MEMORY_CACHE_ENTRIES < dspys_own.memory_cache.maxsize
+
+
+def test_the_disk_tier_opens_its_connections_in_one_thread_whichever_thread_calls(tmp_path):
+    use_disk_cache(tmp_path)
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    opened = []
+    connect = sqlite3.connect
+
+    def counted(*args, **kwargs):
+        opened.append(threading.current_thread().name)
+        return connect(*args, **kwargs)
+
+    with mock.patch("sqlite3.connect", counted), ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda n: dspy.cache.put({**request, "n": n}, {"choices": []}), range(32)))
+        assert all(dspy.cache.disk_cache.get(dspy.cache.cache_key({**request, "n": n})) for n in range(32))
+    assert 0 < len(opened) <= 16  # one per shard touched, not one per calling thread
+    assert set(opened) == {"prefcraft-disk-cache_0"}
 
 
 @pytest.mark.parametrize(

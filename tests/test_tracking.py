@@ -1,7 +1,9 @@
 import logging
 
+import dspy
 import mlflow
 import pytest
+from dspy.utils import DummyLM
 from mlflow.tracking import MlflowClient
 
 from prefcraft import tracking
@@ -195,3 +197,27 @@ def test_a_resumed_run_keeps_one_child_per_step(track):
     children = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'", output_format="list")
     assert sorted((child.info.run_name, child.info.status) for child in children) == [
         ("u1", "FINISHED"), ("u2", "FINISHED"), ("u3", "FINISHED")]
+
+
+@pytest.fixture
+def autolog_off():
+    yield
+    mlflow.dspy.autolog(disable=True, silent=True)  # start_tracking's patching is process-wide
+
+
+@pytest.mark.parametrize("trace", [False, True])
+def test_lm_calls_become_mlflow_traces_only_when_asked(tmp_path, autolog_off, trace):
+    start_tracking(Settings(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", experiment="traces", trace=trace))
+    with dspy.context(lm=DummyLM([{"answer": "hi"}] * 2)):
+        for question in ("one", "two"):
+            dspy.Predict("question -> answer")(question=question)
+    traces = mlflow.search_traces(locations=[mlflow.get_experiment_by_name("traces").experiment_id],
+                                  return_type="list", flush=True)
+    assert len(traces) == (2 if trace else 0)
+
+
+def test_trace_is_a_flag_a_setting_and_a_variable():
+    overrides = settings_overrides(make_parser().parse_args(["synthesizeme", "evaluate", "--trace"]))
+    assert load_settings(None, overrides, environ={}).trace is True
+    assert load_settings(None, {}, environ={"PREFCRAFT_TRACE": "1"}).trace is True
+    assert load_settings(None, {}, environ={}).trace is False
