@@ -154,8 +154,8 @@ def _add_server_flags(group: argparse._ArgumentGroup) -> None:
                        "one as .venv-vllm/bin/vllm)")
     group.add_argument("--server-extra-args", type=shlex.split, metavar="'ARGS'",
                        help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4'")
-    group.add_argument("--served-model-name", help=f"name the server serves the model under "
-                       f"(default: {_default(ServerSettings, 'served_model_name')})")
+    group.add_argument("--served-model-name", help="name the server serves the model under (default: the bundled "
+                       "model's name, or --server-model's own)")
     group.add_argument("--port", type=int, help="server port (default: a free one)")
     group.add_argument("--slots", type=int, metavar="N",
                        help=f"llamacpp parallel slots (default: {_default(ServerSettings, 'slots')})")

@@ -125,7 +125,10 @@ class ServerSettings(BaseModel):
         None, description="GGUF path (llamacpp) or Hugging Face id or folder (vllm); default: the bundled SmolLM2 (for "
         "vllm converted once into a Hugging Face folder under weights_dir)",
     )
-    served_model_name: str = EMBEDDED_MODEL_NAME
+    served_model_name: str | None = Field(
+        None, description="the name the server serves the model under (default: the bundled model's name, or the "
+        "model's own: its Hugging Face id or folder for vllm, its file name for a llamacpp GGUF)",
+    )
     host: str = "127.0.0.1"
     port: int | None = Field(None, description="default: a free port")
     slots: int = Field(4, ge=1, description="llamacpp parallel slots: requests decoded together in one batch")
@@ -157,9 +160,19 @@ class ServerSettings(BaseModel):
     log_dir: Path = Path(".prefcraft/logs")
 
     @property
+    def served_name(self) -> str:
+        """The name the model answers to: `served_model_name`, else the model's own (what a plain `vllm serve` would
+        serve it as), else the bundled model's: so that what is served is never named as another model."""
+        if self.served_model_name:
+            return self.served_model_name
+        if self.model is None:
+            return EMBEDDED_MODEL_NAME
+        return Path(self.model).stem if self.backend == "llamacpp" else self.model
+
+    @property
     def identity(self) -> str:
         """What answers on a server prefcraft starts: backend and model, not the address (its port changes per run)."""
-        return f"{self.backend}:{self.model or 'bundled'}:{self.served_model_name}"
+        return f"{self.backend}:{self.model or 'bundled'}:{self.served_name}"
 
 
 class SmallModelProfile(BaseModel):
@@ -235,12 +248,13 @@ class Settings(BaseSettings):
         return [role for role in roles if not self.model_for(role).endpoints and self.model_for(role).self_hosted]
 
     def with_api_base(self, api_base: str) -> Settings:
-        """A copy in which every model that had no api_base points at `api_base`, the server prefcraft started: an
-        "auto" structured output becomes that server's compact dialect."""
+        """A copy in which every model that had no api_base points at `api_base`, the server prefcraft started, under
+        the name it serves: an "auto" structured output becomes that server's compact dialect."""
         updates = {
-            role: self.model_for(role).model_copy(
-                update={"api_base": api_base, "structured_output": self.dialect(role)}
-            )
+            role: self.model_for(role).model_copy(update={
+                "api_base": api_base, "structured_output": self.dialect(role),
+                "model": f"{SELF_HOSTED_PROVIDER}{self.server.served_name}",
+            })
             for role in self.roles_needing_server()
         }
         served = self.model_copy(update=updates)

@@ -29,7 +29,7 @@ def test_defaults_run_every_role_on_the_embedded_server():
     assert settings.prompt is None and settings.judge is None
     assert settings.serve is True
     assert settings.server.backend == "llamacpp"
-    assert settings.server.served_model_name == EMBEDDED_MODEL_NAME
+    assert settings.server.served_name == EMBEDDED_MODEL_NAME
     assert settings.server.host == "127.0.0.1"
 
 
@@ -135,6 +135,27 @@ def test_with_api_base_points_only_unserved_models_at_the_server():
     assert served.judge == hosted
     assert served.roles_needing_server() == []
     assert settings.task.api_base is None  # the original is left alone
+
+
+@pytest.mark.parametrize(("server", "name"), [
+    (ServerSettings(), EMBEDDED_MODEL_NAME),
+    (ServerSettings(backend="vllm"), EMBEDDED_MODEL_NAME),
+    (ServerSettings(backend="vllm", model="Qwen/Qwen2.5-7B-Instruct"), "Qwen/Qwen2.5-7B-Instruct"),
+    (ServerSettings(model="/models/llama-3.1-8b.gguf"), "llama-3.1-8b"),
+    (ServerSettings(backend="vllm", model="Qwen/Qwen2.5-7B-Instruct", served_model_name="qwen"), "qwen"),
+])
+def test_a_served_model_answers_to_its_own_name_never_to_the_bundled_models(server, name):
+    assert server.served_name == name
+
+
+def test_the_models_prefcraft_serves_are_named_as_what_it_serves():
+    """`--server-model Qwen/...` alone: the task model is the served Qwen (not the bundled model's name, which would
+    turn the small-model profile on for it in another command pointed at the server)."""
+    settings = Settings(server=ServerSettings(backend="vllm", model="Qwen/Qwen2.5-7B-Instruct"))
+    served = settings.with_api_base("http://127.0.0.1:9000/v1")
+    assert served.task.model == "hosted_vllm/Qwen/Qwen2.5-7B-Instruct"
+    assert Settings(task=served.task, serve=False).small_model_profile() is None
+    assert Settings().with_api_base("http://127.0.0.1:9000/v1").task.model == f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
 
 
 def test_a_model_may_ask_for_llguidance_compact_json():

@@ -19,7 +19,7 @@ def managed_server(settings: ServerSettings) -> ManagedServer:
         environment=_ENVIRONMENTS[settings.backend](settings) if settings.backend in _ENVIRONMENTS else {},
         host=settings.host,
         port=port,
-        served_model_name=settings.served_model_name,
+        served_model_name=settings.served_name,
         log_path=settings.log_dir / f"{settings.backend}-{port}.log",
         startup_timeout_s=settings.startup_timeout_s,
     )

@@ -33,7 +33,7 @@ def llamacpp_command(settings: ServerSettings, port: int) -> list[str]:
     command = [
         sys.executable, "-m", __name__,
         "--model", str(model),
-        "--alias", settings.served_model_name,
+        "--alias", settings.served_name,
         "--host", settings.host,
         "--port", str(port),
         "--slots", str(settings.slots),

@@ -29,7 +29,7 @@ def vllm_command(settings: ServerSettings, port: int) -> list[str]:
         executable, "serve", model,
         "--host", settings.host,
         "--port", str(port),
-        "--served-model-name", settings.served_model_name,
+        "--served-model-name", settings.served_name,
         "--tensor-parallel-size", str(settings.tensor_parallel_size),
     ]  # fmt: skip
     if settings.max_model_len:

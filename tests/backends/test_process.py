@@ -153,7 +153,7 @@ def test_server_starts_becomes_ready_and_leaves_nothing_behind(vllm_settings, re
         assert running is server
         assert server.running
         assert server.base_url == f"http://127.0.0.1:{server.port}/v1"
-        assert list_models(server.base_url, timeout_s=5) == [EMBEDDED_MODEL_NAME]
+        assert list_models(server.base_url, timeout_s=5) == ["Qwen/Qwen2.5-0.5B-Instruct"]  # its own name
         started = read_record(record)
         assert started["argv"] == vllm_command(vllm_settings, server.port)
         assert alive(started["pid"]) and alive(started["child_pid"])
@@ -161,7 +161,7 @@ def test_server_starts_becomes_ready_and_leaves_nothing_behind(vllm_settings, re
     assert not server.running
     assert not alive(started["pid"])
     assert gone(started["child_pid"]), "the server's worker process was orphaned"
-    assert "serving SmolLM2-135M-Instruct" in server.log_path.read_text()
+    assert "serving Qwen/Qwen2.5-0.5B-Instruct" in server.log_path.read_text()
     with pytest.raises(OSError):
         list_models(server.base_url, timeout_s=2)
 

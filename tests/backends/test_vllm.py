@@ -57,7 +57,7 @@ def test_minimal_command_on_a_gpu(executable, on_gpu):
         str(executable), "serve", "Qwen/Qwen2.5-0.5B-Instruct",
         "--host", "127.0.0.1",
         "--port", "8123",
-        "--served-model-name", "SmolLM2-135M-Instruct",
+        "--served-model-name", "Qwen/Qwen2.5-0.5B-Instruct",
         "--tensor-parallel-size", "1",
         *COMPACT,
     ]  # fmt: skip
