@@ -38,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     instances, _ = select_instances(EvaluateOptions(max_instances=args.instances), "test")
     measure_evaluation(
-        args, lambda session, output_dir: run(session, EvaluateOptions(variants=args.variants, use_shipped=False,
+        args, lambda session, output_dir: run(session, EvaluateOptions(variants=args.variants, no_shipped=True,
                                                                        output_dir=output_dir), instances),
         lambda session: {"instances": len(instances), "variants": args.variants})
 

@@ -39,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     measure_evaluation(
         args, lambda session, output_dir: run(session, EvaluateOptions(
-            max_questions=args.questions_per_category, use_shipped=False, k=args.k, output_dir=output_dir)),
+            max_questions=args.questions_per_category, no_shipped=True, k=args.k, output_dir=output_dir)),
         lambda session: {"questions": 3 * args.questions_per_category, "k": args.k,
                          "answer_bound_chars": field_bounds(session.small_model_profile())[0]["AnswerWithPlan.answer"]})
 

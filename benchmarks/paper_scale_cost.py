@@ -279,7 +279,7 @@ def lampqa(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
 def _bundled_aspects(per_category: int) -> int:
     """The gold aspects of the bundled questions lampqa_cost.py evaluated: the first `per_category` of each category's
     test split."""
-    options = LampQAOptions(max_questions=per_category, use_shipped=False)
+    options = LampQAOptions(max_questions=per_category, no_shipped=True)
     loaded = select_questions(options, options.questions_split)
     return sum(len(question.rubric_aspects) for question in loaded.questions)
 

@@ -49,7 +49,7 @@ def main() -> None:
     scenarios = select_scenarios(EvaluateOptions(max_scenarios=args.scenarios), "test")
     measure_evaluation(
         args, lambda session, output_dir: run(session, EvaluateOptions(
-            max_scenarios=args.scenarios, max_turns=args.max_turns, use_shipped=False, output_dir=output_dir),
+            max_scenarios=args.scenarios, max_turns=args.max_turns, no_shipped=True, output_dir=output_dir),
             scenarios),
         lambda session: {"scenarios": len(scenarios), "max_turns": args.max_turns})
 

@@ -4,13 +4,15 @@ Files are written atomically (temporary file, then rename), so a crash never lea
 loading checks the program name before touching the program (DSPy's `load_state` also trial-runs on a copy).
 Programs shipped with prefcraft live in the `compiled` package, listed per program and task model in its index.json.
 Wherever a file is read, an MLflow model URI (`models:/<name>@<alias>`) reads the JSON of the model a compile logged
-(`prefcraft.model_registry`).
+(`prefcraft.model_registry`). A compile saves its program whatever its verdict (`won`, `verdict` in the metadata): one
+that did not beat its uncompiled start loads when asked for by path, saying so, and is never a shipped default.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
@@ -22,6 +24,8 @@ from prefcraft import compiled
 from prefcraft.errors import CompiledProgramError
 from prefcraft.files import write_text_atomic
 from prefcraft.model_registry import downloaded_program, is_model_uri
+
+logger = logging.getLogger(__name__)
 
 METADATA_KEY = "prefcraft"
 COMPILED_DIR = Path(compiled.__file__).parent
@@ -82,14 +86,29 @@ def load_compiled(program: dspy.Module, path: Path, *, program_name: str) -> dic
         program.load(str(path))
     except (KeyError, ValueError, TypeError) as error:
         raise CompiledProgramError(f"{path} does not match the {program_name} program ({error})") from None
+    if lost(metadata):
+        logger.warning("%s did not beat its uncompiled start (%s): loaded as asked, but it is no shipped program",
+                       path, metadata.get("verdict", "no reason saved"))
     return metadata
 
 
+def lost(metadata: dict[str, Any]) -> bool:
+    """Whether a compile saved this program with the verdict that it did not beat its uncompiled start."""
+    return metadata.get("won") is False
+
+
 def shipped_compiled(program_name: str, model: str) -> Path | None:
-    """The compiled `program_name` that prefcraft ships for task model `model`, if any (see compiled/index.json)."""
+    """The compiled `program_name` that prefcraft ships for task model `model`, if any (see compiled/index.json); a
+    listed file that a losing compile has since been written over is none, with a warning."""
     for entry in _read_index().get(program_name, []):
         if entry["model"] == model:
-            return COMPILED_DIR / entry["path"]
+            path = COMPILED_DIR / entry["path"]
+            if path.is_file() and lost(read_metadata(path)):
+                logger.warning("compiled/index.json lists %s as the shipped %s for %s, but a compile that did not beat "
+                               "its start has been written over it: it is not used; recompile, or restore the file",
+                               path, program_name, model)
+                return None
+            return path
     return None
 
 

@@ -4,10 +4,11 @@
 Both programs are scored with the compile's own metric through `evaluate_program` (one child run each); the
 optimizer's full evaluations made most of these calls already, so DSPy's cache answers them. Nothing is scored or saved
 unless every server still answers: the optimizer scores a failed call as 0 and goes on, so a server that died during
-the compile leaves a program chosen on zeros, and its validation here may come from the cache alone. A refused
-compiled program is saved beside the results as `<program>.rejected.json` and never registered; a winner is saved to
-the requested path and, inside the compiled package, registered for the task model. Either is logged as an MLflow
-model; a winner becomes the `champion` version of its registered model (`prefcraft.model_registry`).
+the compile leaves a program chosen on zeros, and its validation here may come from the cache alone. The compiled
+program is saved to the requested path whatever its verdict, the verdict in its metadata (`won`, `verdict`): a file
+that did not beat its start still loads by path, saying so (`prefcraft.optimizers.artifacts.load_compiled`). Only a
+winner is registered: inside the compiled package, as the task model's shipped default; in MLflow, as the `champion`
+version of its registered model (`prefcraft.model_registry`). Either is logged as an MLflow model.
 
 Tracking is passed in as a `prefcraft.tracking.Tracker`: MLflow's in the commands, a fake in tests.
 """
@@ -42,19 +43,20 @@ def keep_if_better(
     score: Metric,
     program_name: str,
     output: Path,
-    rejected_dir: Path,
     **metadata: Any,
 ) -> CompileVerdict:
-    """Score both programs on `valset`, save the compiled one where its verdict says, and log the verdict."""
+    """Score both programs on `valset`, save the compiled one to `output` with its verdict, register it only when it
+    wins, and log the verdict."""
     check_servers(session)
     before = validation_score(session, tracker, "uncompiled", uncompiled, valset, score)
     after = validation_score(session, tracker, "compiled", compiled, valset, score)
     differs = differs_from(compiled, uncompiled)
     won, reason = ship_decision(before, after, differs)
-    path = output if won else rejected_dir / f"{program_name}.rejected.json"
+    path = output
     measured = {"val_compiled": after.score, "val_uncompiled": before.score,
                 "val_degenerate_compiled": after.degenerate, "val_degenerate_uncompiled": before.degenerate}
-    save_compiled(compiled, path, program_name=program_name, model=session.task.model, score=measured, **metadata)
+    save_compiled(compiled, path, program_name=program_name, model=session.task.model, score=measured, won=won,
+                  verdict=reason, **metadata)
     registered = won and register_compiled(program_name, session.task.model, path)
     tracker.log_metrics({**measured, "won": float(won)})
     model_uri = tracker.log_program(
@@ -64,7 +66,7 @@ def keep_if_better(
     if won:
         logger.info("the compiled %s wins: %s (%s)", program_name, reason, path)
     else:
-        logger.warning("the compiled %s is not shipped: %s (%s)", program_name, reason, path)
+        logger.warning("the compiled %s is saved but not shipped: %s (%s)", program_name, reason, path)
     return CompileVerdict(before.score, after.score, differs, path, registered, before.degenerate, after.degenerate,
                           model_uri)
 

@@ -73,7 +73,7 @@ def format_verdict(verdict: CompileVerdict, score_name: str) -> str:
     elif verdict.won:
         outcome = "saved (outside compiled/, not registered)"
     else:
-        outcome = f"NOT shipped: {verdict.reason}"
+        outcome = f"saved, NOT shipped (no default, not the MLflow champion): {verdict.reason}"
     return (f"  validation {score_name}: uncompiled {100 * verdict.uncompiled_score:.1f}%, compiled "
             f"{100 * verdict.compiled_score:.1f}%; degenerate outputs: uncompiled {verdict.uncompiled_degenerate}, "
             f"compiled {verdict.compiled_degenerate}\n  {verdict.path}: {outcome}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,9 @@ import dspy
 from prefcraft.components.synthesizeme import rerank
 from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
-from prefcraft.components.synthesizeme.options import EvaluateOptions, FitOptions
+from prefcraft.components.synthesizeme.judge_sets import ValidationOrders
+from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FitOptions
+from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
 from prefcraft.components.synthesizeme.personal_judge import Conversation, PersonalJudge
 from prefcraft.components.synthesizeme.personal_judge import load_judge as load_judge  # the API's, re-exported
 from prefcraft.components.synthesizeme.rerank import Choice, Tournament
@@ -43,12 +45,20 @@ DEFAULT_RESULTS_DIR: Path = EvaluateOptions.model_fields["output_dir"].default
 
 
 class _FitOptions(FitOptions):
-    """`fit`'s options: the fit step's, its search given whole as a `SynthesizeMeConfig` when `config` is."""
+    """`fit`'s options: the fit step's, its search given as a `SynthesizeMeConfig` when `config` is."""
 
     config: SynthesizeMeConfig | None = None
 
     def search_config(self, settings: Settings) -> SynthesizeMeConfig:
-        return self.config or super().search_config(settings)
+        """The command's search config (these options and `settings`: threads, seed, the small-model demo cap), with
+        each field `config` sets away from its default in its place."""
+        from_settings = super().search_config(settings)
+        if self.config is None:
+            return from_settings
+        default = SynthesizeMeConfig()
+        chosen = {field.name: getattr(self.config, field.name) for field in fields(SynthesizeMeConfig)
+                  if getattr(self.config, field.name) != getattr(default, field.name)}
+        return replace(from_settings, **chosen)
 
 
 @contextmanager
@@ -129,37 +139,45 @@ def judge_reward(judge: PersonalJudge, reference_column: str = "reference") -> C
 
 def fit(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, users: Sequence[str] | None = None,
-    fitted_dir: str | Path = DEFAULT_FITTED_DIR, persona_prompt: str | Path | None = None,
-    config: SynthesizeMeConfig | None = None, executor: Executor = "local", address: str | None = None,
+    population: Population = TABLE_POPULATION, fitted_dir: str | Path = DEFAULT_FITTED_DIR,
+    persona_prompt: str | Path | None = None, config: SynthesizeMeConfig | None = None,
+    validation: ValidationOrders = "one_order", executor: Executor = "local", address: str | None = None,
 ) -> FitSummary:
-    """Fit a SynthesizeMe judge for each user of `data` (default: all) into `fitted_dir/<user>.json`, skipping users
-    fitted before with the same data, model and settings. Without `persona_prompt`, the one prefcraft ships for the
-    task model; without `config`, the paper's search (n = m = 10). `executor="ray"` fits each user as a Ray task on
+    """Fit a SynthesizeMe judge for each user of `data` (default: all; of a dataset, its `population` of users) into
+    `fitted_dir/<user>.json`, skipping users fitted before with the same data, model and settings. Without
+    `persona_prompt`, the one prefcraft ships for the task model. The search is the command's (the paper's, n = m = 10,
+    with the settings' threads and seed and, for a small model, its demo cap); each field `config` sets away from its
+    default replaces the command's. `validation`: `--validation`. `executor="ray"` fits each user as a Ray task on
     the cluster at `address` (`prefcraft synthesizeme fit --executor ray --address ...`)."""
-    options = _checked(_FitOptions, {"data": data, "users": _listed(users), "fitted_dir": fitted_dir,
-                                      "persona_prompt": persona_prompt, "config": config, "executor": executor,
-                                      "address": address}, "prefcraft.fit", "synthesizeme", "fit")
+    options = _checked(_FitOptions, {"data": data, "users": _listed(users), "population": population,
+                                      "fitted_dir": fitted_dir, "persona_prompt": persona_prompt, "config": config,
+                                      "validation": validation, "executor": executor, "address": address},
+                       "prefcraft.fit", "synthesizeme", "fit")
     return run_step("synthesizeme", "fit", options, settings or load_settings(), _unreported)
 
 
 def evaluate(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("default",),
-    users: Sequence[str] | None = None, fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test",
-    output_dir: str | Path = DEFAULT_RESULTS_DIR, demographics: str | Path | None = None,
+    users: Sequence[str] | None = None, population: Population = TABLE_POPULATION,
+    fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test", output_dir: str | Path = DEFAULT_RESULTS_DIR,
+    demographics: str | Path | None = None, demographics_judge: DemographicsJudge = "dong",
     allow_fitted_pairs: bool = False, executor: Executor = "local", address: str | None = None,
 ) -> dict[str, MethodOutcome]:
     """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, `demographics` from the
-    PRISM survey or a local copy given as `demographics`, and from the judges in `fitted_dir`: `demos`, `persona`,
-    `synthesizeme`); each outcome's `report` holds accuracy with its interval. `allow_fitted_pairs` lets the methods
-    that learned from the train and val pairs judge them (optimistic: for debugging).
+    PRISM survey or a local copy given as `demographics`, judged as `demographics_judge` says, and from the judges in
+    `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
+    `population`: which of a dataset's user splits to read. `allow_fitted_pairs` lets the methods that learned from
+    the train and val pairs judge them (optimistic: for debugging).
     Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as
     `prefcraft synthesizeme evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call
     (DSPy's cache).
     `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
     options = _checked(EvaluateOptions, {"data": data, "methods": list(methods), "users": _listed(users),
-                                         "fitted_dir": fitted_dir, "split": split, "output_dir": output_dir,
-                                         "demographics": demographics, "allow_fitted_pairs": allow_fitted_pairs,
-                                         "executor": executor, "address": address},
+                                         "population": population, "fitted_dir": fitted_dir, "split": split,
+                                         "output_dir": output_dir, "demographics": demographics,
+                                         "demographics_judge": demographics_judge,
+                                         "allow_fitted_pairs": allow_fitted_pairs, "executor": executor,
+                                         "address": address},
                        "prefcraft.evaluate", "synthesizeme", "evaluate")
     return run_step("synthesizeme", "evaluate", options, settings or load_settings(), _unreported)
 

@@ -22,7 +22,7 @@ from prefcraft.errors import ConfigError
 from prefcraft.executors import Executor
 from prefcraft.flags import settings_flag_names
 from prefcraft.model_registry import is_model_uri
-from prefcraft.options import Options, SampleSource, check_options, format_problem
+from prefcraft.options import Options, SampleSource, check_options, format_problem, value_under
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings, load_settings
 
@@ -312,7 +312,7 @@ def validated_options(component: str, step: str, options: dict[str, Any], key: t
     added to `problems`."""
     checked = check_options(COMPONENTS[component].steps[step].options, options, key, f"'prefcraft {component} {step}'",
                             problems, settings_flag_names())
-    return None if checked is None else {name: getattr(checked, name) for name in options}
+    return None if checked is None else {name: value_under(checked, name) for name in options}
 
 
 def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

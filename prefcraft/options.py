@@ -1,19 +1,24 @@
 """A step's options as one typed model (its job type): the command line's flags are made from it, and experiment files,
 sweep files and `prefcraft.run` are checked against it. A field is a flag: `max_instances` is `--max-instances`, its
-description the flag's help, its default the flag's, its type and bounds the values it takes.
+description the flag's help, its default the flag's, its type and bounds the values it takes. A file and `prefcraft.run`
+name an option by its flag, `-` written `_`: a switch that is on by default is turned off by its own flag's name
+(`no_shipped = true` is `--no-shipped`, the field `use_shipped` false).
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import types
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.fields import FieldInfo
+
+logger = logging.getLogger(__name__)
 
 Count = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
@@ -32,6 +37,23 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     renamed_options: ClassVar[dict[str, str]] = {}
 
+    @model_validator(mode="before")
+    @classmethod
+    def _switches_by_their_flags(cls, given: Any) -> Any:
+        """A switch given by its flag's name (`no_shipped`) sets its field to the opposite; its field's own name
+        (`use_shipped`) still works for one release, with a warning naming the flag's."""
+        if not isinstance(given, dict):
+            return given
+        given = dict(given)
+        for name, key in switch_keys(cls).items():
+            if key in given:
+                value = given.pop(key)
+                given[name] = not value if isinstance(value, bool) else value
+            elif name in given:
+                logger.warning("option %s is now %s (%s = %s); %s goes in the next release", name, key, key,
+                               _toml(not given[name]) if isinstance(given[name], bool) else "true or false", name)
+        return given
+
 
 class SampleSource(Options):
     """A step that reads `data` (`--data`) when given, else its component's bundled `sample`; a step without `--data`
@@ -46,12 +68,38 @@ class SampleSource(Options):
 
 def option(default: Any, help: str, *, flag: str | None = None, group: str | None = None,
            metavar: str | None = None, renamed: dict[str, str] | None = None) -> Any:
-    """A field of an Options model with its flag's help; `flag` names a switch whose name differs from the field's
-    (`--no-shipped` for `use_shipped`), `group` the help section it is listed under, `renamed` the values it took
+    """A field of an Options model with its flag's help; `flag` names the flag that turns off a switch on by default
+    (`--no-shipped` for `use_shipped`; files and `prefcraft.run` give it as `no_shipped`), `group` the help section it is listed under, `renamed` the values it took
     before under other names (old: new), refused naming the new one. `...` as default: required."""
     given = (("flag", flag), ("group", group), ("metavar", metavar), ("renamed", renamed))
     extra = {key: value for key, value in given if value}
     return Field(default, description=help, json_schema_extra=extra or None)
+
+
+def switch_keys(options: type[Options]) -> dict[str, str]:
+    """The switches whose flag turns them off, as field: the flag's name as a key (`use_shipped`: `no_shipped`)."""
+    keys = {}
+    for name, field in options.model_fields.items():
+        extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+        if extra.get("flag"):
+            keys[name] = option_key(extra["flag"])
+    return keys
+
+
+def value_under(options: Options, key: str) -> Any:
+    """An option's value under the key a file or `prefcraft.run` gives it: a switch's flag name (`no_shipped`) holds
+    the opposite of its field (`use_shipped`)."""
+    switched = {flag_key: name for name, flag_key in switch_keys(type(options)).items()}
+    return not getattr(options, switched[key]) if key in switched else getattr(options, key)
+
+
+def option_key(flag: str) -> str:
+    """The key a file and `prefcraft.run` give a flag's value under: `--no-shipped` is `no_shipped`."""
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def _toml(value: bool) -> str:
+    return "true" if value else "false"
 
 
 def renamed_value(options: type[Options], name: str, value: Any) -> str | None:
@@ -83,7 +131,8 @@ def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) ->
         target = parser
         if extra.get("group"):
             target = groups.setdefault(extra["group"], parser.add_argument_group(extra["group"]))
-        target.add_argument(extra.get("flag") or as_flag(name), dest=name, **_flag_spec(name, field, extra))
+        flag = extra.get("flag") or as_flag(name)
+        target.add_argument(flag, dest=option_key(flag), **_flag_spec(name, field, extra))
     for old, new in options.renamed_options.items():
         add_renamed_flag(parser, as_flag(old), as_flag(new))
 
@@ -109,8 +158,10 @@ def add_renamed_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, 
 
 
 def options_from_args(options: type[Options], args: argparse.Namespace) -> Options:
-    """The options a parsed command line gives (argparse has checked each value)."""
-    return options.model_validate({name: getattr(args, name) for name in options.model_fields})
+    """The options a parsed command line gives (argparse has checked each value), a switch under its flag's name."""
+    keys = switch_keys(options)
+    return options.model_validate({keys.get(name, name): getattr(args, keys.get(name, name))
+                                   for name in options.model_fields})
 
 
 def check_options(options: type[Options], given: dict[str, Any], key: tuple[str, ...], command: str,
@@ -120,9 +171,12 @@ def check_options(options: type[Options], given: dict[str, Any], key: tuple[str,
     try:
         return options.model_validate(given)
     except ValidationError as error:
+        written = {name: key for name, key in switch_keys(options).items() if key in given}  # as the caller named it
         for issue in error.errors():
             name = str(issue["loc"][0]) if issue["loc"] else ""
-            where = problem_key((*key, *issue["loc"]))
+            loc = (written[name], *issue["loc"][1:]) if name in written else issue["loc"]
+            issue = {**issue, "loc": loc}
+            where = problem_key((*key, *loc))
             if issue["type"] == "extra_forbidden" and name in options.renamed_options:
                 problems.append(f"{where}: now called {options.renamed_options[name]}")
             elif (new := renamed_value(options, name, issue.get("input"))) is not None:
@@ -159,10 +213,13 @@ def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, 
     else:
         spec["default"] = field.default
     annotation, metadata = _unwrap(field.annotation, list(field.metadata))
+    if extra.get("flag") and not (annotation is bool and field.default is True):
+        raise TypeError(f"{name}: only a switch on by default takes a flag of its own, the one that turns it off")
     if annotation is bool:
-        spec["action"] = "store_false" if field.default is True else "store_true"
         if field.default is True and not extra.get("flag"):
             raise TypeError(f"{name}: a switch that is on by default needs a flag that turns it off")
+        # A switch on by default is stored under its flag's name, off until given (`switch_keys`).
+        spec.update(action="store_true", default=False)
         return spec
     if get_origin(annotation) is list:
         spec["nargs"] = "+" if any(isinstance(item, annotated_types.MinLen) and item.min_length

@@ -99,3 +99,49 @@ def test_evaluate_keeps_each_method_s_judgments_as_the_command_does(tmp_path):
         server.close()
     judgments = (tmp_path / "results" / "judgments-default.jsonl").read_text().splitlines()
     assert len(judgments) == len(outcomes["default"].judgments) == len(server.bodies) > 0
+
+
+@pytest.fixture
+def captured_step(monkeypatch):
+    """`fit` and `evaluate` checked and handed to the runner, which records them instead of running them."""
+    handed: list = []
+    monkeypatch.setattr(api, "run_step", lambda component, step, options, settings, emit: handed.append(
+        (options, settings)))
+    return handed
+
+
+SMALL = Settings(task=ModelSettings(api_base="http://127.0.0.1:9/v1"), serve=False, num_threads=3, seed=7,
+                 small_model={"enabled": True, "max_demos": 3})
+
+
+def test_fit_takes_what_the_command_takes_and_its_config_keeps_the_settings_runtime(captured_step):
+    prefcraft.fit(SMALL, users=["u1"], population="all", validation="both_orders",
+                  config=prefcraft.SynthesizeMeConfig(num_persona_subsets=2, labeled_demos=2))
+    options, settings = captured_step[0]
+    assert (options.population, options.validation) == ("all", "both_orders")
+    config = options.search_config(settings)
+    assert (config.num_persona_subsets, config.labeled_demos) == (2, 2)  # the config's own choices
+    assert (config.num_threads, config.seed, config.max_demos) == (3, 7, 3)  # the settings', as the command's
+    assert config.num_demo_candidates == api.FitOptions().search_config(settings).num_demo_candidates
+
+
+def test_a_fit_configs_explicit_runtime_and_demo_cap_win(captured_step):
+    prefcraft.fit(SMALL, config=prefcraft.SynthesizeMeConfig(num_threads=1, seed=11, max_demos=6))
+    options, settings = captured_step[0]
+    config = options.search_config(settings)
+    assert (config.num_threads, config.seed, config.max_demos) == (1, 11, 6)
+
+
+def test_without_a_config_fit_searches_as_the_command_does(captured_step):
+    prefcraft.fit(SMALL)
+    options, settings = captured_step[0]
+    assert options.search_config(settings) == api.FitOptions().search_config(settings)
+
+
+def test_evaluate_takes_the_demographics_judge_and_the_population(captured_step):
+    prefcraft.evaluate(SMALL, methods=["demographics"], demographics="survey.jsonl",
+                       demographics_judge="persona_judge", population="validation")
+    options, _ = captured_step[0]
+    assert (options.demographics_judge, options.population) == ("persona_judge", "validation")
+    with pytest.raises(ConfigError, match="prefcraft.evaluate: demographics_judge"):
+        prefcraft.evaluate(SMALL, demographics_judge="someone")

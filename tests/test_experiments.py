@@ -45,7 +45,7 @@ def test_the_readme_example_is_a_valid_experiment(tmp_path):
     readme = (EXPERIMENTS / "README.md").read_text(encoding="utf-8")
     (example,) = [block for block in re.findall(r"```toml\n(.*?)```", readme, re.S) if "[steps." in block]
     experiment = load_experiment(write(tmp_path, example))
-    assert experiment.component == "cupid" and experiment.steps["evaluate"]["use_shipped"] is False
+    assert experiment.component == "cupid" and experiment.steps["evaluate"]["no_shipped"] is True
 
 
 def test_a_step_runs_what_its_command_line_would(tmp_path):
@@ -56,7 +56,7 @@ component = "cupid"
 max_instances = 2
 variants = ["all", "relevant"]
 responses = []
-use_shipped = false
+no_shipped = true
 output_dir = "out"
 """)
     (step,) = load_experiment(path).commands()
@@ -65,7 +65,7 @@ output_dir = "out"
     assert step.options == options_from_args(type(step.options), make_parser().parse_args(argv))
     assert step.options.output_dir == Path("out")  # relative: resolved against the current directory when it runs
     assert str(step) == ("prefcraft cupid evaluate (max_instances=2, variants=['all', 'relevant'], responses=[], "
-                         "use_shipped=False, output_dir=out)")
+                         "no_shipped=True, output_dir=out)")
 
 
 def test_synthesizeme_steps_are_its_commands_and_take_their_job_types_defaults(tmp_path):
@@ -104,8 +104,8 @@ BAD = {
                                      "demo': set it in the [settings] tables"),
     "wrong type": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nmax_instances = "3"\n',
                    "steps.evaluate.max_instances: Input should be a valid integer"),
-    "a number for a switch": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nuse_shipped = 0\n',
-                              "steps.evaluate.use_shipped: Input should be a valid boolean"),
+    "a number for a switch": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nno_shipped = 0\n',
+                              "steps.evaluate.no_shipped: Input should be a valid boolean"),
     "bad choice": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = ["all", "everything"]\n',
                    "steps.evaluate.variants[1]: Input should be 'relevant', 'summaries', 'summaries-per-session' "
                    "or 'all'"),

@@ -81,9 +81,8 @@ def test_a_server_dying_mid_compile_writes_nothing_and_the_rerun_repeats_no_comp
         assert [path.name for path in package.rglob("*")] == ["index.json"] and index.read_text() == "{}\n"
         assert not runs.exists()
         rerun_healed(command, proxy, tmp_path, before)
-    rejected = runs / "cupid_inferrer.rejected.json"
-    assert output.is_file() != rejected.is_file()  # a winner is saved and registered, a loser saved beside the runs
-    assert (json.loads(index.read_text()) != {}) == output.is_file()
+    assert output.is_file()  # saved, won or lost; registered only when it won
+    assert (json.loads(index.read_text()) != {}) == json.loads(output.read_text())["prefcraft"]["won"]
 
 
 def test_a_compile_is_not_saved_when_a_server_stopped_answering_even_if_the_cache_answers_its_validation(tmp_path):
@@ -94,7 +93,7 @@ def test_a_compile_is_not_saved_when_a_server_stopped_answering_even_if_the_cach
     with pytest.raises(ServerUnreachableError):
         keep_if_better(session, MLflowTracker(), compiled=Echo(), uncompiled=Echo(), valset=valset,
                        score=lambda example, prediction: 1.0, program_name="program",
-                       output=tmp_path / "program.json", rejected_dir=tmp_path)
+                       output=tmp_path / "program.json")
     assert not list(tmp_path.iterdir())
 
 

@@ -115,3 +115,40 @@ def test_every_step_gives_the_same_options_from_its_flags_and_from_a_file(compon
             for word in (f"--{name.replace('_', '-')}", *(value if isinstance(value, list) else [str(value)]))]
     options = COMPONENTS[component].steps[step].options
     assert parse_step(COMPONENTS[component], step, argv) == options.model_validate(required)
+
+
+def test_a_switch_is_given_by_its_flags_name_and_its_old_key_still_works_with_a_warning(caplog):
+    problems: list[str] = []
+    assert check_options(Example, {"users": ["u"], "no_cache": True}, (), "t", problems).use_cache is False
+    assert check_options(Example, {"users": ["u"], "no_cache": False}, (), "t", problems).use_cache is True
+    assert not caplog.records
+    assert check_options(Example, {"users": ["u"], "use_cache": False}, (), "t", problems).use_cache is False
+    assert "option use_cache is now no_cache (no_cache = true)" in caplog.text
+    assert check_options(Example, {"users": ["u"], "no_cache": "yes"}, ("steps", "fit"), "t", problems) is None
+    assert problems == ["steps.fit.no_cache: Input should be a valid boolean"]
+
+
+def test_the_command_line_gives_a_switch_without_the_old_keys_warning(caplog):
+    assert parse(["--users", "u", "--no-cache"]).use_cache is False
+    assert parse(["--users", "u"]).use_cache is True
+    assert not caplog.records
+
+
+def test_only_a_switch_on_by_default_takes_a_flag_of_its_own():
+    class Broken(Options):
+        rounds: int = option(3, "rounds", flag="--turns")
+
+    with pytest.raises(TypeError, match="rounds: only a switch on by default takes a flag of its own"):
+        add_option_flags(CommandParser(), Broken)
+
+
+@pytest.mark.parametrize(("component", "step", "key"), [("cupid", "evaluate", "no_shipped"),
+                                                        ("lampqa", "evaluate", "no_shipped"),
+                                                        ("prefdisco", "evaluate", "no_shipped"),
+                                                        ("sensejudge", "select", "no_long_input_cut")])
+def test_every_switch_of_the_steps_takes_its_flags_name_in_a_file(component, step, key):
+    options = COMPONENTS[component].steps[step].options
+    flag = f"--{key.replace('_', '-')}"
+    required = REQUIRED.get((component, step), {})
+    argv = [word for name, value in required.items() for word in (f"--{name.replace('_', '-')}", str(value))]
+    assert parse_step(COMPONENTS[component], step, [*argv, flag]) == options.model_validate({**required, key: True})

@@ -24,7 +24,7 @@ timeout_s = 300.0
 
 [steps.evaluate]
 max_instances = 1
-use_shipped = false
+no_shipped = true
 responses = ["gold"]
 output_dir = "out"
 """

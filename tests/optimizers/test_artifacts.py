@@ -84,3 +84,26 @@ def test_registering_replaces_the_entry_for_the_same_model_and_refuses_files_out
     assert shipped_compiled("asker", "m3") is None and shipped_compiled("judge", "m1") is None
     assert not register_compiled("asker", "m1", tmp_path / "elsewhere.json")
     assert json.loads((tmp_path / "compiled" / "index.json").read_text())["asker"][-1]["path"] == "asker/b.json"
+
+
+def test_a_program_that_lost_its_compile_loads_by_path_with_one_line_saying_so(tmp_path, caplog):
+    lost = save_compiled(fitted_judge(), tmp_path / "lost.json", program_name="personal_judge", won=False,
+                         verdict="it did not beat the uncompiled program")
+    won = save_compiled(fitted_judge(), tmp_path / "won.json", program_name="personal_judge", won=True)
+    load_compiled(PreferenceJudge(), won, program_name="personal_judge")
+    assert not caplog.records
+    assert load_compiled(PreferenceJudge(), lost, program_name="personal_judge")["won"] is False
+    assert [record.getMessage() for record in caplog.records] == [
+        f"{lost} did not beat its uncompiled start (it did not beat the uncompiled program): loaded as asked, but it "
+        "is no shipped program"]
+
+
+def test_a_shipped_file_a_losing_compile_was_written_over_is_no_default(tmp_path, monkeypatch, caplog):
+    (tmp_path / "compiled").mkdir()
+    monkeypatch.setattr(artifacts, "COMPILED_DIR", tmp_path / "compiled")
+    monkeypatch.setattr(artifacts, "COMPILED_INDEX", tmp_path / "compiled" / "index.json")
+    path = save_compiled(fitted_judge(), tmp_path / "compiled" / "judge.json", program_name="personal_judge", won=True)
+    assert register_compiled("personal_judge", "m", path) and shipped_compiled("personal_judge", "m") == path
+    save_compiled(fitted_judge(), path, program_name="personal_judge", won=False, verdict="no better")
+    assert shipped_compiled("personal_judge", "m") is None
+    assert "did not beat its start has been written over it" in caplog.text

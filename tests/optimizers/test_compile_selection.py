@@ -74,8 +74,7 @@ def _gate(signature, standin, tmp_path, score, tracker):
     valset = [dspy.Example(question=f"question {n}").with_inputs("question") for n in range(3)]
     with tracker.run("compile") as run, lm_context(session, "task"):
         verdict = keep_if_better(session, tracker, compiled=compiled, uncompiled=uncompiled, valset=valset,
-                                 score=score, program_name="program", output=tmp_path / "shipped.json",
-                                 rejected_dir=tmp_path)
+                                 score=score, program_name="program", output=tmp_path / "program.json")
     return verdict, run
 
 
@@ -84,14 +83,14 @@ def test_the_gate_refuses_a_compile_whose_outputs_echo_the_field_name_and_logs_t
     mlflow.set_experiment("compile-selection")  # not the experiment id an earlier test's store left as active
     verdict, run = _gate(Echoed, standin, tmp_path, lambda example, prediction: 1.0, MLflowTracker())
     assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (3, 3)
-    assert not verdict.won and not verdict.registered and verdict.path == tmp_path / "program.rejected.json"
+    assert not verdict.won and not verdict.registered and verdict.path == tmp_path / "program.json"
     metrics = mlflow.get_run(run.info.run_id).data.metrics
     assert metrics["val_degenerate_compiled"] == metrics["val_degenerate_uncompiled"] == 3 and metrics["won"] == 0
     children = mlflow.search_runs(filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'", output_format="list")
     assert sorted(child.info.run_name for child in children) == ["compiled-on-val", "uncompiled-on-val"]
-    saved = json.loads(verdict.path.read_text())["prefcraft"]["score"]
-    assert saved["val_degenerate_compiled"] == 3
-    assert not (tmp_path / "shipped.json").exists()
+    saved = json.loads(verdict.path.read_text())["prefcraft"]
+    assert saved["score"]["val_degenerate_compiled"] == 3
+    assert saved["won"] is False and saved["verdict"] == verdict.reason
     assert verdict.model_uri.startswith("models:/m-") and mlflow.MlflowClient().search_registered_models() == []
 
 
@@ -100,6 +99,6 @@ def test_the_gate_counts_no_degenerate_output_in_real_text(standin, tmp_path):
     verdict, run = _gate(Answered, standin, tmp_path, lambda example, prediction: 0.5, tracker)
     assert (verdict.compiled_degenerate, verdict.uncompiled_degenerate) == (0, 0)
     assert run.metrics["val_degenerate_compiled"] == 0 and "did not beat" in verdict.reason  # equal scores
-    assert run.programs == [(tmp_path / "program.rejected.json", "program", None)]  # logged as a model, not promoted
+    assert run.programs == [(tmp_path / "program.json", "program", None)]  # logged as a model, not promoted
     assert [(child.name, child.nested, child.metrics["val_score"]) for child in tracker.runs[1:]] == [
         ("uncompiled-on-val", True, 0.5), ("compiled-on-val", True, 0.5)]

@@ -2,9 +2,9 @@
 
 The instances are split by persona; MIPROv2 compiles on the train personas and selects on the validation personas.
 The compiled program is kept only if it differs from the uncompiled one and beats it on validation (both scored here
-with the same metric on the same instances; DSPy's cache answers the calls MIPROv2 already made). A
-winner is saved with its metadata and, when written inside the compiled package, registered as the shipped inferrer
-for the task model; a loser is saved beside the results as `cupid_inferrer.rejected.json` and never shipped.
+with the same metric on the same instances; DSPy's cache answers the calls MIPROv2 already made). It is saved to
+`--output` either way, the verdict in its metadata; only a winner written inside the compiled package is registered as
+the shipped inferrer for the task model.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
     tracker: Tracker,
 ) -> CupidCompileOutcome:
-    """The optimizer over a new inferrer of the options' variant, then `keep_if_better`: save (and ship) only a
-    winner."""
+    """The optimizer over a new inferrer of the options' variant, then `keep_if_better`: save it with its verdict, ship
+    only a winner."""
     metric = PreferenceF1(PreferenceMatch(decomposer_max_tokens(session)), lambda: lm_context(session, "judge"))
     config = optimizer_config(options, session)
     params = {"program": PROGRAM_NAME, "variant": options.variant, "data": str(options.source),
@@ -64,7 +64,6 @@ def compile_and_select(
         verdict = keep_if_better(
             session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PreferenceInferrer(options.variant),
             valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            rejected_dir=options.output_dir,
             variant=options.variant, data=str(options.source), data_digest=data_digest(options.source),
             split={"val_personas": options.val_personas, "test_personas": options.test_personas,
                    "train": len(trainset), "val": len(valset)},

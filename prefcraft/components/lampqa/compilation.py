@@ -2,9 +2,9 @@
 
 MIPROv2 compiles on the train split and selects on the validation split. The compiled program is kept only if it
 differs from the uncompiled one and beats it on validation (both scored here with the same metric on the same
-questions; DSPy's cache answers the calls MIPROv2 already made). A winner is saved with its metadata and, when written
-inside the compiled package, registered as the shipped `lampqa_planner` for the task model; a loser is saved beside the
-results as `lampqa_planner.rejected.json` and never shipped.
+questions; DSPy's cache answers the calls MIPROv2 already made). It is saved to `--output` either way, the verdict in
+its metadata; only a winner written inside the compiled package is registered as the shipped `lampqa_planner` for the
+task model.
 """
 
 from __future__ import annotations
@@ -56,7 +56,8 @@ def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
     tracker: Tracker,
 ) -> CompileOutcome:
-    """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save (and ship) only a winner."""
+    """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save it with its verdict, ship only a
+    winner."""
     metric = AspectScore(lambda: lm_context(session, "judge"), options.judge_retries)
 
     retries = options.retries_for(PLANPERS_RETRIES)
@@ -76,7 +77,7 @@ def compile_and_select(
         verdict = keep_if_better(
             session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=planpers(),
             valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            rejected_dir=options.output_dir, k=options.k, retriever=options.retriever, retries=retries,
+            k=options.k, retriever=options.retriever, retries=retries,
             data=str(options.source),
             data_digest=digest, split={"train": len(trainset), "val": len(valset),
                                        "max_questions": options.max_questions},

@@ -2,9 +2,9 @@
 
 MIPROv2 compiles on the train scenarios and selects on the validation scenarios (split by problem). The compiled asker
 is kept only if it differs from the uncompiled one and beats it on validation, both scored here with the same metric
-on the same scenarios (DSPy's cache answers the calls MIPROv2 already made). A winner is saved with its metadata and,
-when written inside the compiled package, registered as the shipped asker for the task model; a loser is saved beside
-the results as `prefdisco_asker.rejected.json` and never shipped.
+on the same scenarios (DSPy's cache answers the calls MIPROv2 already made). It is saved to `--output` either way, the
+verdict in its metadata; only a winner written inside the compiled package is registered as the shipped asker for the
+task model.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def compile_asker(options: CompileOptions, run: StepRun) -> CompileOutcome:
 def compile_and_select(session: Settings, options: CompileOptions, train: Sequence[Scenario],
                        val: Sequence[Scenario], tracker: Tracker) -> CompileOutcome:
     """The optimizer over a new asker's two predictors (the turn decision and the answer), then `keep_if_better`: save
-    (and ship) only a winner."""
+    it with its verdict, ship only a winner."""
     metric = GatedPrefAlign({s.scenario_id: s for s in [*train, *val]}, partial(lm_context, session, "judge"))
     trainset, valset = ([asker_example(s.scenario_id, s.question, user)
                          for s, user in zip(split, simulated_users(session, split), strict=True)]
@@ -65,7 +65,7 @@ def compile_and_select(session: Settings, options: CompileOptions, train: Sequen
         verdict = keep_if_better(
             session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=QuestionAsker(options.max_turns),
             valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            rejected_dir=options.output_dir, data=str(options.source), data_digest=digest,
+            data=str(options.source), data_digest=digest,
             max_turns=options.max_turns,
             split={"val_share": options.val_share, "test_share": options.test_share,
                    "train": [s.scenario_id for s in train], "val": [s.scenario_id for s in val]},

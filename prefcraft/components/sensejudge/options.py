@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 
 from prefcraft.components.sensejudge.human_labels import MAX_INPUT_TOKENS, LabelSplit
-from prefcraft.components.sensejudge.simulation import SimulationConfig
+from prefcraft.components.sensejudge.simulation import ANNOTATOR_ID, SimulationConfig
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import DescriptionLength
@@ -118,6 +118,8 @@ class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
 
     pairs: FilePath = option(DEFAULT_PAIRS, "labelled pairs, written by the simulation and read by the selection and "
                              "the evaluation")
+    annotator: str | None = option(None, "whose pairs to select and evaluate on (default: the only one: the "
+                                   f"simulation labels every pair as {ANNOTATOR_ID})")
 
     topics: OneOrMore[str] | None = option(DEMO_TOPICS, "SenseBench topics to draw dialogues from", metavar="TOPIC")
     dev_dialogues: Positive = option(1, "dialogues per topic whose pairs are dev pairs")

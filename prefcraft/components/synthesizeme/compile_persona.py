@@ -3,7 +3,8 @@ once, over training users, then the ship gate every compile goes through (`prefc
 
 A compiled prompt that beats the uncompiled one on the validation users, saved under compiled/persona_synthesizer/, is
 registered in compiled/index.json and becomes the default persona prompt of every `prefcraft synthesizeme fit` on the
-same task model; one that does not is saved as `persona_synthesizer.rejected.json` beside the requested output.
+same task model; one that does not is saved to the requested output too, its verdict in its metadata, and never
+registered.
 """
 
 from __future__ import annotations
@@ -118,15 +119,14 @@ def select_persona_prompt(
     prompt_config: OptimizerConfig, score: PersonaMetric, output: Path, **metadata: Any,
 ) -> CompileVerdict:
     """The optimizer over the persona prompt, then the ship gate (`keep_if_better`): the compiled prompt is saved to
-    `output` (and registered, inside compiled/) only when its personas score better by `score` on the validation users
-    than the uncompiled prompt's; else it is saved beside `output` as `persona_synthesizer.rejected.json`."""
+    `output` with its verdict, and registered (inside compiled/) only when its personas score better by `score` on the
+    validation users than the uncompiled prompt's."""
     compiled = compile_persona_prompt(train, val, prompt_config, score,
                                       prompt_model=build_lm(session.model_for("prompt")),
                                       task_model=build_lm(session.task))
     return keep_if_better(
         session, tracker, compiled=compiled, uncompiled=PersonaSynthesizer(), valset=persona_examples(val),
-        score=score, program_name=PERSONA_SYNTHESIZER, output=output,
-        rejected_dir=output.parent, prompt_model=session.model_for("prompt").model,
+        score=score, program_name=PERSONA_SYNTHESIZER, output=output, prompt_model=session.model_for("prompt").model,
         optimizer=prompt_config.as_params(), trials=len(compiled.compile_record.trial_logs), **metadata,
     )  # fmt: skip
 

@@ -97,7 +97,8 @@ class CompilePersonaOptions(optimizer_options(
                                          metavar="USER")
     val_users: OneOrMore[str] = option(..., "users the candidate prompts are scored on (none of the training users)",
                                        metavar="USER")
-    output: FilePath = option(..., "compiled JSON to write")
+    output: FilePath = option(..., "where the compiled persona prompt goes, won or lost (the verdict in its "
+                              "metadata); under compiled/ a winner is registered as fit's default")
     persona_metric: PersonaScore = option(
         "improvement", "how a candidate prompt's personas are scored: the persona judge's accuracy on each user's "
         "target (test) pairs, both orders, less the default judge's on the same pairs (the paper, App. F), or its "
@@ -138,7 +139,9 @@ class DemoOptions(_Fit, _Judged):
         "halving", "how candidates are scored: successive halving (the demo's default: fewer calls; the winner can "
         "differ), or the paper's rule, the first to reach 0.8 winning, decided with the calls that cannot change the "
         "choice left out (exact) or with every candidate on every validation judgment (exhaustive)")
-    # Not options: the demo fits and judges here, and only on the test split.
+    # Not options: the demo fits and judges here, and only on the test split (the fitted judges learned from the
+    # others, which evaluate scores only with --allow-fitted-pairs).
+    split: ClassVar[Literal["test"]] = "test"
     executor: ClassVar[Executor] = "local"
     address: ClassVar[str | None] = None
     allow_fitted_pairs: ClassVar[bool] = False

@@ -34,7 +34,7 @@ def role_models(monkeypatch):
 
 def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
     instances = [marked_instance(), marked_instance(sessions=2)]
-    options = EvaluateOptions(variants=["all", "relevant"], use_shipped=False, output_dir=tmp_path,
+    options = EvaluateOptions(variants=["all", "relevant"], no_shipped=True, output_dir=tmp_path,
                         responses=["none", "sessions", "inferred"])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
 
@@ -97,7 +97,7 @@ class FailingGrader(dspy.Module):
 
 def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(role_models, tmp_path, monkeypatch):
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
     (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
     # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
     (result,) = inference.results
@@ -112,7 +112,7 @@ def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_pa
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
     monkeypatch.setattr(cupid, "decomposer", lambda cap: dspy.Predict(dspy.Signature("preference -> missing_field")))
     role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
     (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
     assert inference.results[0].failed == "decomposition" and inference.results[0].reason is not None
     assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
@@ -133,7 +133,7 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
 
     monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
     instances = [marked_instance(), marked_instance(sessions=2), marked_instance(sessions=1)]
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
     (response,) = outcome.responses
     assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
@@ -178,7 +178,7 @@ def test_response_scores_are_reported_per_instance_type_as_the_reference_aggrega
                  of_type("contrastive", "six and a half"), of_type("contrastive", "unreadable", 1),
                  of_type("changing", "ten"), of_type("changing", "generation fails", 1)]
     tracker = FakeTracker()
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
     (response,) = evaluate_instances(Settings(num_threads=1), tracker, options, instances).responses
 
     # All: (8 + 0 + 6 + 0 + 10) / 5; consistent (8 + 0) / 2; contrastive (6 + 0) / 2; changing 10 / 1.
@@ -212,7 +212,7 @@ def test_the_judge_prompt_option_chooses_the_reference_codes_prompt_or_the_paper
 ):
     if prompt == "paper":
         role_models["judge"] = DummyLM([REPLY] * 20, adapter=dspy.JSONAdapter())  # Figure 16 asks for no label
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"], judge_prompt=prompt)
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"], judge_prompt=prompt)
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
     judge_system = role_models["judge"].history[-1]["messages"][0]["content"]
     assert rubric in judge_system and absent not in judge_system
@@ -231,7 +231,7 @@ def with_current_preference_in(instance, *numbers):
 
 def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_preference(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["sessions"], oracle_sessions=True)
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["sessions"], oracle_sessions=True)
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options,
                                  [relevant, marked_instance(sessions=2)])
 
@@ -244,7 +244,7 @@ def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_prefe
 
 
 def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path):
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["summaries"])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["summaries"])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
     (response,) = outcome.responses
     assert response.method == "summaries" and response.score.mean == 7
@@ -255,14 +255,14 @@ def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path)
 
 
 def test_the_oracle_setting_with_no_relevant_session_anywhere_is_one_clear_error(role_models, tmp_path):
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[], oracle_sessions=True)
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[], oracle_sessions=True)
     with pytest.raises(cupid.ConfigError, match="oracle setting has nothing to give"):
         evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
 
 
 def test_outside_the_oracle_setting_every_session_reaches_the_inferrer(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [relevant])
     assert outcome.oracle_left_out is None and "Oracle setting" not in format_evaluation(outcome)
     prompt = json.dumps(role_models["task"].history[0]["messages"])

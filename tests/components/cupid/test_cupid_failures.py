@@ -61,7 +61,7 @@ def instances():
 
 
 def test_an_instance_over_the_context_window_is_kept_with_recall_0_and_its_response_scored_0(models, tmp_path):
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances())
     (inference,) = outcome.inference
     kept, overflowed = inference.results
@@ -88,7 +88,7 @@ def test_an_instance_over_the_context_window_is_kept_with_recall_0_and_its_respo
 
 def test_the_leave_out_rule_leaves_an_overflowing_instance_out_and_counts_it(models, tmp_path):
     models["task"] = FailingOn("LONG request", bad_request())  # vLLM's HTTP 400, not mapped by litellm
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"],
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"],
                               context_overflow="leave-out")
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances())
     (inference,) = outcome.inference
@@ -102,7 +102,7 @@ def test_the_leave_out_rule_leaves_an_overflowing_instance_out_and_counts_it(mod
 
 def test_any_other_failed_call_is_left_out_with_its_reason_and_the_run_goes_on(models, tmp_path):
     models["task"] = FailingOn("LONG request", bad_request("Internal error in the sampler"))
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=["gold"])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances())
     (inference,) = outcome.inference
     assert inference.results[1].failed == "inference" and "Internal error in the sampler" in inference.results[1].reason
@@ -112,7 +112,7 @@ def test_any_other_failed_call_is_left_out_with_its_reason_and_the_run_goes_on(m
 
 def test_the_decomposer_is_capped_at_the_references_4096_tokens_below_the_judges_8192(models, tmp_path):
     judge = ModelSettings(model="openai/gpt-4o-2024-11-20", max_tokens=8192)
-    options = EvaluateOptions(use_shipped=False, output_dir=tmp_path, responses=[])
+    options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
     evaluate_instances(Settings(num_threads=1, judge=judge), FakeTracker(), options, [marked_instance()])
     caps = [(entry["messages"][0]["content"], entry["kwargs"].get("max_tokens")) for entry in models["judge"].history]
     decomposer_caps = {cap for system, cap in caps if "`checklist`" in system and "`coverage`" not in system}

@@ -46,7 +46,7 @@ def fake_lm(monkeypatch):
 
 
 def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_path):
-    options = EvaluateOptions(max_questions=1, use_shipped=False, output_dir=tmp_path, k=3)
+    options = EvaluateOptions(max_questions=1, no_shipped=True, output_dir=tmp_path, k=3)
     loaded = select_questions(options, "test")
     aspects = sum(len(question.rubric_aspects) for question in loaded.questions)
     programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
@@ -92,8 +92,8 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
     verdict = outcome.verdict
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
-    assert not verdict.won and not registered and not (tmp_path / "compiled.json").exists()
-    assert verdict.path == tmp_path / "lampqa_planner.rejected.json" and verdict.path.is_file()
+    assert not verdict.won and not registered
+    assert verdict.path == tmp_path / "compiled.json" and json.loads(verdict.path.read_text())["prefcraft"]["won"] is False
     assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
     run = tracker.named("lampqa-compile")
     assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2
@@ -114,7 +114,7 @@ def test_the_demo_runs_through_the_runner_in_one_tracked_run_and_reports_once(fa
     monkeypatch.setattr(runner, "model_session", nullcontext)  # the fake LM needs no server
     monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
     emitted = []
-    options = DemoOptions(k=3, use_shipped=False, output_dir=tmp_path)
+    options = DemoOptions(k=3, no_shipped=True, output_dir=tmp_path)
     outcome = runner.run_step("lampqa", "demo", options, Settings(num_threads=1), emitted.append)
 
     assert emitted == [format_evaluation(outcome)] and outcome.split == "test" and outcome.questions == 3
@@ -148,7 +148,7 @@ def test_bad_input_fails_before_any_server_starts(tmp_path, capsys):
 
 
 def test_the_small_model_profile_cuts_retrieved_posts_and_the_paper_profile_does_not():
-    options = EvaluateOptions(use_shipped=False)
+    options = EvaluateOptions(no_shipped=True)
     cut, _ = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct", post_chars=300)
     whole, _ = method_programs(options, "hosted_vllm/Qwen/Qwen2.5-7B-Instruct")
     assert cut["rag"].post_chars == cut["planpers"].post_chars == 300
@@ -156,7 +156,7 @@ def test_the_small_model_profile_cuts_retrieved_posts_and_the_paper_profile_does
 
 
 def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tmp_path):
-    options = EvaluateOptions(max_questions=2, methods=["rag_random"], use_shipped=False, output_dir=tmp_path, k=3)
+    options = EvaluateOptions(max_questions=2, methods=["rag_random"], no_shipped=True, output_dir=tmp_path, k=3)
     loaded = select_questions(options, "test")
     examples = [question.example() for question in loaded.questions]
     drawn = with_random_profiles(examples, seed=0)

@@ -65,7 +65,7 @@ def test_a_failed_question_is_recorded_with_its_reason_and_the_run_goes_on(monke
     monkeypatch.setattr(evaluation, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     checked = []
     monkeypatch.setattr(lampqa_evaluation, "check_reachable", lambda model, role: checked.append(role))
-    options = EvaluateOptions(methods=["none", "rag"], use_shipped=False, output_dir=tmp_path, judge_retries=1)
+    options = EvaluateOptions(methods=["none", "rag"], no_shipped=True, output_dir=tmp_path, judge_retries=1)
     outcome = evaluate_methods(Settings(num_threads=1), FakeTracker(), options, questions[0],
                                *method_programs(options, "m"))
 

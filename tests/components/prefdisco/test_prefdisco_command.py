@@ -45,7 +45,7 @@ def offline(monkeypatch, lm):
 def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp_path):
     lm = DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter())
     offline(monkeypatch, lm)
-    options = EvaluateOptions(max_scenarios=3, max_turns=2, use_shipped=False, output_dir=tmp_path)
+    options = EvaluateOptions(max_scenarios=3, max_turns=2, no_shipped=True, output_dir=tmp_path)
     scenarios = select_scenarios(options, "test")
     tracker = FakeTracker()
     outcome = evaluate_conditions(Settings(num_threads=1), tracker, options, scenarios)
