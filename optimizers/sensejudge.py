@@ -59,7 +59,7 @@ from prefcraft.programs.sensejudge import DescriptionLength, PreferenceExtractor
 from prefcraft.scheduling import run_phases, warm_then_interleave
 from prefcraft.usage import LMUsage, metered
 
-SearchStrategy = Literal["exhaustive", "beam"]
+SubsetSearchMethod = Literal["exhaustive", "beam"]
 ReferenceStrategy = Literal["forward_best", "inverted_worst"]
 Subset = tuple[int, ...]
 
@@ -91,7 +91,7 @@ class SubsetSearch:
     """Every subset with the best score, in enumeration order; the first is the pick."""
     score: float
     correct: int
-    strategy: SearchStrategy
+    strategy: SubsetSearchMethod
     subsets_scored: int
     judgments: int
     tied_worst: list[Subset]
@@ -124,7 +124,7 @@ class SubsetSelectionRecord:
     accuracy: float
     """Dev accuracy of the selected subset's majority vote, over every judgment (both orders)."""
     tied_best: list[list[int]]
-    strategy: SearchStrategy
+    strategy: SubsetSearchMethod
     subsets_scored: int
     failed_calls: int
     stopped_early: bool
@@ -260,7 +260,7 @@ def search_subsets(
     if count == 0:
         raise ValueError("search_subsets needs the votes of at least one description")
     if count <= exhaustive_limit:
-        strategy: SearchStrategy = "exhaustive"
+        strategy: SubsetSearchMethod = "exhaustive"
         subsets = [subset for size in range(1, count + 1) for subset in itertools.combinations(range(count), size)]
         scores, correct = score_subsets(votes, gold, subsets, penalize_order_imbalance, unparseable)
     else:

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 
 from prefcraft.components.sensejudge.human_labels import MAX_INPUT_TOKENS, LabelSplit
 from prefcraft.components.sensejudge.simulation import ANNOTATOR_ID, SimulationConfig
+from prefcraft.metrics.majority_vote import UnparseableVote
 from prefcraft.optimizers.sensejudge import SubsetSelectionConfig
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, option
 from prefcraft.programs.sensejudge import DescriptionLength
@@ -69,15 +70,17 @@ class _Selection(Options):
     description_length: DescriptionLength = option(
         "one_sentence", "each written description in one very short sentence (the public reference code's prompt) or "
         "in about three sentences (the paper's prompt, Appendix A.2)")
-    exhaustive_limit: Count = option(12, "beyond this many descriptions, beam")
-    beam_width: Positive = option(64, "subsets kept at each step of the beam")
+    exhaustive_limit: Count = option(SubsetSelectionConfig.exhaustive_limit, "beyond this many descriptions, beam")
+    beam_width: Positive = option(SubsetSelectionConfig.beam_width, "subsets kept at each step of the beam")
     penalize_order_imbalance: bool = option(
-        False, "score a subset minus the gap between its right answers in the two orders")
-    unparseable_vote: Literal["against", "abstain"] = option(
-        "against", "what a failed or unparseable vote counts as: against the chosen response (the reference's rule) "
-        "or nothing")
+        SubsetSelectionConfig.penalize_order_imbalance,
+        "score a subset minus the gap between its right answers in the two orders")
+    unparseable_vote: UnparseableVote = option(
+        SubsetSelectionConfig.unparseable_vote,
+        "what a failed or unparseable vote counts as: against the chosen response (the reference's rule) or nothing")
     stop_when_perfect: bool = option(
-        False, "stop judging once a subset is right on every dev judgment (fewer calls; the reference judges every "
+        SubsetSelectionConfig.stop_when_perfect,
+        "stop judging once a subset is right on every dev judgment (fewer calls; the reference judges every "
         "description on every pair)")
 
     def selection(self, num_threads: int) -> SubsetSelectionConfig:

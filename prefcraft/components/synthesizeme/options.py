@@ -13,7 +13,8 @@ from prefcraft.components.synthesizeme.rerank import Tournament
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.executors import Executor, ExecutorOptions
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
+from prefcraft.optimizers.candidate_search import SearchStrategy
+from prefcraft.optimizers.synthesizeme import Step3Traces, SynthesizeMeConfig, Verification
 from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
 from prefcraft.settings import Settings
 
@@ -45,25 +46,31 @@ class _Judged(_Data):
 
 
 class _Search(Options):
-    subsets: Positive = option(10, "n: random candidate trace subsets for the persona (besides the unshuffled and "
-                               "labeled-only ones)")
-    demo_candidates: Positive = option(10, "m: random candidate demo sets (besides no demos, the unshuffled and the "
-                                       "labeled-only ones)")
+    subsets: Positive = option(
+        SynthesizeMeConfig.num_persona_subsets,
+        "n: random candidate trace subsets for the persona (besides the unshuffled and labeled-only ones)")
+    demo_candidates: Positive = option(
+        SynthesizeMeConfig.num_demo_candidates,
+        "m: random candidate demo sets (besides no demos, the unshuffled and the labeled-only ones)")
     max_demos: Positive | None = option(
-        None, "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train "
-        "pair may be one, as in the paper; with the small-model profile on, its max_demos)")
-    search: Literal["exact", "exhaustive", "halving"] = option(
-        "exact", "how candidates are scored: the first to reach 0.8 on the validation judgments wins, else the most "
-        "accurate (the paper), found with the calls that cannot change the choice left out (exact) or with every "
-        "candidate scored on every judgment (exhaustive: the same winner, every score in the record); or successive "
-        "halving (fewer calls still; the winner can differ)")
-    verification: Literal["one_order", "both_orders"] = option(
-        "one_order", "step 1 keeps a train pair judged right in the one order it is shown in (the paper), or only "
-        "one judged right in both orders, with demo sets balanced by order (a guard against position bias; one more "
-        "call per train pair)")
-    step3_traces: Literal["bootstrap_with_persona", "from_step1"] = option(
-        "bootstrap_with_persona", "step 3's demos: bootstrap the train pairs again with the persona (the paper), or "
-        "reuse step 1's traces, written without it (one bootstrap pass fewer)")
+        SynthesizeMeConfig.max_demos,
+        "most demos in a fitted user's judge, reasoned and labeled together (default: every verified train pair may "
+        "be one, as in the paper; with the small-model profile on, its max_demos)")
+    search: SearchStrategy = option(
+        SynthesizeMeConfig.search,
+        "how candidates are scored: the first to reach 0.8 on the validation judgments wins, else the most accurate "
+        "(the paper), found with the calls that cannot change the choice left out (exact) or with every candidate "
+        "scored on every judgment (exhaustive: the same winner, every score in the record); or successive halving "
+        "(fewer calls still; the winner can differ)")
+    verification: Verification = option(
+        SynthesizeMeConfig.verification,
+        "step 1 keeps a train pair judged right in the one order it is shown in (the paper), or only one judged right "
+        "in both orders, with demo sets balanced by order (a guard against position bias; one more call per train "
+        "pair)")
+    step3_traces: Step3Traces = option(
+        SynthesizeMeConfig.step3_traces,
+        "step 3's demos: bootstrap the train pairs again with the persona (the paper), or reuse step 1's traces, "
+        "written without it (one bootstrap pass fewer)")
     validation: ValidationOrders = option(
         "one_order", "candidates are scored on each validation pair once, in the order its data row shows it (the "
         "reference code), or in both orders (twice the calls; can choose another candidate)")
@@ -131,11 +138,11 @@ class DemoOptions(_Fit, _Judged):
                                "unshuffled and labeled-only ones)")
     demo_candidates: Positive = option(DEMO_SEARCH_SIZE, "m: random candidate demo sets (besides no demos, the "
                                        "unshuffled and the labeled-only ones)")
-    # Halving, in a tour that has to stay under 15 minutes: its rungs take at most 18 and 20 calls for the 4 and 5
-    # candidates of 8 judgments a demo fit searches. The paper's rule, even decided exactly, needs the first one's 8
-    # and, when every candidate scores 4 of 8 (as nearly all of a 135M judge's do), at least 4 of each later one's:
-    # 20 and 24 at least.
-    search: Literal["exact", "exhaustive", "halving"] = option(
+    # Another default than fit's (exact), deliberately: halving, in a tour that has to stay under 15 minutes. Its rungs
+    # take at most 18 and 20 calls for the 4 and 5 candidates of 8 judgments a demo fit searches. The paper's rule,
+    # even decided exactly, needs the first one's 8 and, when every candidate scores 4 of 8 (as nearly all of a 135M
+    # judge's do), at least 4 of each later one's: 20 and 24 at least.
+    search: SearchStrategy = option(
         "halving", "how candidates are scored: successive halving (the demo's default: fewer calls; the winner can "
         "differ), or the paper's rule, the first to reach 0.8 winning, decided with the calls that cannot change the "
         "choice left out (exact) or with every candidate on every validation judgment (exhaustive)")
