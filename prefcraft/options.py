@@ -20,6 +20,9 @@ from pydantic.fields import FieldInfo
 
 logger = logging.getLogger(__name__)
 
+Split = Literal["train", "val", "test"]
+"""A data split, by the same three names in every component (LaMP-QA's hub calls the second `validation`)."""
+SplitOrAll = Literal[Split, "all"]
 Count = Annotated[int, Field(ge=0)]
 Positive = Annotated[int, Field(ge=1)]
 Share = Annotated[float, Field(ge=0.0, le=1.0)]

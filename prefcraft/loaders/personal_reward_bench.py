@@ -13,12 +13,13 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import dspy
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from prefcraft.errors import DataError
+from prefcraft.options import Split
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class PreferencePair(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     user_id: str
-    split: Literal["train", "val", "test"]
+    split: Split
     context: tuple[Message, ...]
     chosen: Message
     rejected: Message

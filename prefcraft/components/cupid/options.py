@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, option
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, SplitOrAll, option
 from prefcraft.programs.cupid import InferrerVariant, JudgePrompt
 
 DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
@@ -49,7 +49,7 @@ class _Judging(DataOptions):
         None, "compiled inferrer to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
         "the one compiled/index.json registers for the task model, if any)")
     use_shipped: bool = option(True, "without --compiled, compare no compiled inferrer", flag="--no-shipped")
-    split: Literal["train", "val", "test", "all"] = option(
+    split: SplitOrAll = option(
         "test", "which instances to evaluate: a split by persona (the test personas by default), or all of them, "
         "no persona split (the paper's tables: a zero-shot inferrer is trained on nothing)")
     responses: list[Literal["none", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(

@@ -8,7 +8,7 @@ from typing import ClassVar, Literal
 
 from prefcraft.components.lampqa.data import DATA_SPLITS, SAMPLE_QUESTIONS
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, option
+from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, Split, option
 from prefcraft.programs.lampqa import ANSWER_RETRIES, DEFAULT_K, JUDGE_RETRIES, PLANPERS_RETRIES, Similarity
 
 Method = Literal["none", "rag", "rag_random", "planpers"]
@@ -87,7 +87,7 @@ class _Methods(DataOptions):
 
 
 class EvaluateOptions(_Methods, _Source):
-    split: Literal["train", "val", "test"] = option("test", "which questions to answer",
+    split: Split = option("test", "which questions to answer",
                                                     renamed={"validation": "val"})
 
 

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
+from typing import get_args
 
 import dspy
 
@@ -46,6 +47,7 @@ from prefcraft.item_failures import FailureLog
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
+from prefcraft.options import SplitOrAll
 from prefcraft.programs.prefdisco import (
     CORRECTNESS_TEMPERATURE,
     GREEDY_CORRECTNESS_TEMPERATURE,
@@ -62,7 +64,7 @@ from prefcraft.tracking import Tracker, data_digest, model_params, write_results
 
 logger = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test", "all")
+SPLITS: tuple[str, ...] = get_args(SplitOrAll)
 BASELINE, ORACLE, DISCOVERY, COMPILED = "baseline", "oracle", "discovery", "discovery (compiled)"
 
 

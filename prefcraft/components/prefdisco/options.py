@@ -4,11 +4,11 @@ flags, experiment options and `prefcraft.run` arguments are made from it."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS
 from prefcraft.optimizers.options import optimizer_options
-from prefcraft.options import Count, FilePath, Options, Positive, SampleSource, Share, option
+from prefcraft.options import Count, FilePath, Options, Positive, SampleSource, Share, SplitOrAll, option
 from prefcraft.programs.prefdisco import DEFAULT_MAX_TURNS
 
 RUNS = Path("runs/prefdisco")
@@ -53,7 +53,7 @@ class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_de
 
 
 class _Conditions(DataOptions):
-    split: Literal["train", "val", "test", "all"] = option(
+    split: SplitOrAll = option(
         "test", "which scenarios to evaluate: a split by problem within each task, or all")
     forced_questions: Count | None = option(
         None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding")

@@ -15,7 +15,7 @@ from prefcraft.executors import Executor, ExecutorOptions
 from prefcraft.optimizers.options import optimizer_options
 from prefcraft.optimizers.candidate_search import SearchStrategy
 from prefcraft.optimizers.synthesizeme import Step3Traces, SynthesizeMeConfig, Verification
-from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, option
+from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, Split, option
 from prefcraft.settings import Settings
 
 PersonaScore = Literal["improvement", "accuracy"]
@@ -41,7 +41,7 @@ class _Data(SampleSource):
 
 
 class _Judged(_Data):
-    split: Literal["train", "val", "test"] = option("test", "which pairs to judge")
+    split: Split = option("test", "which pairs to judge")
     output_dir: FilePath = option(Path("runs/latest"), "where result files go")
 
 

@@ -164,7 +164,7 @@ def test_building_is_one_tracked_run_with_a_child_run_per_task_and_runs_no_model
 def test_the_command_line_builds_each_step():
     parser = make_parser()
     demo = parser.parse_args(["prefdisco", "demo"])
-    assert demo.max_turns == 2 and demo.split == "test" and demo.use_shipped and demo.per_task == 1
+    assert demo.max_turns == 2 and demo.split == "test" and not demo.no_shipped and demo.per_task == 1
     compile_args = parser.parse_args(["prefdisco", "compile", "--trials", "3"])
     assert compile_args.trials == 3 and compile_args.candidates == 20
     evaluate = parser.parse_args(["prefdisco", "evaluate", "--forced-questions", "2", "--collaborative"])
