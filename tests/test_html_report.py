@@ -15,9 +15,9 @@ from toml_files import write
 from prefcraft.cli import main
 from prefcraft.errors import ConfigError
 from prefcraft.html_report import write_report
-from prefcraft.html_report.blocks import EstimateRow
 from prefcraft.html_report.collect import read_store
-from prefcraft.html_report.plots import estimate_chart, grouped_bars
+from prefcraft.report_parts.blocks import EstimateRow
+from prefcraft.report_parts.plots import estimate_chart, grouped_bars
 from prefcraft.sweeps import load_sweep, run_sweep
 from prefcraft.tracking import log_metrics, tracked_run
 

@@ -15,13 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 Graph = Mapping[str, set[str]]
 LAYERS = ("core", "prefcraft.signatures", "prefcraft.programs", "prefcraft.optimizers", "prefcraft.components", "top")
-TOP = ("prefcraft", "prefcraft.api", "prefcraft.cli", "prefcraft.commands", "prefcraft.experiments", "prefcraft.flags",
-       "prefcraft.registry", "prefcraft.runner", "prefcraft.served_program", "prefcraft.sweeps",
-       "prefcraft.tour_report", "prefcraft.html_report", "prefcraft.html_report.collect", "prefcraft.html_report.page",
-       "prefcraft.html_report.results", "prefcraft.html_report.sections")
-"""The command line, runner and API: the modules that read the component registry, and all of prefcraft.commands. The
-report's building blocks (`prefcraft.html_report.blocks`, `records`, `plots`) are the core's: components draw with
-them."""
+TOP = ("prefcraft", "prefcraft.api", "prefcraft.cli", "prefcraft.experiments", "prefcraft.flags", "prefcraft.registry",
+       "prefcraft.runner", "prefcraft.served_program", "prefcraft.sweeps", "prefcraft.tour_report")
+"""The command line, runner and API: the modules that read the component registry."""
+TOP_PACKAGES = ("prefcraft.commands", "prefcraft.html_report", "prefcraft.rehearsal")
+"""The commands, the HTML report and the paper-scale rehearsal, each with all its modules. The report's building blocks
+(`prefcraft.report_parts`) are the core's: components draw with them."""
 
 
 def source_folders() -> dict[str, Path]:
@@ -50,7 +49,6 @@ def import_graph(modules: Mapping[str, Path]) -> dict[str, set[str]]:
 def _imported(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[str]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     tree = ast.parse(path.read_text(), str(path))
-    yield from (name for name in _deferred(tree, package) if name in modules)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name in modules)
@@ -62,22 +60,6 @@ def _imported(module: str, path: Path, modules: Mapping[str, Path]) -> Iterator[
                     yield f"{source}.{alias.name}"
                 elif source in modules:
                     yield source
-
-
-def _deferred(tree: ast.Module, package: str) -> Iterator[str]:
-    """The modules a component names for later import: `Deferred("module", name)`, and `at("module", name)` where
-    `at = deferred_in(__package__)`."""
-    relative = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "deferred_in"
-                for target in node.targets if isinstance(target, ast.Name)}
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
-            continue
-        called = getattr(node.func, "id", None)
-        if called == "Deferred":
-            yield node.args[0].value
-        elif called in relative:
-            yield f"{package}.{node.args[0].value}"
 
 
 def cycles(graph: Graph) -> list[list[str]]:
@@ -113,8 +95,8 @@ def cycles(graph: Graph) -> list[list[str]]:
 
 
 def layer(module: str) -> int:
-    """The module's place in LAYERS: the top's (TOP), a pipeline folder's, else the core's."""
-    if module in TOP or any(module.startswith(f"{top}.") for top in ("prefcraft.commands",)):
+    """The module's place in LAYERS: the top's (TOP, TOP_PACKAGES), a pipeline folder's, else the core's."""
+    if module in TOP or any(module == top or module.startswith(f"{top}.") for top in TOP_PACKAGES):
         return LAYERS.index("top")
     return next((index for index, package in enumerate(LAYERS)
                  if module == package or module.startswith(f"{package}.")), 0)
@@ -150,7 +132,7 @@ def test_each_module_has_its_layer():
                                           "prefcraft.programs.judge", "prefcraft.optimizers.compile_gate",
                                           "prefcraft.components.cupid.metrics", "prefcraft.components.component",
                                           "prefcraft", "prefcraft.commands.tour", "prefcraft.html_report.page",
-                                          "prefcraft.html_report.blocks", "prefcraft.cli")] == [
+                                          "prefcraft.report_parts.blocks", "prefcraft.cli")] == [
         0, 0, 1, 2, 3, 4, 4, 5, 5, 5, 0, 5]
     assert upward_imports({"prefcraft.programs.cupid": {"prefcraft.components.cupid.metrics", "prefcraft.lm"},
                            "prefcraft.lm": set()}) == [
@@ -176,7 +158,7 @@ def test_a_cycle_through_a_function_level_import_or_a_package_is_found(tmp_path)
     assert cycles(graph) == [["pkg.report", "pkg.runner"], ["pkg.sub.leaf"]]
 
 
-def test_a_deferred_name_is_an_import():
+def test_a_components_lazy_imports_are_its_imports():
     graph = import_graph(module_files(source_folders()))
     assert {"prefcraft.components.cupid.evaluation", "prefcraft.components.cupid.options",
             "prefcraft.optimizers.cupid"} <= graph["prefcraft.components.cupid.commands"]

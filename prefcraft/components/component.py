@@ -3,13 +3,13 @@ comparison its demo gives the tour and what its runs add to the HTML report. Eac
 one `Component`; `prefcraft.registry` lists them, and the command line, tour, experiments, sweeps, report and Python
 API read it. `prefcraft.runner` runs a step.
 
-A component names its steps' options, work, report and load, its charts and its programs by where they are
-(`Deferred`), and they are imported when first used: listing the components and their steps (`prefcraft --help`,
-`prefcraft <component> --help`) loads no DSPy, no model code and no plotting."""
+A component gives its steps' options and code, its charts and its programs as functions that import them when called
+(`import_options`, `import_code`, ...): listing the components and their steps (`prefcraft --help`,
+`prefcraft <component> --help`) loads no DSPy, no model code and no plotting, and building one step's flags imports its
+options model alone."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,28 +18,12 @@ from typing import TYPE_CHECKING, Any
 from prefcraft.options import Options
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.blocks import Chart, Plot, Table
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.blocks import Chart, Plot, Table
+    from prefcraft.report_parts.records import RunRecord
     from prefcraft.settings import Settings
     from prefcraft.tracking import Tracker
 
 Emit = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Deferred:
-    """A name in a module, imported when first used."""
-
-    module: str
-    name: str
-
-    def resolve(self) -> Any:
-        return getattr(importlib.import_module(self.module), self.name)
-
-
-def deferred_in(package: str) -> Callable[[str, str], Deferred]:
-    """`at("options", "CompileOptions")`: names in the modules of one package (a component's)."""
-    return lambda module, name: Deferred(f"{package}.{module}", name)
 
 
 @dataclass(frozen=True)
@@ -87,16 +71,27 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class StepCode:
+    """What a step runs, imported together when it runs."""
+
+    work: Callable[[Any, StepRun], Any]
+    """What the step does, given its options, inside the model session and MLflow tracking the runner opened;
+    returns its outcome."""
+    report: Callable[[Any], str]
+    """The outcome as the terminal report."""
+    load: Callable[[Any], Any] = _nothing_to_load
+    """What the step reads before any model starts (its data), so that bad input stops it before a server starts;
+    its work finds it in `StepRun.loaded`."""
+
+
+@dataclass(frozen=True)
 class Step:
     help: str
-    options_at: Deferred
-    """Its options model (`options`)."""
-    work_at: Deferred
-    """Its work (`work`)."""
-    report_at: Deferred
-    """Its report (`report`)."""
-    load_at: Deferred | None = None
-    """What it reads before any model starts (`load`), if anything."""
+    import_options: Callable[[], type[Options]]
+    """Imports its options model: its job, what the step takes, as flags, experiment and sweep options or
+    `prefcraft.run` arguments, read directly by its work; the settings (models, server, tracking) are not among them."""
+    import_code: Callable[[], StepCode]
+    """Imports its work, report and load."""
     models: bool = True
     """It runs models: the runner opens a model session (starting the servers it needs) around its work."""
     tracked: bool = True
@@ -106,26 +101,19 @@ class Step:
 
     @property
     def options(self) -> type[Options]:
-        """Its job: what the step takes, as flags, experiment and sweep options or `prefcraft.run` arguments, read
-        directly by its work; the settings (models, server, tracking) are not among them."""
-        return self.options_at.resolve()
+        return self.import_options()
 
     @property
     def work(self) -> Callable[[Any, StepRun], Any]:
-        """What the step does, given its options, inside the model session and MLflow tracking the runner opened;
-        returns its outcome."""
-        return self.work_at.resolve()
+        return self.import_code().work
 
     @property
     def report(self) -> Callable[[Any], str]:
-        """The outcome as the terminal report."""
-        return self.report_at.resolve()
+        return self.import_code().report
 
     @property
     def load(self) -> Callable[[Any], Any]:
-        """What the step reads before any model starts (its data), so that bad input stops it before a server
-        starts; its work finds it in `StepRun.loaded`."""
-        return self.load_at.resolve() if self.load_at else _nothing_to_load
+        return self.import_code().load
 
 
 @dataclass(frozen=True)
@@ -180,17 +168,17 @@ class Component:
     demo: Demo
     sweepable: bool = False
     """Its `compile` step returns a compile outcome (a ship verdict and its usage), so a sweep can search over it."""
-    charts_at: Deferred | None = None
-    """What its runs add to the HTML report (`charts`), if anything."""
-    programs_at: Deferred | None = None
-    """The programs its steps save compiled (`programs`), if any."""
+    import_charts: Callable[[], ReportCharts] = ReportCharts
+    """Imports what its runs add to the HTML report (`charts`)."""
+    import_programs: Callable[[], Mapping[str, Callable[[dict[str, Any]], Any]]] = dict
+    """Imports the programs its steps save compiled (`programs`)."""
 
     @property
     def charts(self) -> ReportCharts:
-        return self.charts_at.resolve() if self.charts_at else ReportCharts()
+        return self.import_charts()
 
     @property
     def programs(self) -> Mapping[str, Callable[[dict[str, Any]], Any]]:
         """The programs its steps save compiled, by the program name in the file's metadata: each builds a fresh
         program as that metadata describes, for `prefcraft.load` to load the file into."""
-        return self.programs_at.resolve() if self.programs_at else {}
+        return self.import_programs()

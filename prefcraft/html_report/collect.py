@@ -17,10 +17,10 @@ from typing import Any
 
 from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
-from prefcraft.html_report.blocks import number
-from prefcraft.html_report.records import RunRecord
 from prefcraft.model_registry import logged_program_of
 from prefcraft.registry import COMPONENTS
+from prefcraft.report_parts.blocks import number
+from prefcraft.report_parts.records import RunRecord
 
 # The run each component's steps start, and that component.
 RUN_COMPONENTS: dict[str, Component] = {name: component for component in COMPONENTS.values()

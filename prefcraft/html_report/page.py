@@ -7,8 +7,8 @@ import re
 from datetime import datetime
 from html import escape
 
-from prefcraft.html_report.blocks import Details, Link, Plot, Section, Table
 from prefcraft.html_report.collect import Store
+from prefcraft.report_parts.blocks import Details, Link, Plot, Section, Table
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1200px; color: #222; padding: 0 1em; }

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-from prefcraft.html_report.blocks import Chart, Details, EstimateRow, Plot, Section, Table, number, run_title
 from prefcraft.html_report.collect import Store, charts_of, param
-from prefcraft.html_report.plots import estimate_chart, line_chart
-from prefcraft.html_report.records import RunRecord
 from prefcraft.registry import COMPONENTS
+from prefcraft.report_parts.blocks import Chart, Details, EstimateRow, Plot, Section, Table, number, run_title
+from prefcraft.report_parts.plots import estimate_chart, line_chart
+from prefcraft.report_parts.records import RunRecord
 
 # What a sweep's trial logs (prefcraft/sweeps.py), as the table's columns.
 TRIAL_METRICS = {"score": "score", "uncompiled_score": "uncompiled", "gain": "gain", "lm_calls": "LM calls",

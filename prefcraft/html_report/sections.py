@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from prefcraft.html_report.blocks import Details, Link, Plot, Section, Table, number
 from prefcraft.html_report.collect import Store, charts_of
-from prefcraft.html_report.plots import bar_panels
-from prefcraft.html_report.records import RunRecord
+from prefcraft.report_parts.blocks import Details, Link, Plot, Section, Table, number
+from prefcraft.report_parts.plots import bar_panels
+from prefcraft.report_parts.records import RunRecord
 
 # The params that count what a command ran on, for cost per unit.
 UNIT_PARAMS = {"users": "user", "instances": "instance", "questions": "question", "scenarios": "scenario"}

@@ -155,7 +155,9 @@ def test_fit_takes_no_flag_it_would_not_use(capsys):
         with pytest.raises(SystemExit):
             make_parser().parse_args(["synthesizeme", "fit", flag, "x"])
         assert f"unrecognized arguments: {flag} x" in capsys.readouterr().err
-    assert make_parser().parse_args(["synthesizeme", "demo", "--split", "val"]).split == "val"  # the demo judges
+    assert make_parser().parse_args(["synthesizeme", "evaluate", "--split", "val"]).split == "val"  # evaluate judges
+    with pytest.raises(SystemExit):  # the demo judges the test split alone
+        make_parser().parse_args(["synthesizeme", "demo", "--split", "val"])
 
 
 def test_the_seed_is_a_flag_as_the_help_of_the_steps_it_seeds_says():
@@ -198,7 +200,7 @@ def test_given_its_arguments_the_parser_builds_only_the_named_steps_flags():
 
 
 @pytest.mark.parametrize("component", COMPONENTS)
-def test_every_name_a_component_defers_resolves(component):
+def test_every_step_imports_its_options_and_code(component):
     from prefcraft.components.component import ReportCharts
     from prefcraft.options import Options
 

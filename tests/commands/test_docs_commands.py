@@ -16,7 +16,8 @@ from prefcraft.cli import make_parser
 
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "experiments" / "README.md"]
-FENCED = re.compile(r"^```(?:bash|sh|console)?\n(.*?)^```", re.S | re.M)
+FENCED = re.compile(r"^```([\w-]*)\n(.*?)^```", re.S | re.M)  # every block, so that fences pair up
+SHELL = {"", "bash", "sh", "console"}
 COMMAND_LINE = re.compile(r"^(?:\$ )?(?:[A-Z_]+=\S+ )*(?:\.venv/bin/)?prefcraft (.+)$")
 INLINE = re.compile(r"`(?:\.venv/bin/)?prefcraft ([^`]+)`")
 OPTIONAL = re.compile(r"\[([^\[\]]*)\]")
@@ -27,7 +28,9 @@ def command_lines(path: Path) -> list[tuple[str, bool]]:
     """(the line after `prefcraft`, whether it is a command line of a code block) for each command `path` shows."""
     text = path.read_text(encoding="utf-8")
     found = []
-    for block in FENCED.findall(text):
+    for language, block in FENCED.findall(text):
+        if language not in SHELL:
+            continue
         for line in block.replace("\\\n", " ").splitlines():
             if match := COMMAND_LINE.match(line.strip()):
                 found.append((match.group(1), True))
@@ -39,7 +42,8 @@ def command_lines(path: Path) -> list[tuple[str, bool]]:
 def as_argv(line: str) -> tuple[list[str], bool] | None:
     """The synopsis as arguments, and whether it leaves flags out (see the module); None for a generic one
     (`prefcraft <component> <step>`)."""
-    line = re.split(r"\s+#\s|\s+\|\s(?![^\[]*\])|\s+&&\s|\s+>\s", line)[0]  # a comment, a pipe, a chain, a redirect
+    line = re.split(r"\s+#\s|\s+\|\s(?![^\[]*\])|\s+&&\s|\s+>\s|\s+&(?=\s|$)", line)[0]  # a comment, a pipe, a chain,
+    # a redirect, a command sent to the background
     line = OPTIONAL.sub(lambda match: re.split(r"\s*\|\s*", match.group(1))[0], line)
     argv, elided = [], False
     for token in shlex.split(line):

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Deferred, Demo, Step, deferred_in
-
-at = deferred_in(__package__)
+from prefcraft.components.component import Comparison, Component, Demo, ReportCharts, Step, StepCode
+from prefcraft.options import Options
 
 HELP = "CUPID: infer a user's contextual preference from prior sessions (compile, evaluate, demo)"
 
@@ -21,20 +20,56 @@ def compare(outcome: Any) -> Comparison:
                       scores["inferred"], "points")
 
 
+# Each step's options and code, imported when a step's flags are built or it runs: `prefcraft cupid --help` imports
+# none.
+def _compile_options() -> type[Options]:
+    from prefcraft.components.cupid.options import CompileOptions
+    return CompileOptions
+
+
+def _evaluate_options() -> type[Options]:
+    from prefcraft.components.cupid.options import EvaluateOptions
+    return EvaluateOptions
+
+
+def _demo_options() -> type[Options]:
+    from prefcraft.components.cupid.options import DemoOptions
+    return DemoOptions
+
+
+def _compile_code() -> StepCode:
+    from prefcraft.components.cupid.compilation import compile_inferrer, load_compiled_on
+    from prefcraft.components.cupid.report import format_compile
+    return StepCode(compile_inferrer, format_compile, load_compiled_on)
+
+
+def _evaluate_code() -> StepCode:
+    from prefcraft.components.cupid.evaluation import evaluate, load_evaluated
+    from prefcraft.components.cupid.report import format_evaluation
+    return StepCode(evaluate, format_evaluation, load_evaluated)
+
+
+def _charts() -> ReportCharts:
+    from prefcraft.components.cupid.charts import CHARTS
+    return CHARTS
+
+
+def _programs() -> dict[str, Any]:
+    from prefcraft.optimizers.cupid import PROGRAMS
+    return PROGRAMS
+
+
 COMPONENT = Component(
     name="cupid", title="CUPID", help=HELP,
     steps={
         "compile": Step("optimize the preference inferrer (MIPROv2 by default), F1 (decomposer + matcher) as the "
-                        "metric", at("options", "CompileOptions"), at("compilation", "compile_inferrer"),
-                        at("report", "format_compile"), at("compilation", "load_compiled_on")),
+                        "metric", _compile_options, _compile_code),
         "evaluate": Step("P / R / F1 of inferred preferences and judge scores of responses on held-out instances",
-                         at("options", "EvaluateOptions"), at("evaluation", "evaluate"),
-                         at("report", "format_evaluation"), at("evaluation", "load_evaluated")),
+                         _evaluate_options, _evaluate_code),
         "demo": Step("evaluate on the bundled synthetic instances with the embedded model, small budget",
-                     at("options", "DemoOptions"), at("evaluation", "evaluate"), at("report", "format_evaluation"),
-                     at("evaluation", "load_evaluated"),
+                     _demo_options, _evaluate_code,
                      settings_defaults={"task_timeout_s": 600.0}),  # a loaded 2-core machine: about 10 minutes here
     },
     run_names=("cupid-compile", "cupid-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
-    charts_at=at("charts", "CHARTS"), programs_at=Deferred("prefcraft.optimizers.cupid", "PROGRAMS"),
+    import_charts=_charts, import_programs=_programs,
 )

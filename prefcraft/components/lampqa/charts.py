@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prefcraft.components.component import ReportCharts
-from prefcraft.html_report.blocks import Chart, children_rows
+from prefcraft.report_parts.blocks import Chart, children_rows
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

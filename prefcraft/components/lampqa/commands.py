@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Deferred, Demo, Step, deferred_in
-
-at = deferred_in(__package__)
+from prefcraft.components.component import Comparison, Component, Demo, ReportCharts, Step, StepCode
+from prefcraft.options import Options
 
 HELP = "LaMP-QA: aspect planner for personalized long-form answers (compile, evaluate, demo)"
 
@@ -21,20 +20,56 @@ def compare(outcome: Any) -> Comparison:
                       "PlanPers (plan, then answer)", outcome.methods["planpers"].report.overall.mean, "points")
 
 
+# Each step's options and code, imported when a step's flags are built or it runs: `prefcraft lampqa --help` imports
+# none.
+def _compile_options() -> type[Options]:
+    from prefcraft.components.lampqa.options import CompileOptions
+    return CompileOptions
+
+
+def _evaluate_options() -> type[Options]:
+    from prefcraft.components.lampqa.options import EvaluateOptions
+    return EvaluateOptions
+
+
+def _demo_options() -> type[Options]:
+    from prefcraft.components.lampqa.options import DemoOptions
+    return DemoOptions
+
+
+def _compile_code() -> StepCode:
+    from prefcraft.components.lampqa.compilation import compile_planpers, load_compiled_on
+    from prefcraft.components.lampqa.report import format_compile
+    return StepCode(compile_planpers, format_compile, load_compiled_on)
+
+
+def _evaluate_code() -> StepCode:
+    from prefcraft.components.lampqa.evaluation import evaluate, load_evaluated
+    from prefcraft.components.lampqa.report import format_evaluation
+    return StepCode(evaluate, format_evaluation, load_evaluated)
+
+
+def _charts() -> ReportCharts:
+    from prefcraft.components.lampqa.charts import CHARTS
+    return CHARTS
+
+
+def _programs() -> dict[str, Any]:
+    from prefcraft.optimizers.lampqa import PROGRAMS
+    return PROGRAMS
+
+
 COMPONENT = Component(
     name="lampqa", title="LaMP-QA", help=HELP,
     steps={
         "compile": Step("MIPROv2 over PlanPers (planner + answerer) against the aspect score",
-                        at("options", "CompileOptions"), at("compilation", "compile_planpers"),
-                        at("report", "format_compile"), at("compilation", "load_compiled_on")),
+                        _compile_options, _compile_code),
         "evaluate": Step("no personalization, RAG (over the user's or a random user's profile) and PlanPers (and a "
                          "compiled PlanPers) on held-out questions",
-                         at("options", "EvaluateOptions"), at("evaluation", "evaluate"),
-                         at("report", "format_evaluation"), at("evaluation", "load_evaluated")),
+                         _evaluate_options, _evaluate_code),
         "demo": Step("evaluate on the bundled SYNTHETIC questions with the embedded model, small budget",
-                     at("options", "DemoOptions"), at("evaluation", "evaluate"), at("report", "format_evaluation"),
-                     at("evaluation", "load_evaluated")),
+                     _demo_options, _evaluate_code),
     },
     run_names=("lampqa-compile", "lampqa-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
-    charts_at=at("charts", "CHARTS"), programs_at=Deferred("prefcraft.optimizers.lampqa", "PROGRAMS"),
+    import_charts=_charts, import_programs=_programs,
 )

@@ -8,10 +8,10 @@ import re
 from typing import TYPE_CHECKING
 
 from prefcraft.components.component import ReportCharts, ReportSection
-from prefcraft.html_report.blocks import NAN, Plot, Table, number, run_title
+from prefcraft.report_parts.blocks import NAN, Plot, Table, number, run_title
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.records import RunRecord
 
 # The paper's NormAlign (of the conditions' means, per task) first, the per-scenario form beside it.
 METRICS = ("pref_align", "accuracy", "questions", "failures", "missing_grades", "norm_align",
@@ -24,7 +24,7 @@ def per_task(run: RunRecord) -> list[Plot | Table]:
     by_task = _figures(run)
     if not by_task:
         return []
-    from prefcraft.html_report.plots import grouped_bars  # matplotlib, only when a report is drawn
+    from prefcraft.report_parts.plots import grouped_bars  # matplotlib, only when a report is drawn
 
     title = run_title(run)
     rows = [(task, condition, *(_cell(name, values.get(name, NAN)) for name in METRICS))

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Deferred, Demo, Step, deferred_in
-
-at = deferred_in(__package__)
+from prefcraft.components.component import Comparison, Component, Demo, ReportCharts, Step, StepCode
+from prefcraft.options import Options
 
 HELP = "PrefDisco: elicit a user's preferences by asking, then answer (build-scenarios, compile, evaluate, demo)"
 
@@ -23,23 +22,68 @@ def compare(outcome: Any) -> Comparison:
                       "discovery (asks first)", by_condition["discovery"], "points")
 
 
+# Each step's options and code, imported when a step's flags are built or it runs: `prefcraft prefdisco --help` imports
+# none.
+def _build_options() -> type[Options]:
+    from prefcraft.components.prefdisco.options import BuildOptions
+    return BuildOptions
+
+
+def _compile_options() -> type[Options]:
+    from prefcraft.components.prefdisco.options import CompileOptions
+    return CompileOptions
+
+
+def _evaluate_options() -> type[Options]:
+    from prefcraft.components.prefdisco.options import EvaluateOptions
+    return EvaluateOptions
+
+
+def _demo_options() -> type[Options]:
+    from prefcraft.components.prefdisco.options import DemoOptions
+    return DemoOptions
+
+
+def _build_code() -> StepCode:
+    from prefcraft.components.prefdisco.build import build, format_build, load_problems
+    return StepCode(build, format_build, load_problems)
+
+
+def _compile_code() -> StepCode:
+    from prefcraft.components.prefdisco.compilation import compile_asker, load_compiled_on
+    from prefcraft.components.prefdisco.report import format_compile
+    return StepCode(compile_asker, format_compile, load_compiled_on)
+
+
+def _evaluate_code() -> StepCode:
+    from prefcraft.components.prefdisco.evaluation import evaluate, load_evaluated
+    from prefcraft.components.prefdisco.report import format_evaluation
+    return StepCode(evaluate, format_evaluation, load_evaluated)
+
+
+def _charts() -> ReportCharts:
+    from prefcraft.components.prefdisco.charts import CHARTS
+    return CHARTS
+
+
+def _programs() -> dict[str, Any]:
+    from prefcraft.optimizers.prefdisco import PROGRAMS
+    return PROGRAMS
+
+
 COMPONENT = Component(
     name="prefdisco", title="PrefDisco", help=HELP,
     steps={
         "build-scenarios": Step("turn a question set with answers into PrefDisco scenarios (personas, profiles, "
-                                "rubrics)", at("options", "BuildOptions"), at("build", "build"),
-                                at("build", "format_build"), at("build", "load_problems"), models=False),
+                                "rubrics)", _build_options, _build_code, models=False),
         "compile": Step("MIPROv2 over the question asker, PrefAlign of its answer gated by correctness as the metric",
-                        at("options", "CompileOptions"), at("compilation", "compile_asker"),
-                        at("report", "format_compile"), at("compilation", "load_compiled_on")),
+                        _compile_options, _compile_code),
         "evaluate": Step("Baseline, Discovery and Oracle on held-out scenarios: PrefAlign, NormAlign, accuracy, "
-                         "questions", at("options", "EvaluateOptions"), at("evaluation", "evaluate"),
-                         at("report", "format_evaluation"), at("evaluation", "load_evaluated")),
+                         "questions", _evaluate_options, _evaluate_code),
         "demo": Step("evaluate 3 bundled synthetic test scenarios (one per task) on the embedded model, 2 turns",
-                     at("options", "DemoOptions"), at("evaluation", "evaluate"), at("report", "format_evaluation"),
-                     at("evaluation", "load_evaluated")),
+                     _demo_options, _evaluate_code),
     },
     run_names=("prefdisco-build-scenarios", "prefdisco-compile", "prefdisco-evaluate"),
     demo=Demo(lambda _: ["demo"], compare), sweepable=True,
-    charts_at=at("charts", "CHARTS"), programs_at=Deferred("prefcraft.optimizers.prefdisco", "PROGRAMS"),
+    import_charts=_charts, import_programs=_programs,
 )

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 from prefcraft.components.component import ReportCharts
 from prefcraft.components.sensejudge.steps import description_names
-from prefcraft.html_report.blocks import Chart, accuracy_row
+from prefcraft.report_parts.blocks import Chart, accuracy_row
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

@@ -8,9 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Demo, Step, deferred_in
-
-at = deferred_in(__package__)
+from prefcraft.components.component import Comparison, Component, Demo, ReportCharts, Step, StepCode
+from prefcraft.options import Options
 
 HELP = "SenseJudge: preference subsets and model ranking (simulate, select, evaluate, demo)"
 
@@ -26,21 +25,73 @@ def _demo_argv(sensebench: Path | None) -> list[str] | None:
     return ["demo", "--sensebench", str(sensebench)] if sensebench else None
 
 
+# Each step's options and code, imported when a step's flags are built or it runs: `prefcraft sensejudge --help`
+# imports none.
+def _simulate_options() -> type[Options]:
+    from prefcraft.components.sensejudge.options import SimulateOptions
+    return SimulateOptions
+
+
+def _select_options() -> type[Options]:
+    from prefcraft.components.sensejudge.options import SelectOptions
+    return SelectOptions
+
+
+def _evaluate_options() -> type[Options]:
+    from prefcraft.components.sensejudge.options import EvaluateOptions
+    return EvaluateOptions
+
+
+def _demo_options() -> type[Options]:
+    from prefcraft.components.sensejudge.options import DemoOptions
+    return DemoOptions
+
+
+def _simulate_code() -> StepCode:
+    from prefcraft.components.sensejudge.report import format_simulation
+    from prefcraft.components.sensejudge.steps import read_simulated, simulate
+    return StepCode(simulate, format_simulation, read_simulated)
+
+
+def _select_code() -> StepCode:
+    from prefcraft.components.sensejudge.report import format_selection
+    from prefcraft.components.sensejudge.steps import read_dev_pairs, select
+    return StepCode(select, format_selection, read_dev_pairs)
+
+
+def _evaluate_code() -> StepCode:
+    from prefcraft.components.sensejudge.report import format_evaluation
+    from prefcraft.components.sensejudge.steps import evaluate, read_held_out_pairs
+    return StepCode(evaluate, format_evaluation, read_held_out_pairs)
+
+
+def _demo_code() -> StepCode:
+    from prefcraft.components.sensejudge.report import format_demo
+    from prefcraft.components.sensejudge.steps import demo, read_simulated
+    return StepCode(demo, format_demo, read_simulated)
+
+
+def _charts() -> ReportCharts:
+    from prefcraft.components.sensejudge.charts import CHARTS
+    return CHARTS
+
+
+def _programs() -> dict[str, Any]:
+    from prefcraft.components.sensejudge.steps import PROGRAMS
+    return PROGRAMS
+
+
 COMPONENT = Component(
     name="sensejudge", title="SenseJudge", help=HELP,
     steps={
         "simulate": Step("responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
-                         at("options", "SimulateOptions"), at("steps", "simulate"), at("report", "format_simulation"),
-                         at("steps", "read_simulated")),
+                         _simulate_options, _simulate_code),
         "select": Step("write preference descriptions from each topic's dev pairs and select the subset whose vote is "
-                       "best", at("options", "SelectOptions"), at("steps", "select"),
-                       at("report", "format_selection"), at("steps", "read_dev_pairs")),
+                       "best", _select_options, _select_code),
         "evaluate": Step("accuracy, consistency and position bias of a selected judge on the test pairs, and the "
-                         "model ranking", at("options", "EvaluateOptions"), at("steps", "evaluate"),
-                         at("report", "format_evaluation"), at("steps", "read_held_out_pairs")),
-        "demo": Step("simulate, select and evaluate on the embedded model", at("options", "DemoOptions"),
-                     at("steps", "demo"), at("report", "format_demo"), at("steps", "read_simulated")),
+                         "model ranking", _evaluate_options, _evaluate_code),
+        "demo": Step("simulate, select and evaluate on the embedded model", _demo_options, _demo_code),
     },
     run_names=("sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"), demo=Demo(_demo_argv, compare),
-    charts_at=at("charts", "CHARTS"), programs_at=at("steps", "PROGRAMS"),
+    import_charts=_charts, import_programs=_programs,
 )

@@ -6,11 +6,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from prefcraft.components.component import ReportCharts
-from prefcraft.html_report.blocks import Chart, EstimateRow, accuracy_row
 from prefcraft.metrics.stats import bootstrap_mean
+from prefcraft.report_parts.blocks import Chart, EstimateRow, accuracy_row
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.records import RunRecord
 
 
 def comparisons(run: RunRecord) -> list[Chart]:

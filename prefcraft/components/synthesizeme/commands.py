@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefcraft.components.component import Comparison, Component, Demo, Step, deferred_in
-
-at = deferred_in(__package__)
+from prefcraft.components.component import Comparison, Component, Demo, ReportCharts, Step, StepCode
+from prefcraft.options import Options
 
 HELP = ("SynthesizeMe: personal judges from verified reasoning (fit, evaluate, compile-persona, import-persona-prompt, "
         "demo, best-of-n)")
@@ -27,28 +26,101 @@ def compare(outcome: Any) -> Comparison:
                       "SynthesizeMe", methods["synthesizeme"].report.accuracy.mean, "%")
 
 
+# Each step's options and code, imported when a step's flags are built or it runs: `prefcraft synthesizeme --help`
+# imports none.
+def _fit_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import FitOptions
+    return FitOptions
+
+
+def _evaluate_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import EvaluateOptions
+    return EvaluateOptions
+
+
+def _compile_persona_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import CompilePersonaOptions
+    return CompilePersonaOptions
+
+
+def _import_persona_prompt_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import ImportPersonaPromptOptions
+    return ImportPersonaPromptOptions
+
+
+def _demo_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import DemoOptions
+    return DemoOptions
+
+
+def _best_of_n_options() -> type[Options]:
+    from prefcraft.components.synthesizeme.options import BestOfNOptions
+    return BestOfNOptions
+
+
+def _fit_code() -> StepCode:
+    from prefcraft.components.synthesizeme.evaluation import load_users
+    from prefcraft.components.synthesizeme.fit import fit
+    from prefcraft.components.synthesizeme.report import format_fit_summary
+    return StepCode(fit, format_fit_summary, load_users)
+
+
+def _evaluate_code() -> StepCode:
+    from prefcraft.components.synthesizeme.evaluation import evaluate, load_evaluated
+    from prefcraft.components.synthesizeme.report import format_evaluation
+    return StepCode(evaluate, format_evaluation, load_evaluated)
+
+
+def _compile_persona_code() -> StepCode:
+    from prefcraft.components.synthesizeme.compile_persona import compile_persona, load_persona_users
+    from prefcraft.components.synthesizeme.report import format_compile_persona
+    return StepCode(compile_persona, format_compile_persona, load_persona_users)
+
+
+def _import_persona_prompt_code() -> StepCode:
+    from prefcraft.components.synthesizeme.released_prompt import import_persona_prompt
+    from prefcraft.components.synthesizeme.report import format_imported
+    return StepCode(import_persona_prompt, format_imported)
+
+
+def _demo_code() -> StepCode:
+    from prefcraft.components.synthesizeme.demo import demo
+    from prefcraft.components.synthesizeme.evaluation import load_users
+    from prefcraft.components.synthesizeme.report import format_demo
+    return StepCode(demo, format_demo, load_users)
+
+
+def _best_of_n_code() -> StepCode:
+    from prefcraft.components.synthesizeme.best_of_n import choose, format_choices, load_requests
+    return StepCode(choose, format_choices, load_requests)
+
+
+def _charts() -> ReportCharts:
+    from prefcraft.components.synthesizeme.charts import CHARTS
+    return CHARTS
+
+
+def _programs() -> dict[str, Any]:
+    from prefcraft.components.synthesizeme.fit import PROGRAMS
+    return PROGRAMS
+
+
 COMPONENT = Component(
     name="synthesizeme", title="SynthesizeMe", help=HELP,
     steps={
-        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", at("options", "FitOptions"),
-                    at("fit", "fit"), at("report", "format_fit_summary"), at("evaluation", "load_users")),
-        "evaluate": Step("judge a split's pairs in both orders and report accuracy", at("options", "EvaluateOptions"),
-                         at("evaluation", "evaluate"), at("report", "format_evaluation"),
-                         at("evaluation", "load_evaluated")),
+        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", _fit_options, _fit_code),
+        "evaluate": Step("judge a split's pairs in both orders and report accuracy", _evaluate_options,
+                         _evaluate_code),
         "compile-persona": Step("optimize the persona prompt (MIPROv2 by default), once",
-                                at("options", "CompilePersonaOptions"), at("compile_persona", "compile_persona"),
-                                at("report", "format_compile_persona"), at("compile_persona", "load_persona_users")),
+                                _compile_persona_options, _compile_persona_code),
         "import-persona-prompt": Step("import a persona prompt released with the paper, for fit --persona-prompt",
-                                      at("options", "ImportPersonaPromptOptions"),
-                                      at("released_prompt", "import_persona_prompt"), at("report", "format_imported"),
-                                      models=False, tracked=False),
-        "demo": Step("fit sample users, compare with the default judge", at("options", "DemoOptions"),
-                     at("demo", "demo"), at("report", "format_demo"), at("evaluation", "load_users")),
+                                      _import_persona_prompt_options, _import_persona_prompt_code, models=False,
+                                      tracked=False),
+        "demo": Step("fit sample users, compare with the default judge", _demo_options, _demo_code),
         "best-of-n": Step("pick the best of each request's candidate responses with a user's fitted judge",
-                          at("options", "BestOfNOptions"), at("best_of_n", "choose"),
-                          at("best_of_n", "format_choices"), at("best_of_n", "load_requests")),
+                          _best_of_n_options, _best_of_n_code),
     },
     run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
     demo=Demo(lambda _: ["demo", "--users", *TOUR_USERS], compare),
-    charts_at=at("charts", "CHARTS"), programs_at=at("fit", "PROGRAMS"),
+    import_charts=_charts, import_programs=_programs,
 )

@@ -9,7 +9,7 @@ import textwrap
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from prefcraft.html_report.blocks import EstimateRow
+from prefcraft.report_parts.blocks import EstimateRow
 
 WIDTH = 7.5
 BASELINE_COLOR, METHOD_COLOR, POINT_COLOR = "#8c8c8c", "#1f5fa8", "#e07b1a"

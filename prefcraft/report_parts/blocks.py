@@ -1,7 +1,7 @@
 """The report's blocks (figures, tables, sections) and the estimate rows its charts are drawn from, with the readers
 of a run's metrics that the components' report hooks share.
 
-The components import this module as the registry loads: it imports nothing that reads the registry or draws.
+The components' charts import this module: it imports nothing that reads the registry or draws.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from prefcraft.html_report.records import RunRecord
+    from prefcraft.report_parts.records import RunRecord
 
 NAN = math.nan
 
