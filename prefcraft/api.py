@@ -24,9 +24,9 @@ from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders
 from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FitOptions
-from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
 from prefcraft.components.synthesizeme.personal_judge import Conversation, PersonalJudge
 from prefcraft.components.synthesizeme.personal_judge import load_judge as load_judge  # the API's, re-exported
+from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
 from prefcraft.components.synthesizeme.rerank import Choice, Tournament
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import CompiledProgramError, ConfigError

@@ -236,6 +236,36 @@ def _code_of(line: str, in_string: bool) -> tuple[str, bool]:
     return code, False
 
 
+def vllm_serve_lines(text: str) -> list[str]:
+    """The `vllm serve ...` commands in a TOML file's comments, a command continued over lines (`\\`) joined."""
+    commands, pending = [], ""
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            continue
+        content = line.lstrip("#").strip()
+        pending = f"{pending} {content}".strip() if pending else content
+        if pending.endswith("\\"):
+            pending = pending[:-1].strip()
+            continue
+        if pending.startswith("vllm serve "):
+            commands.append(pending)
+        pending = ""
+    return commands
+
+
+def served_flag(serve_lines: list[str], flag: str, model: str | None = None) -> str | None:
+    """The value of `flag` on the `vllm serve` line serving `model` (else the first line): None when the flag is
+    absent, "on" for a flag without a value; a LookupError when no line serves `model`."""
+    lines = [line for line in serve_lines if model is None or line.split()[2:3] == [model]]
+    if not lines:
+        raise LookupError(f"no `vllm serve {model or ''}` line in the file's comments")
+    tokens = lines[0].split()
+    if flag not in tokens:
+        return None
+    following = tokens[tokens.index(flag) + 1:]
+    return following[0] if following and not following[0].startswith("--") else "on"
+
+
 def is_settings_file(path: Path) -> bool:
     """Whether `path` is a `--config` settings file (experiments/embedded.toml) rather than an experiment: it has only
     settings keys, and none of an experiment's own. A file that cannot be read is not one: loading it names the

@@ -72,8 +72,9 @@ class SampleSource(Options):
 def option(default: Any, help: str, *, flag: str | None = None, group: str | None = None,
            metavar: str | None = None, renamed: dict[str, str] | None = None) -> Any:
     """A field of an Options model with its flag's help; `flag` names the flag that turns off a switch on by default
-    (`--no-shipped` for `use_shipped`; files and `prefcraft.run` give it as `no_shipped`), `group` the help section it is listed under, `renamed` the values it took
-    before under other names (old: new), refused naming the new one. `...` as default: required."""
+    (`--no-shipped` for `use_shipped`; files and `prefcraft.run` give it as `no_shipped`), `group` the help section it
+    is listed under, `renamed` the values it took before under other names (old: new), refused naming the new one.
+    `...` as default: required."""
     given = (("flag", flag), ("group", group), ("metavar", metavar), ("renamed", renamed))
     extra = {key: value for key, value in given if value}
     return Field(default, description=help, json_schema_extra=extra or None)

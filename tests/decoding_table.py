@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefcraft.experiments import Experiment, load_experiment
+from prefcraft.experiments import Experiment, load_experiment, served_flag, vllm_serve_lines
 
 HEADING = re.compile(r"^#### Decoding: (experiments/\S+\.toml)\s*$")
 COLUMNS = ["call", "setting", "reference", "reference source", "prefcraft", "read from", "status"]
@@ -83,7 +83,8 @@ def problems(path: Path, rows: list[Row]) -> list[str]:
         for name in ROLE_DECODING:
             if name in given.get(role, {}) and f"settings.{role}.{name}" not in described:
                 found.append(f"settings.{role}.{name} is set in the file and no row describes it")
-    if serve_lines and not any(location.startswith("serve") and "--max-model-len" in location for location in described):
+    context_given = any(location.startswith("serve") and "--max-model-len" in location for location in described)
+    if serve_lines and not context_given:
         found.append("the file serves a model and no row gives its context length (serve --max-model-len)")
     return found
 
@@ -96,7 +97,8 @@ def read(location: str, experiment: Experiment, serve_lines: list[str]) -> Any:
         module, _, name = rest.partition(":")
         return getattr(importlib.import_module(module), name)
     if kind == "serve":
-        return served_flag(serve_lines, rest.split())
+        *model, flag = rest.split()
+        return served_flag(serve_lines, flag, *model)
     head, _, tail = location.partition(".")
     if head == "settings":
         role, _, field = tail.partition(".")
@@ -108,37 +110,6 @@ def read(location: str, experiment: Experiment, serve_lines: list[str]) -> Any:
             raise LookupError(f"the file has no step {step}")
         return getattr(options, option)
     raise LookupError("not settings.<role>.<field>, steps.<step>.<option>, serve <flag> or code <module>:<NAME>")
-
-
-def vllm_serve_lines(text: str) -> list[str]:
-    """The `vllm serve ...` commands in the file's comments, a command continued over lines (`\\`) joined into one."""
-    commands, pending = [], ""
-    for line in text.splitlines():
-        if not line.startswith("#"):
-            continue
-        content = line.lstrip("#").strip()
-        pending = f"{pending} {content}".strip() if pending else content
-        if pending.endswith("\\"):
-            pending = pending[:-1].strip()
-            continue
-        if pending.startswith("vllm serve "):
-            commands.append(pending)
-        pending = ""
-    return commands
-
-
-def served_flag(serve_lines: list[str], words: list[str]) -> str | None:
-    """The value of a flag on a `vllm serve` line: `[<model>] <flag>`, the line serving `<model>` or else the first;
-    None when the flag is absent, "on" for a flag without a value."""
-    *model, flag = words
-    lines = [line for line in serve_lines if not model or line.split()[2] == model[0]]
-    if not lines:
-        raise LookupError(f"no `vllm serve {' '.join(model)}` line in the file's comments")
-    tokens = lines[0].split()
-    if flag not in tokens:
-        return None
-    following = tokens[tokens.index(flag) + 1:]
-    return following[0] if following and not following[0].startswith("--") else "on"
 
 
 def normalized(value: Any) -> Any:

@@ -143,5 +143,5 @@ def test_evaluate_takes_the_demographics_judge_and_the_population(captured_step)
                        demographics_judge="persona_judge", population="validation")
     options, _ = captured_step[0]
     assert (options.demographics_judge, options.population) == ("persona_judge", "validation")
-    with pytest.raises(ConfigError, match="prefcraft.evaluate: demographics_judge"):
+    with pytest.raises(ConfigError, match=r"prefcraft\.evaluate: demographics_judge"):
         prefcraft.evaluate(SMALL, demographics_judge="someone")

@@ -4,8 +4,10 @@ named deviation. The checker is also held against hand-made files it must reject
 from pathlib import Path
 
 import pytest
-from decoding_table import Row, normalized, problems, served_flag, tables, vllm_serve_lines
+from decoding_table import Row, normalized, problems, tables
 from toml_files import write
+
+from prefcraft.experiments import served_flag, vllm_serve_lines
 
 ROOT = Path(__file__).parents[1]
 FIDELITY = ROOT / "docs" / "fidelity.md"
@@ -61,7 +63,8 @@ def test_a_faithful_table_passes(tmp_path):
     ([*FAITHFUL[:2], row("context length", "32768", "16384", "serve --max-model-len", "differs")], "neither 'same'"),
     (FAITHFUL[1:], "settings.task.temperature is set in the file and no row describes it"),
     (FAITHFUL[:2], "no row gives its context length"),
-    ([*FAITHFUL, row("top_p", "0.9", "0.9", "settings.task.top_p")], "the table says 0.9, settings.task.top_p is unset"),
+    ([*FAITHFUL, row("top_p", "0.9", "0.9", "settings.task.top_p")],
+     "the table says 0.9, settings.task.top_p is unset"),
     ([*FAITHFUL, row("temperature", "0", "0", "steps.compile.x")], "the file has no step compile"),
     ([*FAITHFUL, row("temperature", "0.7", "0.7", "settings.task.temperature", source="the paper")],
      "not 'owner/repo path:line'"),
@@ -74,12 +77,12 @@ def test_a_table_that_misdescribes_the_file_fails(tmp_path, rows, expected):
 def test_serve_lines_are_read_from_the_comments_joined_over_continuations():
     lines = vllm_serve_lines(FILE)
     assert lines == ["vllm serve org/model --port 8000 --max-model-len 16384 --enforce-eager"]
-    assert served_flag(lines, ["--max-model-len"]) == "16384"
-    assert served_flag(lines, ["--enforce-eager"]) == "on"
-    assert served_flag(lines, ["--generation-config"]) is None
-    assert served_flag(lines, ["org/model", "--port"]) == "8000"
+    assert served_flag(lines, "--max-model-len") == "16384"
+    assert served_flag(lines, "--enforce-eager") == "on"
+    assert served_flag(lines, "--generation-config") is None
+    assert served_flag(lines, "--port", "org/model") == "8000"
     with pytest.raises(LookupError):
-        served_flag(lines, ["other/model", "--port"])
+        served_flag(lines, "--port", "other/model")
 
 
 def test_cells_compare_as_values():

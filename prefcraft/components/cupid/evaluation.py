@@ -18,8 +18,8 @@ while a failed decomposition counts as a failed inference (the reference decompo
 unparseable judge score counts 0; a failed generation is left out. A prompt over the context window is the reference's
 one exception (`context_overflow = "zero"`, the default): that inference scores an empty checklist (recall 0) and that
 response 0, both kept in the scores; `"leave-out"` leaves them out instead. Per instance type the same rules apply to
-that type's instances. Every failure is written with its reason (`prefcraft.item_failures.failure_reason`) and counted beside the
-figures; none stops the run.
+that type's instances. Every failure is written with its reason (`prefcraft.item_failures.failure_reason`) and
+counted beside the figures; none stops the run.
 """
 
 from __future__ import annotations

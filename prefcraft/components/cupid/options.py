@@ -39,8 +39,8 @@ class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_de
                      _Source):
     variant: InferrerVariant = option("all", VARIANT_HELP)
     output: FilePath = option(Path("runs/cupid/cupid_inferrer.json"),
-                              "where the compiled inferrer goes, won or lost (the verdict in its metadata); under compiled/ a "
-                              "winner is registered as the shipped inferrer")
+                              "where the compiled inferrer goes, won or lost (the verdict in its "
+                              "metadata); under compiled/ a winner is registered as the shipped inferrer")
 
 
 class _Judging(DataOptions):

@@ -54,7 +54,8 @@ class ResponseResult:
     failed: str | None = None
     """None, or what failed: "generation", "judging" or "unparseable score"."""
     reason: str | None = None
-    """Why generation or judging failed (`prefcraft.item_failures.failure_reason`), e.g. "context_window_exceeded: ..."."""
+    """Why generation or judging failed (`prefcraft.item_failures.failure_reason`), e.g.
+    "context_window_exceeded: ..."."""
 
 
 @dataclass

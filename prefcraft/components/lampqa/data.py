@@ -17,11 +17,10 @@ raises DataError naming the file, row and field. A post with no text is skipped 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import logging
 
 import dspy
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator

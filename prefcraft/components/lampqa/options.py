@@ -66,8 +66,8 @@ class DataOptions(SampleSource):
 class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0), DataOptions,
                      _Source):
     output: FilePath = option(Path("runs/lampqa/lampqa_planner.json"),
-                              "where the compiled lampqa_planner goes, won or lost (the verdict in its metadata); under compiled/ a "
-                              "winner is registered as the shipped lampqa_planner")
+                              "where the compiled lampqa_planner goes, won or lost (the verdict in its "
+                              "metadata); under compiled/ a winner is registered as the shipped lampqa_planner")
 
 
 class _Methods(DataOptions):

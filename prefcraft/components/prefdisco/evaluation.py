@@ -182,9 +182,11 @@ def run_condition(session: Settings, condition: str, program: dspy.Module, examp
                        sum(prediction is None for _, prediction, _ in graded), degenerate_outputs(grader, graded))
     grades = {example.scenario_id: (prediction, score) for example, prediction, score in graded}
     predictions = {s.scenario_id: p for s, p in answered}
-    reasons = {**{scenario.scenario_id: generator.reason(example)
-                  for scenario, (example, prediction, _) in zip(scenarios, generated, strict=True) if prediction is None},
-               **{example.scenario_id: grader.reason(example) for example, prediction, _ in graded if prediction is None}}
+    failed_generations = [(scenario, example) for scenario, (example, prediction, _)
+                          in zip(scenarios, generated, strict=True) if prediction is None]
+    reasons = {**{scenario.scenario_id: generator.reason(example) for scenario, example in failed_generations},
+               **{example.scenario_id: grader.reason(example)
+                  for example, prediction, _ in graded if prediction is None}}
     rows = [_result(condition, s, predictions.get(s.scenario_id), grades.get(s.scenario_id),
                     reasons.get(s.scenario_id)) for s in scenarios]
     return rows, {"generation": generation, "grading": grading}

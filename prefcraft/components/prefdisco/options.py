@@ -48,8 +48,8 @@ class DataOptions(SampleSource):
 class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=0,
                                        metric_threshold=0.6), DataOptions, _Source):
     output: FilePath = option(RUNS / "prefdisco_asker.json",
-                              "where the compiled asker goes, won or lost (the verdict in its metadata); under compiled/ a "
-                              "winner is registered as the shipped asker")
+                              "where the compiled asker goes, won or lost (the verdict in its "
+                              "metadata); under compiled/ a winner is registered as the shipped asker")
 
 
 class _Conditions(DataOptions):

@@ -12,8 +12,8 @@ from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Popul
 from prefcraft.components.synthesizeme.rerank import Tournament
 from prefcraft.components.synthesizeme.samples import DEMO_USERS, SAMPLE_USERS
 from prefcraft.executors import Executor, ExecutorOptions
-from prefcraft.optimizers.options import optimizer_options
 from prefcraft.optimizers.candidate_search import SearchStrategy
+from prefcraft.optimizers.options import optimizer_options
 from prefcraft.optimizers.synthesizeme import Step3Traces, SynthesizeMeConfig, Verification
 from prefcraft.options import FilePath, OneOrMore, Options, Positive, SampleSource, Split, option
 from prefcraft.settings import Settings

@@ -65,7 +65,8 @@ def test_an_instance_over_the_context_window_is_kept_with_recall_0_and_its_respo
     outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances())
     (inference,) = outcome.inference
     kept, overflowed = inference.results
-    assert (overflowed.failed, reason_kind(overflowed.reason), overflowed.checklist) == ("inference", CONTEXT_OVERFLOW, [])
+    assert (overflowed.failed, reason_kind(overflowed.reason), overflowed.checklist) == (
+        "inference", CONTEXT_OVERFLOW, [])
     assert overflowed.true_coverage == [0.0, 0.0] and overflowed.recall == 0.0 and kept.failed is None
     # REPLY's match: 2 inferred items (1 + 0.5) and 2 gold items (1 + 0.5); the overflow adds 2 gold items, none
     # covered, and no inferred item: precision 0.75, recall 1.5 / 4.

@@ -99,5 +99,5 @@ def test_response_metrics_carry_the_score_its_interval_and_each_failure_count():
     assert metrics["contrastive_score_low"] <= 3.5 <= metrics["contrastive_score_high"]
     assert (metrics["contrastive_judge_failures"], metrics["contrastive_unparseable_scores"],
             metrics["contrastive_generation_failures"]) == (1.0, 1.0, 2.0)
-    assert set(response_scores([], generation_failures=1).as_metrics()) == {
-        "responses", "judge_failures", "unparseable_scores", "generation_failures", "context_overflows"}  # no score where none was judged
+    assert set(response_scores([], generation_failures=1).as_metrics()) == {  # no score where none was judged
+        "responses", "judge_failures", "unparseable_scores", "generation_failures", "context_overflows"}

@@ -93,7 +93,8 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     verdict = outcome.verdict
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
     assert not verdict.won and not registered
-    assert verdict.path == tmp_path / "compiled.json" and json.loads(verdict.path.read_text())["prefcraft"]["won"] is False
+    assert verdict.path == tmp_path / "compiled.json"
+    assert json.loads(verdict.path.read_text())["prefcraft"]["won"] is False
     assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
     run = tracker.named("lampqa-compile")
     assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2

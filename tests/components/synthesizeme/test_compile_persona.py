@@ -1,5 +1,6 @@
 """`compile-persona` goes through the ship gate as every compile does: a compiled persona prompt that does not beat the
-uncompiled one on the validation users is saved where asked, its verdict in its metadata, and never registered. No model server: a fake LM."""
+uncompiled one on the validation users is saved where asked, its verdict in its metadata, and never registered. No
+model server: a fake LM."""
 
 import json
 import random
