@@ -15,17 +15,12 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from prefcraft.rehearsal.instant_server import fill, requested_schema
 from prefcraft.settings import EMBEDDED_MODEL_NAME
 
+# The schema filling lives in the package; benchmarks/client_overhead.py imports it from here.
+__all__ = ["StandInServer", "fill", "requested_schema"]
 
-def requested_schema(body: dict[str, Any]) -> dict[str, Any]:
-    """The JSON schema a request constrains its reply to, in whichever server's field it came (the OpenAI
-    response_format, llama.cpp's llguidance grammar, vLLM's structured_outputs); an open object without one."""
-    if "grammar" in body:
-        return json.loads(body["grammar"].split("%json ", 1)[1])
-    if "structured_outputs" in body:
-        return body["structured_outputs"]["json"]
-    return body.get("response_format", {}).get("json_schema", {}).get("schema", {"type": "object"})
 
 class StandInServer:
     def __init__(self, delay_s: float = 0.0, hang_ups: int = 0, die_after: int | None = None,
@@ -53,24 +48,6 @@ class StandInServer:
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request: object, client_address: object) -> None:
         pass  # a client that gave up on a slow answer is part of the test
-
-
-def fill(schema: dict[str, Any], text: str = "hi") -> Any:
-    """The simplest value `schema` accepts, with `text` for its strings."""
-    if "enum" in schema:
-        return schema["enum"][0]
-    if "anyOf" in schema:
-        return fill(schema["anyOf"][0], text)
-    kind = schema.get("type")
-    if kind == "object":
-        return {name: fill(field, text) for name, field in schema.get("properties", {}).items()}
-    if kind == "array":
-        return [fill(schema["items"], text)] * schema.get("minItems", 0)
-    if kind in ("integer", "number"):
-        return schema.get("minimum", 0)
-    if kind == "boolean":
-        return True
-    return text
 
 
 def _handler(standin: StandInServer) -> type[BaseHTTPRequestHandler]:

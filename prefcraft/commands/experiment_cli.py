@@ -14,7 +14,8 @@ from prefcraft.errors import ConfigError
 from prefcraft.experiments import check_experiment, experiment_settings, is_settings_file
 from prefcraft.flags import add_executor_flags, settings_overrides
 
-HELP = "experiments as configuration: run a TOML file's steps under one MLflow run (run), or validate files (check)"
+HELP = ("experiments as configuration: run a TOML file's steps under one MLflow run (run), validate files (check), or "
+        "rehearse a paper-scale file on synthetic data and an instant server (rehearse)")
 
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -33,6 +34,32 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
     check_parser.add_argument("files", type=Path, nargs="+", metavar="EXPERIMENT.toml",
                               help="files to validate; settings files among them are named and skipped")
     check_parser.set_defaults(config=None)  # main() reads --config before any command; check takes no settings
+    add_rehearse(steps)
+
+
+def add_rehearse(steps: Any) -> None:
+    rehearse_parser = steps.add_parser(
+        "rehearse", help="run a paper-scale file end to end on synthetic data and an instant server on loopback, and "
+        "report what it cost: a plumbing and cost check, never a score",
+        description="Writes the file's data in its released layout at the paper's size times --scale, starts an "
+        "instant OpenAI-compatible server on loopback (every model role under a name of its own, the file's decoding "
+        "kept), runs the steps as `experiment run` does and prints LM calls and tokens per role and per step beside "
+        "the file's estimate, the longest prompt beside the context the file serves, wall and CPU time, peak memory, "
+        "the LM cache's size, and the faults met and failed items counted. Exit status 0 when every step ran to the "
+        "end, 2 on an unhandled error.")
+    rehearse_parser.add_argument("file", type=Path, metavar="EXPERIMENT.toml", help="the experiment file to rehearse")
+    rehearse_parser.add_argument("--scale", type=float, default=0.01,
+                                 help="share of the paper's size, above 0 and at most 1 (default: 0.01)")
+    rehearse_parser.add_argument("--work-dir", type=Path, default=None,
+                                 help="where the data, outputs, LM cache and MLflow store go (default: a temporary "
+                                 "folder, removed after)")
+    rehearse_parser.add_argument("--context-tokens", type=int, default=None,
+                                 help="the server refuses a prompt plus max_tokens over N tokens, as vLLM does")
+    rehearse_parser.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered HTTP 500")
+    rehearse_parser.add_argument("--cut-rate", type=float, default=0.0, help="share of replies cut at max_tokens")
+    rehearse_parser.add_argument("--threads", type=int, default=None,
+                                 help="the steps' threads (default: the file's num_threads)")
+    rehearse_parser.set_defaults(config=None)  # the file's own settings, pointed at the instant server
 
 
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
@@ -44,9 +71,27 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         return check_files(args.files, check_experiment,
                            lambda experiment: f"{experiment.component}: {', '.join(experiment.steps)}", echo,
                            skipped=lambda path: "settings file, skipped" if is_settings_file(path) else None)
+    if args.step == "rehearse":
+        return rehearse(args, echo)
     experiment = check_experiment(args.file)
     return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),
                           echo, executor=args.executor, address=args.address)
+
+
+def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
+    """Prints the rehearsal's table; an unhandled error in a step is a RehearsalError (exit status 2) after it."""
+    from prefcraft.rehearsal.instant_server import Faults
+    from prefcraft.rehearsal.report import format_rehearsal
+    from prefcraft.rehearsal.run import RehearsalError
+    from prefcraft.rehearsal.run import rehearse as rehearse_file
+
+    faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate)
+    outcome = rehearse_file(args.file, args.scale, faults, work_dir=args.work_dir, num_threads=args.threads,
+                            emit=echo)
+    echo(format_rehearsal(outcome))
+    if outcome.error is not None:
+        raise RehearsalError(f"{args.file}: the rehearsal stopped: {outcome.error}")
+    return outcome
 
 
 def check_files(paths: list[Path], load: Callable[[Path], Any], describe: Callable[[Any], str],

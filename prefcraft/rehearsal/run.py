@@ -1,0 +1,264 @@
+"""`prefcraft experiment rehearse FILE`: a paper-scale experiment file run end to end on synthetic data
+(`rehearsal.data`) against an instant server on loopback (`rehearsal.instant_server`), through the code path of
+`prefcraft experiment run` (`run_experiment`), to measure what it costs before any GPU time is spent. A plumbing and
+cost check: no number it gives is a score.
+
+Every model role points at the server under a name of its own (`hosted_vllm/rehearsal-<role>`), keeping the file's
+decoding (max_tokens, temperature, retries); the steps read the generated data; outputs, the DSPy cache and the MLflow
+store go under the work folder. A dense retriever becomes BM25: the instant server serves no embeddings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefcraft.components.component import failed_items
+from prefcraft.errors import PrefcraftError
+from prefcraft.experiments import Experiment, experiment_settings, load_experiment, served_flag, vllm_serve_lines
+from prefcraft.rehearsal.data import RehearsalData, write_data
+from prefcraft.rehearsal.instant_server import Faults, InstantServer, ModelStats
+from prefcraft.settings import SELF_HOSTED_PROVIDER, Role, Settings
+
+logger = logging.getLogger(__name__)
+
+ROLES: tuple[Role, ...] = ("task", "judge", "prompt")
+COST_ESTIMATES = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "paper_scale_cost.json"
+CONTEXT_FLAG = "--max-model-len"
+
+
+class RehearsalError(PrefcraftError):
+    """A step of a rehearsal raised: the run did not reach its end (the table says what it measured up to there)."""
+
+
+def served_name(role: Role) -> str:
+    return f"rehearsal-{role}"
+
+
+@dataclass(frozen=True)
+class Tokens:
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class RoleCost:
+    """What the server saw of one role's model, beside the file's estimate and context for it."""
+
+    role: str
+    model: str
+    """The file's model string for the role."""
+    sent: Tokens
+    """Requests the server answered or refused, and their approximate tokens."""
+    longest_prompt_tokens: int
+    max_tokens: int
+    context: Context
+    faults: dict[str, int]
+    estimate: Tokens | None
+    """The file's estimate (benchmarks/results/paper_scale_cost.json) times the share of the paper's size run."""
+
+
+@dataclass(frozen=True)
+class Context:
+    tokens: int | None
+    source: str
+    """Where it comes from: the file's `vllm serve` line, the model's default, a hosted API's own."""
+
+
+@dataclass(frozen=True)
+class StepCost:
+    step: str
+    usage: Tokens
+    """prefcraft's own accounting (`usage.metered`, as `run_experiment` logs it): answered calls, no cache hits."""
+    seconds: float
+    failed_items: int
+
+
+@dataclass
+class RehearsalOutcome:
+    experiment: str
+    path: Path
+    scale: float
+    work_dir: Path
+    faults: Faults
+    data: RehearsalData
+    roles: list[RoleCost] = field(default_factory=list)
+    steps: list[StepCost] = field(default_factory=list)
+    wall_s: float = 0.0
+    cpu_s: float = 0.0
+    """This process's CPU seconds over the run: prefcraft's, and the instant server's threads'."""
+    peak_rss_mib: float = 0.0
+    cache_bytes: int = 0
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None
+    """The unhandled error that stopped the run, as `type: message`; None when every step ran to the end."""
+
+    @property
+    def requests(self) -> int:
+        return sum(role.sent.calls for role in self.roles)
+
+    @property
+    def cpu_ms_per_call(self) -> float | None:
+        return 1000 * self.cpu_s / self.requests if self.requests else None
+
+
+def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir: Path | None = None,
+             num_threads: int | None = None, seed: int = 0,
+             emit: Callable[[str], None] = logger.info) -> RehearsalOutcome:
+    """Runs the experiment in `path` at the paper's size times `scale` on synthetic data and an instant server with
+    `faults` (none by default); the work folder (`work_dir`, else a temporary one, removed after) holds the data,
+    outputs, cache and MLflow store. An unhandled error is recorded in the outcome (`error`), with what was measured up
+    to it."""
+    from prefcraft.commands.experiment import run_experiment  # the steps' code
+
+    experiment, faults = load_experiment(path), faults or Faults()
+    with tempfile.TemporaryDirectory(prefix="prefcraft-rehearsal-") as temporary:
+        work = (work_dir or Path(temporary)).resolve()
+        data = write_data(experiment, work / "data", scale, seed)
+        outcome = RehearsalOutcome(experiment.name, path, scale, work, faults, data)
+        rehearsed, notes = rehearsal_experiment(experiment, data, work)
+        outcome.notes += notes
+        started, cpu_started = time.perf_counter(), _cpu_seconds()
+        with InstantServer(faults, [served_name(role) for role in ROLES]) as server:
+            settings = rehearsal_settings(rehearsed, server.base_url, work, num_threads)
+            _create_store(settings, work)
+            outcomes: list[Any] = []
+            try:
+                outcomes = run_experiment(path, rehearsed, settings, emit)
+            except Exception as error:  # the rehearsal's finding: reported, not raised
+                logger.exception("rehearsal of %s stopped", path)
+                outcome.error = f"{type(error).__name__}: {error}"
+            stats = server.stats()
+        outcome.wall_s = time.perf_counter() - started
+        outcome.cpu_s = _cpu_seconds() - cpu_started
+        outcome.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        outcome.cache_bytes = _folder_bytes(settings.cache_dir)
+        outcome.roles = role_costs(experiment, path.read_text(encoding="utf-8"), stats, data.share)
+        outcome.steps = step_costs(settings, rehearsed, outcomes)
+    return outcome
+
+
+def rehearsal_experiment(experiment: Experiment, data: RehearsalData, work: Path) -> tuple[Experiment, list[str]]:
+    """The experiment with its steps reading the generated data and writing under `work`; and what was changed
+    beyond the paths, in words."""
+    steps, notes = {}, []
+    for step, given in experiment.steps.items():
+        options = {name: _under(work, value) for name, value in given.items()}
+        options |= data.options.get(step, {})
+        if options.get("retriever") == "dense":
+            options |= {"retriever": "bm25", "embedding_model": None, "embedding_api_base": None}
+            notes.append(f"{step}: the dense retriever ran as bm25 (the instant server serves no embeddings)")
+        steps[step] = options
+    return experiment.model_copy(update={"steps": steps}), notes
+
+
+def _under(work: Path, value: Any) -> Any:
+    """A relative path the file names (an output, a download) as the same path under `work`."""
+    return work / value if isinstance(value, Path) and not value.is_absolute() else value
+
+
+def rehearsal_settings(experiment: Experiment, base_url: str, work: Path, num_threads: int | None) -> Settings:
+    """The file's settings with every role it sets (task always) at the instant server under its own name, keeping
+    its decoding; nothing served by prefcraft; the cache and the MLflow store under `work`."""
+    given = experiment.settings.model_dump(exclude_unset=True)
+    roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{served_name(role)}", "api_base": base_url, "api_bases": [],
+                    "api_key_env": None}
+             for role in ROLES if role == "task" or role in given}
+    overrides = {**roles, "serve": False, "cache_dir": work / "cache", "experiment": f"rehearsal-{experiment.name}",
+                 "tracking_uri": f"sqlite:///{work / 'mlflow.db'}", "resume": False, "trace": False,
+                 **({"num_threads": num_threads} if num_threads else {})}
+    return experiment_settings(experiment, None, overrides)
+
+
+def _create_store(settings: Settings, work: Path) -> None:
+    """The MLflow experiment, its artifacts under `work` (a new experiment's default is ./mlruns)."""
+    import mlflow
+
+    mlflow.set_tracking_uri(settings.tracking_uri)
+    if mlflow.get_experiment_by_name(settings.experiment) is None:
+        mlflow.create_experiment(settings.experiment, artifact_location=(work / "artifacts").as_uri())
+
+
+def role_costs(experiment: Experiment, text: str, stats: dict[str, ModelStats], share: float) -> list[RoleCost]:
+    """Per role the file sets, what the server saw, beside its context and the file's cost estimate."""
+    estimates = _estimates(experiment.name, share)
+    costs = []
+    for role in ROLES:
+        seen = stats.get(served_name(role))
+        if seen is None and role != "task" and getattr(experiment.settings, role) is None:
+            continue
+        seen = seen or ModelStats(0, 0, 0, 0, {})
+        model = experiment.settings.model_for(role)
+        costs.append(RoleCost(role, model.model, Tokens(seen.requests, seen.prompt_tokens, seen.completion_tokens),
+                              seen.longest_prompt_tokens, model.max_tokens, served_context(text, model.model),
+                              seen.faults, estimates.get(role)))
+    return costs
+
+
+def _estimates(name: str, share: float) -> dict[str, Tokens]:
+    """The cost file's estimate for the experiment, per role, times `share`; none where it has none."""
+    paper = json.loads(COST_ESTIMATES.read_text(encoding="utf-8"))["papers"].get(name) if COST_ESTIMATES.exists() \
+        else None
+    totals: dict[str, list[float]] = {}
+    for part in (paper or {}).get("parts", []):
+        sums = totals.setdefault(part["model"], [0, 0, 0])
+        for index, key in enumerate(("calls", "prompt_tokens", "completion_tokens")):
+            sums[index] += part[key] * share
+    return {role: Tokens(*(round(value) for value in sums)) for role, sums in totals.items()}
+
+
+def served_context(text: str, model: str) -> Context:
+    """The context the file's `vllm serve` line for `model` gives (--max-model-len), the model's default where the
+    line sets none, or a hosted API's own for a model no line serves."""
+    if not model.startswith(SELF_HOSTED_PROVIDER):
+        return Context(None, "hosted API: its own context")
+    name = model.removeprefix(SELF_HOSTED_PROVIDER)
+    try:
+        context = served_flag(vllm_serve_lines(text), CONTEXT_FLAG, name)
+    except LookupError:
+        return Context(None, "no `vllm serve` line in the file")
+    if context is None:
+        return Context(None, "unset: the model's default")
+    return Context(int(context), f"serve {CONTEXT_FLAG}")
+
+
+def step_costs(settings: Settings, experiment: Experiment, outcomes: list[Any]) -> list[StepCost]:
+    """Each step that ran: the usage and seconds `run_experiment` logged to MLflow for it, and the failed items its
+    outcome counted (a step that raised has no outcome: it is left out)."""
+    metrics = _experiment_metrics(settings, experiment.name)
+    costs = []
+    for step, outcome in zip(experiment.steps, outcomes, strict=False):
+        key = step.replace("-", "_")
+        usage = Tokens(*(int(metrics.get(f"{key}_{name}", 0)) for name in
+                         ("lm_calls", "prompt_tokens", "completion_tokens")))
+        costs.append(StepCost(step, usage, metrics.get(f"{key}_seconds", 0.0), failed_items(outcome)))
+    return costs
+
+
+def _experiment_metrics(settings: Settings, name: str) -> dict[str, float]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(settings.tracking_uri)
+    store = client.get_experiment_by_name(settings.experiment)
+    if store is None:
+        return {}
+    runs = client.search_runs([store.experiment_id], f"tags.`mlflow.runName` = 'experiment:{name}'",
+                              order_by=["attributes.start_time DESC"], max_results=1)
+    return dict(runs[0].data.metrics) if runs else {}
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(file.stat().st_size for file in folder.rglob("*") if file.is_file()) if folder.exists() else 0
