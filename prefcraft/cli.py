@@ -1,6 +1,6 @@
 """The `prefcraft` command line: `prefcraft <component> <step>` for each registered component, and the commands that
-span them (serve, tour, experiment, sweep, report). Parses flags into settings and calls a command; no logic of its
-own."""
+span them (serve, tour, experiment, sweep, report, settings). Parses flags into settings and calls a command; no logic
+of its own."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any
 
-from prefcraft.commands import experiment_cli, report_cli, sweep_cli, tour_cli
+from prefcraft.commands import experiment_cli, report_cli, settings_cli, sweep_cli, tour_cli
 from prefcraft.commands.serve import serve
 from prefcraft.components.component import Emit, failed_items
 from prefcraft.console import configure_logging, echo, results_on_stdout
@@ -28,7 +28,8 @@ from prefcraft.registry import COMPONENTS
 from prefcraft.settings import load_settings
 
 # Commands that span the components. Each module has HELP, add_steps(parser, add_settings_flags) and run(args, ...).
-CROSS_CUTTING = {"tour": tour_cli, "experiment": experiment_cli, "report": report_cli, "sweep": sweep_cli}
+CROSS_CUTTING = {"tour": tour_cli, "experiment": experiment_cli, "report": report_cli, "sweep": sweep_cli,
+                 "settings": settings_cli}
 
 
 DESCRIPTION = """DSPy programs that personalize an LLM to one user, from five papers (one command each), compiled

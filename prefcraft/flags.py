@@ -22,7 +22,7 @@ from prefcraft.options import (
     as_flag,
     options_from_args,
 )
-from prefcraft.settings import ModelSettings, ServerSettings, Settings, StructuredOutput
+from prefcraft.settings import ENV_PREFIX, ModelSettings, ServerSettings, Settings, StructuredOutput
 
 ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
 
@@ -53,6 +53,8 @@ def add_executor_flags(parser: argparse.ArgumentParser) -> None:
     """--executor and --address for a command that passes them on to its steps; without, each step's own."""
     add_option_flags(parser, ExecutorOptions)
     parser.set_defaults(executor=None)
+    executor = next(action for action in parser._actions if action.dest == "executor")
+    executor.help = f"{executor.help} (default: each step's own: the file's option, else local)"
 
 
 def add_verbose_flag(parser: argparse.ArgumentParser) -> None:
@@ -69,13 +71,32 @@ def _commands(parser: argparse.ArgumentParser, depth: int = 0) -> list[tuple[int
     return [(depth, parser)] + [found for command in below for found in _commands(command, depth + 1)]
 
 
-SETTINGS_GROUP = "shared settings (each over the config file and PREFCRAFT_* variables; defaults: prefcraft's own)"
+SETTINGS_GROUP = "shared settings"
+SETTINGS_POINTER = ("every flag `prefcraft settings --help` lists works here: --config, the models (--task-model, "
+                    "--judge-model, ...), the server, --threads, --seed, tracking and cache")
+ROLES = ("task", "prompt", "judge")
+SERVER_KEYS = {"backend": "backend", "server_model": "model", "server_executable": "executable",
+               "server_extra_args": "extra_args", "served_model_name": "served_model_name", "port": "port",
+               "slots": "slots", "tensor_parallel_size": "tensor_parallel_size", "max_model_len": "max_model_len"}
+SETTING_KEYS = ({f"{role}_{name}": f"{role}.{name}" for role in ROLES for name in ROLE_FLAGS}
+                | {dest: f"server.{key}" for dest, key in SERVER_KEYS.items()}
+                | {name: name for name in ("serve", "num_threads", "seed", "resume", "trace", "tracking_uri",
+                                           "experiment", "cache_dir")})
+"""Each settings flag's dest and the settings key (TOML, dotted) it sets."""
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """The settings flags of a command that runs programs: models, server, threads, tracking, cache."""
-    group = parser.add_argument_group(SETTINGS_GROUP)
-    group.add_argument("--config", type=Path, help="TOML settings file")
+def environment_variable(key: str) -> str:
+    """The variable that sets a settings key: `task.model` is PREFCRAFT_TASK__MODEL."""
+    return ENV_PREFIX + key.upper().replace(".", "__")
+
+
+def add_settings_flags(parser: argparse.ArgumentParser, listed: bool = False) -> None:
+    """The settings flags of a command that runs programs: models, server, threads, tracking, cache. Each is taken,
+    but only `listed` (`prefcraft settings --help`) shows them, each with its TOML key and variable; elsewhere one line
+    points there, so that a step's help is its own flags."""
+    group = parser.add_argument_group(SETTINGS_GROUP, None if listed else SETTINGS_POINTER)
+    group.add_argument("--config", type=Path, metavar="PATH",
+                       help="TOML settings file, over the defaults and under the PREFCRAFT_* variables (default: none)")
     _add_model_flags(group)
     group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
                        help="never start a server: every hosted_vllm/ model needs an api_base (a hosted API's model, "
@@ -83,25 +104,32 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     _add_server_flags(group)
     group.add_argument("--threads", dest="num_threads", type=int, metavar="N",
                        help=f"parallel LM calls (default: {_default(Settings, 'num_threads')})")
-    group.add_argument("--seed", type=int, help=f"seed of every random choice: samples, demo sets, optimizers "
-                       f"(default: {_default(Settings, 'seed')})")
+    group.add_argument("--seed", type=int, metavar="N", help=f"seed of every random choice: samples, demo sets, "
+                       f"optimizers (default: {_default(Settings, 'seed')})")
     group.add_argument("--resume", action="store_true", default=None,
                        help="continue this command's interrupted MLflow run (same params) instead of opening a new one")
     group.add_argument("--trace", action="store_true", default=None,
                        help="log every LM call as a span of an MLflow trace (default: off; params, metrics and result "
                        "files are logged either way)")
-    group.add_argument("--tracking-uri", help=f"MLflow tracking URI (default: {_default(Settings, 'tracking_uri')})")
+    group.add_argument("--tracking-uri", metavar="URI",
+                       help=f"MLflow tracking URI (default: {_default(Settings, 'tracking_uri')})")
     group.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
                        help=f"MLflow experiment the runs go to (default: {_default(Settings, 'experiment')})")
     add_renamed_flag(group, "--experiment", "--mlflow-experiment")
-    group.add_argument("--cache-dir", type=Path,
+    group.add_argument("--cache-dir", type=Path, metavar="PATH",
                        help=f"DSPy cache directory (default: {_default(Settings, 'cache_dir')})")
+    for action in group._group_actions:
+        if not listed:
+            action.help = argparse.SUPPRESS
+        elif action.dest in SETTING_KEYS:
+            key = SETTING_KEYS[action.dest]
+            action.help = f"{action.help}; TOML {key}, variable {environment_variable(key)}"
 
 
 def add_server_settings_flags(parser: argparse.ArgumentParser) -> None:
     """The settings flags of `prefcraft serve`: the config file and the server it starts."""
-    group = parser.add_argument_group(SETTINGS_GROUP)
-    group.add_argument("--config", type=Path, help="TOML settings file")
+    group = parser.add_argument_group("server settings")
+    group.add_argument("--config", type=Path, metavar="PATH", help="TOML settings file (default: none)")
     _add_server_flags(group)
 
 
@@ -118,13 +146,12 @@ MODEL_FLAG_SPECS: dict[str, dict[str, Any]] = {
 
 
 def _add_model_flags(group: argparse._ArgumentGroup) -> None:
-    """The task model's flags in full; the prompt and judge models' (each defaulting to the task model's) listed once
-    in their --<role>-model entry, so that the help stays short."""
+    """The task model's flags, then the prompt and judge models' (each defaulting to the task model's)."""
     defaults = {name: _default(ModelSettings, name) for name in ("model", "max_tokens", "temperature", "timeout_s")}
     helps = {
         "model": f"the model the programs run on: a litellm model string (default: {defaults['model']})",
         "api_base": "OpenAI-compatible base URL of the task model (default: a server prefcraft starts)",
-        "api_bases": "several base URLs serving the task model; calls are spread over them",
+        "api_bases": "several base URLs serving the task model; calls are spread over them (default: none)",
         "structured_output": "how the task model's output is constrained to the signature's schema (default: auto, "
                              "compact JSON on a server prefcraft starts, else json_schema)",
         "max_tokens": f"longest answer of the task model (default: {defaults['max_tokens']})",
@@ -132,31 +159,30 @@ def _add_model_flags(group: argparse._ArgumentGroup) -> None:
         "timeout_s": f"seconds one call of the task model may take (default: {defaults['timeout_s']})",
     }
     purposes = {"prompt": "the model optimizers propose prompts with", "judge": "the model metrics grade with"}
-    for role in ("task", *purposes):
-        twins = ", ".join(as_flag(f"{role}_{name}") for name in ROLE_FLAGS if name != "model")
+    for role in ROLES:
         for name in ROLE_FLAGS:
             if role == "task":
                 text = helps[name]
             elif name == "model":
-                text = (f"{purposes[role]}: a litellm model string (default: the task model); {twins} set it as "
-                        "the --task-* flags set the task model")
+                text = f"{purposes[role]}: a litellm model string (default: the task model)"
             else:
-                text = argparse.SUPPRESS
+                text = f"{as_flag(f'task_{name}')} for the {role} model (default: the task model's)"
             group.add_argument(as_flag(f"{role}_{name}"), help=text, **MODEL_FLAG_SPECS[name])
 
 
 def _add_server_flags(group: argparse._ArgumentGroup) -> None:
     group.add_argument("--backend", choices=["llamacpp", "vllm"],
                        help=f"server to start (default: {_default(ServerSettings, 'backend')})")
-    group.add_argument("--server-model", help="GGUF file (llamacpp) or Hugging Face id or folder (vllm) (default: the "
-                       "bundled SmolLM2)")
-    group.add_argument("--server-executable", help="the vllm executable (default: vllm on PATH; `make vllm` installs "
-                       "one as .venv-vllm/bin/vllm)")
+    group.add_argument("--server-model", metavar="MODEL", help="GGUF file (llamacpp) or Hugging Face id or folder "
+                       "(vllm) (default: the bundled SmolLM2)")
+    group.add_argument("--server-executable", metavar="PATH", help="the vllm executable (default: vllm on PATH; "
+                       "`make vllm` installs one as .venv-vllm/bin/vllm)")
     group.add_argument("--server-extra-args", type=shlex.split, metavar="'ARGS'",
-                       help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4'")
-    group.add_argument("--served-model-name", help="name the server serves the model under (default: the bundled "
-                       "model's name, or --server-model's own)")
-    group.add_argument("--port", type=int, help="server port (default: a free one)")
+                       help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4' "
+                       "(default: none)")
+    group.add_argument("--served-model-name", metavar="NAME", help="name the server serves the model under "
+                       "(default: the bundled model's name, or --server-model's own)")
+    group.add_argument("--port", type=int, metavar="N", help="server port (default: a free one)")
     group.add_argument("--slots", type=int, metavar="N",
                        help=f"llamacpp parallel slots (default: {_default(ServerSettings, 'slots')})")
     group.add_argument("--tensor-parallel-size", type=int, metavar="N", help="vllm --tensor-parallel-size "
@@ -170,27 +196,18 @@ def _default(model: type[BaseModel], name: str) -> Any:
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    flags = vars(args)
+    """The settings the flags given set, as nested tables (`{"task": {"model": ...}}`)."""
     overrides: dict[str, Any] = {}
-    for role in ("task", "prompt", "judge"):
-        values = {name: flags.get(f"{role}_{name}") for name in ROLE_FLAGS}
-        if any(value is not None for value in values.values()):
-            overrides[role] = {name: value for name, value in values.items() if value is not None}
-    server = {"backend": flags.get("backend"), "model": flags.get("server_model"), "port": flags.get("port"),
-              "served_model_name": flags.get("served_model_name"), "slots": flags.get("slots"),
-              "tensor_parallel_size": flags.get("tensor_parallel_size"), "max_model_len": flags.get("max_model_len"),
-              "executable": flags.get("server_executable"), "extra_args": flags.get("server_extra_args")}
-    if any(value is not None for value in server.values()):
-        overrides["server"] = {name: value for name, value in server.items() if value is not None}
-    for name in ("serve", "num_threads", "seed", "tracking_uri", "experiment", "cache_dir", "resume", "trace"):
-        if flags.get(name) is not None:
-            overrides[name] = flags[name]
+    for dest, key in SETTING_KEYS.items():
+        if (value := getattr(args, dest, None)) is not None:
+            table, _, name = key.rpartition(".")
+            (overrides.setdefault(table, {}) if table else overrides)[name] = value
     return overrides
 
 
 def add_step_flags(parser: argparse.ArgumentParser, step: Step) -> None:
-    """A step's command line: its own flags first (the required ones leading), then the shared settings group (models,
-    server, tracking). The usage line names the required flags and the two groups, not all forty flags."""
+    """A step's command line: its own flags first (the required ones leading), then the shared settings (models,
+    server, tracking), taken but shown as one line. The usage line names the required flags and the two groups."""
     add_option_flags(parser, step.options)
     add_settings_flags(parser)
     parser.set_defaults(**step.settings_defaults)

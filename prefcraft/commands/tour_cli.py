@@ -21,7 +21,7 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
                         help="which demos to run, in the tour's order (default: all five)")
     parser.add_argument("--sensebench", type=Path,
                         help="SenseBench's new_sense_bmk.json or its folder, for SenseJudge (not shipped: no licence "
-                        "upstream); without it SenseJudge is skipped")
+                        "upstream) (default: none, and SenseJudge is skipped)")
 
 
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:

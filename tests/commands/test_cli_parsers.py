@@ -49,12 +49,14 @@ def test_the_help_shows_each_default(monkeypatch):
     assert "--optimizer {miprov2,gepa,bootstrap_rs} miprov2 (DSPy's MIPROv2" in text
     assert "(default: miprov2)" in text and "paper" not in text.split("--candidates")[1].split("--max-b")[0]
     assert "(default: None)" not in text and "(default: False)" not in text
-    # the shared settings show theirs too: prefcraft's own, under any config file or variable
+    # the shared settings show theirs in `prefcraft settings --help`: prefcraft's own, under any config file or variable
+    listed = " ".join(PARSERS["prefcraft settings"].format_help().split())
     for shown in ("longest answer of the task model (default: 512)", "(default: hosted_vllm/SmolLM2-135M-Instruct)",
                   "parallel LM calls (default: 4)", "seconds one call of the task model may take (default: 300.0)",
-                  "(default: 0)", "--judge-max-tokens, --judge-temperature, --judge-timeout-s set it as the --task-* "
-                  "flags set the task model"):
-        assert shown in text, shown
+                  "(default: 0)", "--judge-max-tokens N --task-max-tokens for the judge model (default: the task "
+                  "model's)"):
+        assert shown in listed, shown
+    assert "--judge-max-tokens" not in text  # the step's help points there instead
     assert make_parser().parse_args(["cupid", "compile", "--judge-max-tokens", "64"]).judge_max_tokens == 64
 
 
@@ -118,8 +120,9 @@ def test_every_component_is_one_command_with_its_steps(component, capsys):
                                      for step in component.steps])
 def test_a_steps_own_options_come_before_the_settings_group(command):
     options = PARSERS[f"prefcraft {command}"].format_help().split("\noptions:")[1]  # after the usage lines
-    own, settings = options.split("shared settings (")
+    own, settings = options.split("\nshared settings:\n")
     assert "--task-model" in settings and "--task-model" not in own
+    assert "prefcraft settings --help" in " ".join(settings.split()) and len(settings.splitlines()) <= 3  # a pointer
     assert own.count("\n  --") >= 1  # at least one option of the step's own (or --help alone for none)
 
 

@@ -30,7 +30,8 @@ class DataOptions(SampleSource):
 
     val_personas: Count = option(2, "personas held out for validation")
     test_personas: Count = option(2, "personas held out for testing")
-    max_instances: Positive | None = option(None, "use only the first N instances of the split")
+    max_instances: Positive | None = option(
+        None, "use only the first N instances of the split (default: every instance)")
     skip_invalid: bool = option(False, "skip (and count) rows that break the schema instead of stopping at the first")
     output_dir: FilePath = option(Path("runs/cupid"), "where results go")
 

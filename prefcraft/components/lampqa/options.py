@@ -33,13 +33,17 @@ class DataOptions(SampleSource):
     configs: OneOrMore[str] | None = option(
         None, "categories to use (default: all three, Art_and_Entertainment Lifestyle_and_Personal_Development "
         "Society_and_Culture)", metavar="CONFIG")
-    max_questions: Positive | None = option(None, "use only the first N questions of each category")
+    max_questions: Positive | None = option(
+        None, "use only the first N questions of each category (default: every question)")
     k: Positive = option(DEFAULT_K, "posts retrieved from the profile (the paper: 10)", group=RETRIEVAL)
     retriever: Literal["bm25", "dense"] = option(
         "bm25", "bm25 (lexical, local) or dense (embeddings from --embedding-model)", group=RETRIEVAL)
-    embedding_model: str | None = option(None, "dense: litellm embedding model string, e.g. openai/<name>",
-                                         group=RETRIEVAL)
-    embedding_api_base: str | None = option(None, "dense: OpenAI-compatible embeddings endpoint", group=RETRIEVAL)
+    embedding_model: str | None = option(
+        None, "dense: litellm embedding model string, e.g. openai/<name> (default: none; dense retrieval needs it)",
+        group=RETRIEVAL)
+    embedding_api_base: str | None = option(
+        None, "dense: OpenAI-compatible embeddings endpoint (default: none, litellm's own for the model)",
+        group=RETRIEVAL)
     embedding_similarity: Similarity = option(
         "dot", "dense: rank by the raw dot product of the embeddings (the reference's, for Contriever's unnormalized "
         "vectors) or by cosine", group=RETRIEVAL)

@@ -37,8 +37,10 @@ class DataOptions(SampleSource):
 
     val_share: Share = option(0.25, "share of each task's problems for validation")
     test_share: Share = option(0.25, "share of each task's problems for testing")
-    max_scenarios: Positive | None = option(None, "use only the first N scenarios of the split")
-    per_task: Positive | None = option(None, "use only the first N scenarios of each task in the split")
+    max_scenarios: Positive | None = option(
+        None, "use only the first N scenarios of the split (default: every scenario)")
+    per_task: Positive | None = option(
+        None, "use only the first N scenarios of each task in the split (default: every scenario)")
     output_dir: FilePath = option(RUNS, "where results go")
     max_turns: Positive = option(DEFAULT_MAX_TURNS, "the asker's turn budget (questions it may ask)")
 
@@ -56,7 +58,8 @@ class _Conditions(DataOptions):
     split: SplitOrAll = option(
         "test", "which scenarios to evaluate: a split by problem within each task, or all")
     forced_questions: Count | None = option(
-        None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding")
+        None, "ask for exactly this many turns, with the paper's fixed-count prompt (Figure 5), instead of deciding "
+        "(default: none, the asker decides when to answer)")
     collaborative: bool = option(False, "the collaborative user simulator instead of the passive one")
     greedy_correctness: bool = option(
         False, "judge correctness at temperature 0, as the reference's prompt asks (its client sent the judge's "

@@ -31,7 +31,7 @@ class HumanLabelOptions(_Pairs):
     human_labels: FilePath | None = option(
         None, "SenseBench's human labels as published: one annotator's sense-label<N>.json, or the folder of all three "
         "(choose one with --annotator 1, 2 or 3); read instead of --pairs and split into dev and test pairs per topic "
-        "as the reference splits them")
+        "as the reference splits them (default: none; the --pairs file is read)")
     dev_pairs_per_topic: Positive = option(10, "human labels: the pairs of each topic drawn as dev pairs; the others "
                                            "are test pairs (the reference: 10)")
     split_seed: int = option(42, "human labels: the seed the dev pairs are drawn with (the reference: 42)")
@@ -59,7 +59,7 @@ class _Judge(Options):
     judge: FilePath = option(RUNS / "sensejudge.json", "the compiled SelectedJudge: select writes it, evaluate reads "
                              "it")
     annotator: str | None = option(None, "whose pairs, when the file holds several annotators (of a --human-labels "
-                                   "folder: 1, 2 or 3)")
+                                   "folder: 1, 2 or 3) (default: the file's only annotator)")
 
 
 class _Selection(Options):

@@ -120,7 +120,8 @@ class EvaluateOptions(ExecutorOptions, _Judged):
     fitted_dir: FilePath = option(FITTED_DIR, "fitted users' JSON files")
     demographics: str | None = option(
         None, "user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
-        "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy",
+        "HannahRoseKirk/prism-alignment (config survey), or a local .jsonl/.json/.parquet copy (default: none; the "
+        "demographics method needs it)",
         metavar="FILE_OR_DATASET")
     demographics_judge: DemographicsJudge = option(
         "dong", "the demographics method's judge: Dong et al.'s prompt, a choice of A or B with a certainty and no "
