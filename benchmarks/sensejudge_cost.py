@@ -46,6 +46,7 @@ from pydantic import create_model
 from prefcraft.components.component import StepRun
 from prefcraft.components.sensejudge.commands import COMPONENT
 from prefcraft.components.sensejudge.data import Dialogue
+from prefcraft.components.sensejudge.demo import demo
 from prefcraft.components.sensejudge.options import DemoOptions
 from prefcraft.components.sensejudge.report import SIMULATED_NOTE, format_demo
 from prefcraft.components.sensejudge.results import (
@@ -54,7 +55,7 @@ from prefcraft.components.sensejudge.results import (
     SelectionOutcome,
     SimulationSummary,
 )
-from prefcraft.components.sensejudge.steps import demo, read_simulated
+from prefcraft.components.sensejudge.simulate import read_simulated
 from prefcraft.flags import parse_step
 from prefcraft.options import Options, add_option_flags
 from prefcraft.settings import Settings

@@ -22,11 +22,6 @@ from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.blocks import number
 from prefcraft.report_parts.records import RunRecord
 
-# The run each component's steps start, and that component.
-RUN_COMPONENTS: dict[str, Component] = {name: component for component in COMPONENTS.values()
-                                        for name in component.run_names}
-# The run each command starts, and what it belongs to: a component (by its title), or the tour.
-COMMAND_RUNS = {**{name: component.title for name, component in RUN_COMPONENTS.items()}, "tour": "tour"}
 NO_CHARTS = ReportCharts()
 EXPERIMENT_PREFIX, SWEEP_PREFIX = "experiment:", "sweep:"
 # What DSPy's autologging logs on a compile's run: MIPROv2 a step series of full (and minibatch) evaluations, the
@@ -122,13 +117,21 @@ def _record(run: Any) -> RunRecord:
 def _started_by(name: str) -> str:
     if name.startswith(SWEEP_PREFIX):
         return "sweep"
-    return "experiment" if name.startswith(EXPERIMENT_PREFIX) else COMMAND_RUNS.get(name, "")
+    if name.startswith(EXPERIMENT_PREFIX):
+        return "experiment"
+    component = component_of_run(name)
+    return component.title if component else "tour" if name == "tour" else ""
 
 
 def charts_of(run: RunRecord) -> ReportCharts:
     """The report hooks of the component whose step started `run`; none for other runs."""
-    component = RUN_COMPONENTS.get(run.name)
+    component = component_of_run(run.name)
     return component.charts if component else NO_CHARTS
+
+
+def component_of_run(name: str) -> Component | None:
+    """The component whose steps start the run `name`, read from the registry as it is now."""
+    return next((component for component in COMPONENTS.values() if name in component.run_names), None)
 
 
 def _pareto(client: Any, run: RunRecord) -> list[int] | None:

@@ -6,7 +6,7 @@ import re
 from typing import TYPE_CHECKING
 
 from prefcraft.components.component import ReportCharts
-from prefcraft.components.sensejudge.steps import description_names
+from prefcraft.components.sensejudge.selection import description_names
 from prefcraft.report_parts.blocks import Chart, accuracy_row
 
 if TYPE_CHECKING:

@@ -1,7 +1,8 @@
-"""`prefcraft sensejudge`: the SenseJudge component and its steps, each its options (`options`), work (`steps`) and
-report: preference descriptions written from a user's dev pairs, the subset whose majority vote judges best, and the
-selected judge's accuracy, consistency and position bias on test pairs; the response models ranked by the majority
-vote of random descriptions per topic (the paper's way) or by the selected judge."""
+"""`prefcraft sensejudge`: the SenseJudge component and its steps, each its options (`options`), work (`simulate`,
+`selection`, `evaluation`, `demo`) and report: preference descriptions written from a user's dev pairs, the subset
+whose majority vote judges best, and the selected judge's accuracy, consistency and position bias on test pairs; the
+response models ranked by the majority vote of random descriptions per topic (the paper's way) or by the selected
+judge."""
 
 from __future__ import annotations
 
@@ -49,25 +50,26 @@ def _demo_options() -> type[Options]:
 
 def _simulate_code() -> StepCode:
     from prefcraft.components.sensejudge.report import format_simulation
-    from prefcraft.components.sensejudge.steps import read_simulated, simulate
+    from prefcraft.components.sensejudge.simulate import read_simulated, simulate
     return StepCode(simulate, format_simulation, read_simulated)
 
 
 def _select_code() -> StepCode:
     from prefcraft.components.sensejudge.report import format_selection
-    from prefcraft.components.sensejudge.steps import read_dev_pairs, select
+    from prefcraft.components.sensejudge.selection import read_dev_pairs, select
     return StepCode(select, format_selection, read_dev_pairs)
 
 
 def _evaluate_code() -> StepCode:
+    from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
     from prefcraft.components.sensejudge.report import format_evaluation
-    from prefcraft.components.sensejudge.steps import evaluate, read_held_out_pairs
     return StepCode(evaluate, format_evaluation, read_held_out_pairs)
 
 
 def _demo_code() -> StepCode:
+    from prefcraft.components.sensejudge.demo import demo
     from prefcraft.components.sensejudge.report import format_demo
-    from prefcraft.components.sensejudge.steps import demo, read_simulated
+    from prefcraft.components.sensejudge.simulate import read_simulated
     return StepCode(demo, format_demo, read_simulated)
 
 
@@ -77,7 +79,7 @@ def _charts() -> ReportCharts:
 
 
 def _programs() -> dict[str, Any]:
-    from prefcraft.components.sensejudge.steps import PROGRAMS
+    from prefcraft.components.sensejudge.selection import PROGRAMS
     return PROGRAMS
 
 

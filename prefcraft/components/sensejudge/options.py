@@ -1,5 +1,5 @@
-"""The SenseJudge steps' options: each step's job, read directly by its work (`simulation`, `steps`); its flags,
-experiment options and `prefcraft.run` arguments are made from it."""
+"""The SenseJudge steps' options: each step's job, read directly by its work (`simulate`, `selection`, `evaluation`,
+`demo`); its flags, experiment options and `prefcraft.run` arguments are made from it."""
 
 from __future__ import annotations
 

@@ -9,14 +9,16 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft.components.component import StepRun
+from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
 from prefcraft.components.sensejudge import human_labels
-from prefcraft.components.sensejudge import steps as sensejudge
+from prefcraft.components.sensejudge import selection as sensejudge_selection
 from prefcraft.components.sensejudge.commands import COMPONENT
+from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
 from prefcraft.components.sensejudge.human_labels import LabelSplit, annotator_file, load_human_labels
 from prefcraft.components.sensejudge.options import EvaluateOptions, SelectOptions
 from prefcraft.components.sensejudge.pairs import read_annotator_pairs
 from prefcraft.components.sensejudge.report import NO_MODELS, SIMULATED_NOTE, format_evaluation
-from prefcraft.components.sensejudge.steps import evaluate, read_dev_pairs, read_held_out_pairs, select
+from prefcraft.components.sensejudge.selection import read_dev_pairs, select
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import pair_id
@@ -148,7 +150,8 @@ def test_the_annotator_is_chosen_in_the_folder_and_must_match_a_single_file(tmp_
 def scripted(monkeypatch):
     lm = DummyLM([{"preference": f"Prefers {i}.", "analysis": "a", "decision": "Response A" if i % 3 else "Response B"}
                   for i in range(500)], adapter=dspy.JSONAdapter())
-    monkeypatch.setattr(sensejudge, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
+    for module in (sensejudge_selection, sensejudge_evaluation):
+        monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     return lm
 
 

@@ -13,9 +13,12 @@ from sensebench_files import write_dialogues
 import prefcraft
 from prefcraft.cli import main
 from prefcraft.components.component import StepRun
-from prefcraft.components.sensejudge import simulation as sensejudge_simulate
-from prefcraft.components.sensejudge import steps as sensejudge
+from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
+from prefcraft.components.sensejudge import selection as sensejudge_selection
+from prefcraft.components.sensejudge import simulation as sensejudge_simulation
 from prefcraft.components.sensejudge.commands import COMPONENT
+from prefcraft.components.sensejudge.demo import demo
+from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
 from prefcraft.components.sensejudge.options import (
     DEMO_TOPICS,
     DemoOptions,
@@ -23,6 +26,7 @@ from prefcraft.components.sensejudge.options import (
     SelectOptions,
     SimulateOptions,
 )
+from prefcraft.components.sensejudge.ranking import draw_descriptions
 from prefcraft.components.sensejudge.report import (
     SIMULATED_NOTE,
     format_demo,
@@ -30,19 +34,10 @@ from prefcraft.components.sensejudge.report import (
     format_selection,
     format_simulation,
 )
+from prefcraft.components.sensejudge.selection import description_names, read_dev_pairs, select
+from prefcraft.components.sensejudge.simulate import read_simulated, simulate
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues
-from prefcraft.components.sensejudge.steps import (
-    ALL_TOPICS,
-    demo,
-    description_names,
-    draw_descriptions,
-    evaluate,
-    read_dev_pairs,
-    read_held_out_pairs,
-    read_simulated,
-    select,
-    simulate,
-)
+from prefcraft.components.sensejudge.topics import ALL_TOPICS
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set, load_pairs, pair_id
@@ -66,7 +61,7 @@ def scripted(monkeypatch):
 
 
 def offline(monkeypatch, lm):
-    for module in (sensejudge, sensejudge_simulate):
+    for module in (sensejudge_selection, sensejudge_evaluation, sensejudge_simulation):
         monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
 
 
@@ -247,13 +242,13 @@ def test_the_papers_ranking_judge_and_the_selected_judge_can_rank_two_models_dif
     # four written ones for b: any 5 of the 6 written descriptions hold 3 or more of b's votes, so b wins both.
     for_a, for_b = [1, -1], [-1, 1]
     votes = np.array([for_a, for_b, for_b, for_b, for_b, for_a, for_a], dtype=np.int8)
-    monkeypatch.setattr(sensejudge, "collect_votes", lambda judges, examples, **_: votes)
+    monkeypatch.setattr(sensejudge_evaluation, "collect_votes", lambda judges, examples, **_: votes)
 
     def selected_prefers_a(judge, pairs, **_):
         return [Judgment(example.user_id, example.pair_id, example.order, example.preference, True)
                 for example in judge_set(pairs)], LMUsage()
 
-    monkeypatch.setattr(sensejudge, "judge_pairs", selected_prefers_a)
+    monkeypatch.setattr(sensejudge_evaluation, "judge_pairs", selected_prefers_a)
 
     paper = evaluate_in(tmp_path, pairs).ranking
     assert paper.judge == "5 random descriptions per topic, majority vote"
