@@ -37,11 +37,9 @@ from typing import Any
 
 from harness import REPOSITORY, RESULTS, write_result
 
-sys.path.insert(0, str(REPOSITORY / "tests"))
-from openai_standin import fill, requested_schema  # noqa: E402  the tests' stand-in answers, shared
-
-from prefcraft.components.synthesizeme.samples import SAMPLE_USERS  # noqa: E402
-from prefcraft.settings import EMBEDDED_MODEL_NAME  # noqa: E402
+from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
+from prefcraft.rehearsal.instant_server import fill, requested_schema
+from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 MODEL = f"hosted_vllm/{EMBEDDED_MODEL_NAME}"
 PREFCRAFT = Path(sys.executable).parent / "prefcraft"

@@ -19,11 +19,12 @@ prefcraft's engines (`routing.ServerEngine`) move it to the server's field (`con
 
 from __future__ import annotations
 
+import copy
 import decimal
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, get_args
 
@@ -82,6 +83,7 @@ class SchemaAdapter(dspy.JSONAdapter):
             raise ConfigError(f"unknown structured-output dialect {dialect!r}", f"use one of {', '.join(DIALECTS)}")
         self.dialect = dialect
         self.bounds = bounds or LengthBounds()
+        self._formats: dict[Hashable, tuple[dict[str, Any], float]] = {}
 
     # A reply that does not parse leaves DSPy's cache, so that the next run asks again.
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
@@ -95,14 +97,50 @@ class SchemaAdapter(dspy.JSONAdapter):
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: type[dspy.Signature]) -> None:
         if self.dialect == "none":
             return
-        schema = output_schema(signature, self.bounds)
-        lm_kwargs["response_format"] = _response_format(self.dialect, schema)
-        chars = max_chars(schema)
+        response_format, chars = self._format_of(signature)
+        lm_kwargs["response_format"] = copy.deepcopy(response_format)  # the request's own: litellm may edit it
         if math.isfinite(chars):
             # A bounded schema bounds the reply's length, so a budget that covers it never cuts a reply short.
             needed = math.ceil(chars / CHARS_PER_TOKEN) + 32
             current = lm_kwargs.get("max_tokens") or getattr(lm, "kwargs", {}).get("max_tokens") or 0
             lm_kwargs["max_tokens"] = max(current, needed)
+
+    def _format_of(self, signature: type[dspy.Signature]) -> tuple[dict[str, Any], float]:
+        """The response format of `signature`'s outputs and the characters its longest reply takes, built once per
+        signature shape: building a pydantic model and its schema took more CPU than the rest of a call. Every
+        program instance has a signature class of its own (ChainOfThought copies it), so the key is what the schema
+        is made of, not the class."""
+        key = _schema_key(signature, self.bounds)
+        if key is None:
+            schema = output_schema(signature, self.bounds)
+            return _response_format(self.dialect, schema), max_chars(schema)
+        cached = self._formats.get(key)
+        if cached is None:
+            if len(self._formats) >= MAX_CACHED_FORMATS:
+                self._formats.clear()
+            schema = output_schema(signature, self.bounds)
+            cached = self._formats[key] = (_response_format(self.dialect, schema), max_chars(schema))
+        return cached
+
+
+MAX_CACHED_FORMATS = 256
+
+
+def _schema_key(signature: type[dspy.Signature], bounds: LengthBounds) -> Hashable | None:
+    """What `output_schema` reads: the output fields' types and constraints; under per-field bounds, also the input
+    fields (they name the owners, `declared_names`) and the bounds in force, which a signature imported later can add
+    to. None when a type or constraint cannot be hashed."""
+    outputs = tuple((name, field.annotation, *field.metadata) for name, field in signature.output_fields.items())
+    per_field: tuple[Any, ...] = ()
+    if bounds.field_chars or bounds.field_items:
+        per_field = (tuple(signature.input_fields), tuple(sorted(bounds.field_chars.items())),
+                     tuple(sorted(bounds.field_items.items())))
+    key = (outputs, bounds.string_chars, bounds.list_items, per_field)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _response_format(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]:

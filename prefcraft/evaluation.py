@@ -47,7 +47,9 @@ def evaluate_program(
         failure_score=0.0,
         provide_traceback=False,
     )
-    with metered() as meter:
+    # DSPy appends every call made outside its thread pools (the warm-up's) to the context's trace, a list that lives
+    # as long as the context: one per evaluation, so that a run over many users does not keep every user's program.
+    with metered() as meter, dspy.context(trace=[]):
         if num_threads > 1:
             _warm_prefix(program, examples[0])
         # MLflow's autologging would log DSPy's mean score as `eval` on the command's run, beside the same result

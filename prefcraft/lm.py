@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 import dspy
 from dspy import lm15
 from dspy.clients import DISK_CACHE_LIMIT
+from dspy.clients.base_lm import GLOBAL_HISTORY
 from dspy.clients.engines import LiteLLMEngine
 from dspy.lm15 import Request, Response, Usage, response_to_events
 from dspy.utils.callback import BaseCallback
@@ -62,7 +63,7 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     api_key = _api_key(model)
     if model.api_bases:
         engine = CountingRouterEngine(endpoint_router(model, api_key), retries=model.num_retries)
-        return dspy.LM(model.model, engine=engine, **sampling)
+        return RecentHistoryLM(model.model, engine=engine, **sampling)
     client: dict[str, Any] = {"timeout": model.timeout_s}
     if model.api_base:
         client["api_base"] = model.api_base
@@ -71,12 +72,30 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     # The server engine sends `max_tokens`, which every server honours (DSPy's native engine sends
     # `max_completion_tokens` for openai/ models, which llama.cpp ignores: runaway generations).
     engine = CountingEngine(retries=model.num_retries, wire_model=model.model, **client)
-    return dspy.LM(model.model, engine=engine, **sampling)
+    return RecentHistoryLM(model.model, engine=engine, **sampling)
+
+
+# DSPy keeps the last 10,000 calls (prompt, request and response, tens of KB each) in its global history, each LM's and
+# each calling module's: a process's memory grew with every call up to there. `inspect_history` needs only the last few.
+HISTORY_ENTRIES = 100
+
+
+class RecentHistoryLM(dspy.LM):
+    """A dspy.LM whose call histories (DSPy's global one, its own, its calling modules') keep the last
+    HISTORY_ENTRIES calls."""
+
+    def update_history(self, entry: dict[str, Any]) -> None:
+        super().update_history(entry)
+        callers = dspy.settings.caller_modules or ()
+        for history in (GLOBAL_HISTORY, self.history, *(module.history for module in callers)):
+            del history[:-HISTORY_ENTRIES]
 
 
 class _Sending:
     """Sends one request per attempt, counting each in the calling block's usage (`usage.metered`); retries a
-    connection error (`retries` times, never a timeout: that server is busy, not gone); and sends a request identical
+    connection error, a rate limit (429) and a server error (5xx) `retries` times, as the openai client the reference
+    codes used does (never a timeout: that server is busy, not gone; never another refusal, such as a 400 for a prompt
+    over the context length, which fails the same way again); and sends a request identical
     to one still waiting for its answer only once: DSPy's thread pools resubmit calls that run long, which would give a
     slow server the same work again. Identical requests get identical answers (as from DSPy's cache)."""
 
@@ -115,11 +134,11 @@ class _Sending:
             try:
                 response = send()
             except Exception as error:
-                last = attempt == self.retries or not _connection_failed(error)
+                last = attempt == self.retries or not (_connection_failed(error) or _refused_for_now(error))
                 EndpointFaults.record(endpoint, error, getattr(self, "client_options", {}).get("timeout"), last)
                 if last:
                     raise
-                time.sleep(min(2.0**attempt, 10.0))
+                time.sleep(_wait_s(error, attempt))
             else:
                 if response.finish_reason == "length":
                     count_tally("cut_short")
@@ -183,6 +202,40 @@ def _connection_failed(error: BaseException | None) -> bool:
     import httpx  # litellm's client, imported by then
 
     return _caused_by(error, (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError))
+
+
+# The openai client's backoff: 0.5 s, doubling, at most 8 s; a server's Retry-After (at most 60 s) wins.
+RETRY_FIRST_WAIT_S = 0.5
+RETRY_MAX_WAIT_S = 8.0
+RETRY_AFTER_MAX_S = 60.0
+
+
+def _refused_for_now(error: BaseException) -> bool:
+    """Whether the server answered `error` with a rate limit (429) or a server error (5xx): worth another attempt
+    later, unlike any other refusal. A timeout never is, whatever status litellm gives it."""
+    status = _status_code(error)
+    return status is not None and (status == 429 or status >= 500) and not _caused_by(error, TimeoutError)
+
+
+def _status_code(error: BaseException | None) -> int | None:
+    while error is not None:
+        status = getattr(error, "status_code", None)
+        if isinstance(status, int):
+            return status
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def _wait_s(error: BaseException, attempt: int) -> float:
+    """Seconds before attempt `attempt + 1`: the server's Retry-After when it gave one in seconds, else the backoff."""
+    backoff = min(RETRY_FIRST_WAIT_S * 2**attempt, RETRY_MAX_WAIT_S)
+    while error is not None:
+        headers = getattr(getattr(error, "response", None), "headers", None) or {}
+        try:
+            return min(max(float(headers["retry-after"]), 0.0), RETRY_AFTER_MAX_S)
+        except (KeyError, TypeError, ValueError):  # none here, or an HTTP date: the backoff will do
+            error = error.__cause__ or error.__context__
+    return backoff
 
 
 def _caused_by(error: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> bool:

@@ -85,7 +85,8 @@ class ModelSettings(BaseModel):
     timeout_s: float = Field(
         300.0, gt=0, description="seconds a call may wait for its reply; a call that timed out is never sent again"
     )
-    num_retries: int = Field(2, ge=0, description="retries of a call whose connection was refused or broke")
+    num_retries: int = Field(2, ge=0, description="retries of a call whose connection was refused or broke, or that "
+                             "the server refused for now (429, 5xx), with a growing wait")
 
     @model_validator(mode="after")
     def _one_way_to_each_endpoint(self) -> ModelSettings:

@@ -9,6 +9,7 @@ import pydantic
 import pytest
 from dspy.utils.dummies import DummyLM
 
+import prefcraft.adapter as adapter_module
 from prefcraft.adapter import (
     CHARS_PER_TOKEN,
     COMPACT_JSON,
@@ -695,3 +696,21 @@ def test_llguidance_dialect_gets_compact_json_that_parses(embedded_model):
 )
 def test_free_whitespace_is_whitespace_outside_strings_beyond_one_space_after_a_separator(reply, free):
     assert has_free_whitespace(reply) is free
+
+
+def test_a_signatures_schema_is_built_once_per_shape_and_each_request_gets_its_own(monkeypatch):
+    """Every ChainOfThought copies its signature: the schema is keyed by what it is made of, not the class."""
+    built = []
+    monkeypatch.setattr(adapter_module, "output_schema", lambda signature, bounds=None: built.append(1) or
+                        output_schema(signature, bounds))
+    adapter = SchemaAdapter()
+    formats = []
+    for _ in range(3):
+        kwargs: dict = {}
+        adapter._prepare_response_format(None, kwargs, dspy.ChainOfThought("question -> answer: int").predict.signature)
+        formats.append(kwargs["response_format"])
+    assert len(built) == 1
+    assert formats[0] == formats[2] and formats[0] is not formats[2]
+    kwargs = {}
+    adapter._prepare_response_format(None, kwargs, dspy.Predict("question -> answer: str").signature)
+    assert len(built) == 2

@@ -20,7 +20,8 @@ DEFAULT_RUNS = 50
 
 def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[argparse.ArgumentParser], None]) -> None:
     """No steps, and of the settings only where the store is: the report starts no server and calls no model."""
-    parser.add_argument("--config", type=Path, help="TOML settings file (its tracking_uri and experiment) (default: none)")
+    parser.add_argument("--config", type=Path,
+                        help="TOML settings file (its tracking_uri and experiment) (default: none)")
     parser.add_argument("--tracking-uri", help="MLflow tracking URI (default: sqlite:///mlflow.db)")
     parser.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
                         help="MLflow experiment name (default: prefcraft)")
