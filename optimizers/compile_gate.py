@@ -1,5 +1,6 @@
 """The compile runners' side of the ship gate: score, save, register and log; the verdict itself is
-`prefcraft.optimizers.compile_selection.ship_decision`.
+`prefcraft.optimizers.compile_selection.ship_decision`. Every compile reaches it through
+`prefcraft.optimizers.compile_step`.
 
 Both programs are scored with the compile's own metric through `evaluate_program` (one child run each); the
 optimizer's full evaluations made most of these calls already, so DSPy's cache answers them. Nothing is scored or saved

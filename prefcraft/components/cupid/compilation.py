@@ -18,15 +18,13 @@ from prefcraft.components.cupid.options import CompileOptions
 from prefcraft.components.cupid.results import CupidCompileOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_gate import keep_if_better
+from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate
 from prefcraft.optimizers.cupid import PROGRAM_NAME, labeled
-from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.options import optimizer_config
-from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
 from prefcraft.programs.cupid import PreferenceInferrer, PreferenceMatch
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
+from prefcraft.tracking import Tracker, data_digest
 
 Splits = tuple[list[dspy.Example], list[dspy.Example]]
 
@@ -49,25 +47,17 @@ def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
     tracker: Tracker,
 ) -> CupidCompileOutcome:
-    """The optimizer over a new inferrer of the options' variant, then `keep_if_better`: save it with its verdict, ship
-    only a winner."""
+    """The optimizer over a new inferrer of the options' variant, on labeled training examples, then the ship gate:
+    save it with its verdict, ship only a winner."""
     metric = PreferenceF1(PreferenceMatch(decomposer_max_tokens(session)), lambda: lm_context(session, "judge"))
-    config = optimizer_config(options, session)
-    params = {"program": PROGRAM_NAME, "variant": options.variant, "data": str(options.source),
-              "data_digest": data_digest(options.source), "train": len(trainset), "val": len(valset),
-              **config.as_params(), **model_params(session)}
-    with tracker.run("cupid-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
-        optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
-                                    task_model=build_lm(session.task))
-        compiled = optimizer.compile(PreferenceInferrer(options.variant), trainset=[labeled(e) for e in trainset],
-                                     valset=valset)
-        verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=PreferenceInferrer(options.variant),
-            valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            variant=options.variant, data=str(options.source), data_digest=data_digest(options.source),
-            split={"val_personas": options.val_personas, "test_personas": options.test_personas,
-                   "train": len(trainset), "val": len(valset)},
-            metric="per-instance F1 of the preference match (decomposer + matcher on the judge model)",
-            optimizer=config.as_params(),
-        )  # fmt: skip
-    return CupidCompileOutcome(len(trainset), len(valset), verdict, meter.usage, config.name, options.variant)
+    described = {"variant": options.variant, "data": str(options.source), "data_digest": data_digest(options.source)}
+    step = CompileStep(
+        PROGRAM_NAME, lambda: PreferenceInferrer(options.variant), optimizer_config(options, session), options.output,
+        {**described, "split": {"val_personas": options.val_personas, "test_personas": options.test_personas,
+                                "train": len(trainset), "val": len(valset)},
+         "metric": "per-instance F1 of the preference match (decomposer + matcher on the judge model)"},
+    )  # fmt: skip
+    params = {**described, "train": len(trainset), "val": len(valset)}
+    outcome = compile_and_gate(session, tracker, step, metric, [labeled(e) for e in trainset], valset,
+                               run_name="cupid-compile", params=params, models=ModelAccess(build_lm, lm_context))
+    return CupidCompileOutcome(**vars(outcome), variant=options.variant)

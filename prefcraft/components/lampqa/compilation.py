@@ -20,16 +20,14 @@ from prefcraft.components.lampqa.metrics import AspectScore
 from prefcraft.components.lampqa.options import CompileOptions
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileOutcome
-from prefcraft.optimizers.demos import keep_prompt_demos
+from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.optimizers.options import optimizer_config
-from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
 from prefcraft.programs.lampqa import PLANPERS_RETRIES, PlanPers
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
+from prefcraft.tracking import Tracker, data_digest
 
 METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · #aspects), judge on the judge model"
 Splits = tuple[list[dspy.Example], list[dspy.Example]]
@@ -56,31 +54,18 @@ def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
     tracker: Tracker,
 ) -> CompileOutcome:
-    """The optimizer over a new PlanPers (both predictors), then `keep_if_better`: save it with its verdict, ship only a
+    """The optimizer over a new PlanPers (both predictors), then the ship gate: save it with its verdict, ship only a
     winner."""
     metric = AspectScore(lambda: lm_context(session, "judge"), options.judge_retries)
-
     retries = options.retries_for(PLANPERS_RETRIES)
-
-    def planpers() -> PlanPers:
-        return PlanPers(build_retriever(options), retries=retries)
-
-    config = optimizer_config(options, session)
-    digest = data_digest(options.source)
-    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": digest, "train": len(trainset),
-              "val": len(valset), **config.as_params(), **retrieval_params(options), **retry_params(options),
-              **model_params(session)}
-    with tracker.run("lampqa-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
-        optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
-                                    task_model=build_lm(session.task))
-        compiled = optimizer.compile(planpers(), trainset=trainset, valset=valset)
-        verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=planpers(),
-            valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            k=options.k, retriever=options.retriever, retries=retries,
-            data=str(options.source),
-            data_digest=digest, split={"train": len(trainset), "val": len(valset),
-                                       "max_questions": options.max_questions},
-            metric=METRIC, optimizer=config.as_params(),
-        )  # fmt: skip
-    return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, config.name)
+    data = {"data": str(options.source), "data_digest": data_digest(options.source)}
+    step = CompileStep(
+        PROGRAM_NAME, lambda: PlanPers(build_retriever(options), retries=retries), optimizer_config(options, session),
+        options.output,
+        {"k": options.k, "retriever": options.retriever, "retries": retries, **data,
+         "split": {"train": len(trainset), "val": len(valset), "max_questions": options.max_questions},
+         "metric": METRIC},
+    )  # fmt: skip
+    params = {**data, "train": len(trainset), "val": len(valset), **retrieval_params(options), **retry_params(options)}
+    return compile_and_gate(session, tracker, step, metric, trainset, valset, run_name="lampqa-compile", params=params,
+                            models=ModelAccess(build_lm, lm_context))

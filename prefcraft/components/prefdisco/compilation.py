@@ -19,16 +19,14 @@ from prefcraft.components.prefdisco.metrics import GatedPrefAlign
 from prefcraft.components.prefdisco.options import CompileOptions
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
-from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileOutcome
-from prefcraft.optimizers.demos import keep_prompt_demos
+from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
-from prefcraft.optimizers.prompt_optimizer import PromptOptimizer
 from prefcraft.programs.prefdisco import QuestionAsker
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
+from prefcraft.tracking import Tracker, data_digest
 
 Splits = tuple[list[Scenario], list[Scenario]]
 
@@ -48,28 +46,20 @@ def compile_asker(options: CompileOptions, run: StepRun) -> CompileOutcome:
 
 def compile_and_select(session: Settings, options: CompileOptions, train: Sequence[Scenario],
                        val: Sequence[Scenario], tracker: Tracker) -> CompileOutcome:
-    """The optimizer over a new asker's two predictors (the turn decision and the answer), then `keep_if_better`: save
-    it with its verdict, ship only a winner."""
+    """The optimizer over a new asker's two predictors (the turn decision and the answer), then the ship gate: save it
+    with its verdict, ship only a winner."""
     metric = GatedPrefAlign({s.scenario_id: s for s in [*train, *val]}, partial(lm_context, session, "judge"))
     trainset, valset = ([asker_example(s.scenario_id, s.question, user)
                          for s, user in zip(split, simulated_users(session, split), strict=True)]
                         for split in (train, val))
-    config = optimizer_config(options, session)
-    digest = data_digest(options.source)
-    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": digest, "train": len(train),
-              "val": len(val), "max_turns": options.max_turns, **config.as_params(), **model_params(session)}
-    with tracker.run("prefdisco-compile", params), lm_context(session, "task"), logged_usage(tracker) as meter:
-        optimizer = PromptOptimizer(metric, config, prompt_model=build_lm(session.model_for("prompt")),
-                                    task_model=build_lm(session.task))
-        compiled = optimizer.compile(QuestionAsker(options.max_turns), trainset=trainset, valset=valset)
-        verdict = keep_if_better(
-            session, tracker, compiled=keep_prompt_demos(compiled), uncompiled=QuestionAsker(options.max_turns),
-            valset=valset, score=metric, program_name=PROGRAM_NAME, output=options.output,
-            data=str(options.source), data_digest=digest,
-            max_turns=options.max_turns,
-            split={"val_share": options.val_share, "test_share": options.test_share,
+    data = {"data": str(options.source), "data_digest": data_digest(options.source)}
+    step = CompileStep(
+        PROGRAM_NAME, lambda: QuestionAsker(options.max_turns), optimizer_config(options, session), options.output,
+        {**data, "max_turns": options.max_turns,
+         "split": {"val_share": options.val_share, "test_share": options.test_share,
                    "train": [s.scenario_id for s in train], "val": [s.scenario_id for s in val]},
-            metric="PrefAlign / 5 of the final answer when the correctness judge accepts it, else 0",
-            optimizer=config.as_params(),
-        )  # fmt: skip
-    return CompileOutcome(len(train), len(val), verdict, meter.usage, config.name)
+         "metric": "PrefAlign / 5 of the final answer when the correctness judge accepts it, else 0"},
+    )  # fmt: skip
+    params = {**data, "train": len(train), "val": len(val), "max_turns": options.max_turns}
+    return compile_and_gate(session, tracker, step, metric, trainset, valset, run_name="prefdisco-compile",
+                            params=params, models=ModelAccess(build_lm, lm_context))

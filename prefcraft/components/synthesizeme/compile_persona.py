@@ -31,22 +31,17 @@ from prefcraft.loaders.personal_reward_bench import (
     load_pairs,
     train_val_split,
 )
-from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileVerdict
+from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, optimize_and_gate, tracked_compile
 from prefcraft.optimizers.options import optimizer_config
-from prefcraft.optimizers.persona_prompt import (
-    PersonaMetric,
-    compile_persona_prompt,
-    default_judge_baselines,
-    persona_examples,
-)
+from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines, persona_examples
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, logged_usage, model_params
+from prefcraft.tracking import Tracker, data_digest
 
 logger = logging.getLogger(__name__)
 
@@ -75,12 +70,12 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     fit_config = options.search_config(session)
     prompt_config = persona_optimizer_config(options, session)
     digest = data_digest(options.source)
-    params = {"program": PERSONA_SYNTHESIZER, "data": str(options.source), "data_digest": digest,
-              "train_users": ",".join(train), "val_users": ",".join(val), "persona_metric": options.persona_metric,
-              **prompt_config.as_params(),
+    params = {"data": str(options.source), "data_digest": digest, "train_users": ",".join(train),
+              "val_users": ",".join(val), "persona_metric": options.persona_metric,
               "fit_val_fraction": VAL_FRACTION, "fit_validation": options.validation,
-              **{f"fit_{key}": value for key, value in asdict(fit_config).items()}, **model_params(session)}
-    with tracker.run("compile-persona", params), lm_context(session, "task"), logged_usage(tracker):
+              **{f"fit_{key}": value for key, value in asdict(fit_config).items()}}
+    with tracked_compile(session, tracker, ModelAccess(build_lm, lm_context), run_name="compile-persona",
+                         program_name=PERSONA_SYNTHESIZER, config=prompt_config, params=params):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
         train_evidence, val_evidence = (_collect_evidence(fitter, users, options.validation) for users in (train, val))
         score = persona_metric(options, {**train, **val}, [*train_evidence, *val_evidence])
@@ -118,17 +113,15 @@ def select_persona_prompt(
     session: Settings, tracker: Tracker, train: list[PersonaEvidence], val: list[PersonaEvidence],
     prompt_config: OptimizerConfig, score: PersonaMetric, output: Path, **metadata: Any,
 ) -> CompileVerdict:
-    """The optimizer over the persona prompt, then the ship gate (`keep_if_better`): the compiled prompt is saved to
-    `output` with its verdict, and registered (inside compiled/) only when its personas score better by `score` on the
-    validation users than the uncompiled prompt's."""
-    compiled = compile_persona_prompt(train, val, prompt_config, score,
-                                      prompt_model=build_lm(session.model_for("prompt")),
-                                      task_model=build_lm(session.task))
-    return keep_if_better(
-        session, tracker, compiled=compiled, uncompiled=PersonaSynthesizer(), valset=persona_examples(val),
-        score=score, program_name=PERSONA_SYNTHESIZER, output=output, prompt_model=session.model_for("prompt").model,
-        optimizer=prompt_config.as_params(), trials=len(compiled.compile_record.trial_logs), **metadata,
-    )  # fmt: skip
+    """The optimizer over the persona prompt, then the ship gate (`optimize_and_gate`): the compiled prompt is saved to
+    `output` with its verdict and its trial count, and registered (inside compiled/) only when its personas score
+    better by `score` on the validation users than the uncompiled prompt's. Its demos stay as the optimizer chose
+    them."""
+    step = CompileStep(PERSONA_SYNTHESIZER, PersonaSynthesizer, prompt_config, output,
+                       {"prompt_model": session.model_for("prompt").model, **metadata},
+                       prompt_demos_only=False, count_trials=True)
+    return optimize_and_gate(session, tracker, step, score, persona_examples(train), persona_examples(val),
+                             ModelAccess(build_lm, lm_context))
 
 
 def _collect_evidence(
