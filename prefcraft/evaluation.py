@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import dspy
 
-from prefcraft.lm import check_reachable
+from prefcraft.lm import EndpointFaults, check_reachable
 from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
 from prefcraft.metrics.degenerate import count_degenerate, text_output_fields
 from prefcraft.metrics.pairwise import Judgment, preference_correct
@@ -31,9 +31,10 @@ def evaluate_program(
     """`program` on every example with dspy.Evaluate: (example, prediction, score) in order, and the LM usage.
 
     A failed call (or parse) scores 0 with prediction None, and never stops the run; if any call failed and the
-    server no longer answers, raises ServerUnreachableError instead of reporting zeros. The first example runs alone
-    before the others: calls of one program share its prompt prefix, and calls that start together with a prefix the
-    server has not cached yet each evaluate it in full. Evaluate then takes that first answer from DSPy's cache.
+    server no longer answers (or a call timed out), raises that error instead of reporting zeros. The first example
+    runs alone before the others: calls of one program share its prompt prefix, and calls that start together with a
+    prefix the server has not cached yet each evaluate it in full. Evaluate then takes that first answer from DSPy's
+    cache.
     Every component's evaluation goes through here; the metric may itself call models (graders, judges).
     """
     if not examples:
@@ -58,6 +59,8 @@ def evaluate_program(
     results = [(example, prediction or None, float(score)) for example, prediction, score in result.results]
     if any(prediction is None for _, prediction, _ in results):
         check_reachable(model)
+        if (fault := EndpointFaults.error()) is not None:
+            raise fault  # a call timed out: the failed items are the server's, not their own; nothing is written
     return results, meter.usage
 
 

@@ -18,7 +18,7 @@ from dspy.utils.exceptions import AdapterParseError, DSPyError, LMInvalidRequest
 from openai import OpenAIError  # litellm's errors (ContextWindowExceededError, BadRequestError, ...) derive from it
 
 from prefcraft.errors import PrefcraftError, ServerError
-from prefcraft.lm import EndpointFaults
+from prefcraft.lm import EndpointFaults, server_cut_off
 
 CONTEXT_OVERFLOW = "context_window_exceeded"
 UNPARSEABLE = "adapter_parse_error"
@@ -32,11 +32,11 @@ OVERFLOW_MESSAGE = re.compile(r"maximum context length|context_length_exceeded|c
 
 def is_item_failure(error: BaseException) -> bool:
     """Whether `error` ends one item's work only: a model call the server refused or answered unparseably, or the item's
-    data refused. Never a call that timed out or found no server, nor any call once an endpoint did (`EndpointFaults`:
-    the command ends with that error, and nothing is written as if the items had failed on their own)."""
-    cut_off = any(isinstance(cause, TimeoutError | ConnectionError) for cause in _chain(error))
+    data refused. Never a call that timed out, found no server or was refused its credentials or model
+    (`lm.server_cut_off`), nor any call once an endpoint failed so (`EndpointFaults`: the command ends with that error,
+    and nothing is written as if the items had failed on their own)."""
     return (isinstance(error, PrefcraftError | DSPyError | OpenAIError) and not isinstance(error, ServerError)
-            and not cut_off and EndpointFaults.error() is None)
+            and not server_cut_off(error) and EndpointFaults.error() is None)
 
 
 def failure_kind(error: BaseException) -> str:

@@ -196,6 +196,23 @@ def _counted_already(response: Response) -> Response:
     return dataclasses.replace(response, usage=Usage())
 
 
+def server_cut_off(error: BaseException | None) -> bool:
+    """Whether `error`, or an error that led to it, says the server cannot serve this command at all: the call timed
+    out, its connection failed, or the server refused the credentials or the model. Every later call would fail
+    alike, so the command ends rather than count the item as failed (prefcraft.item_failures)."""
+    from dspy.utils.exceptions import (
+        LMAuthError,
+        LMBillingError,
+        LMConfigurationError,
+        LMTimeoutError,
+        LMTransportError,
+        LMUnsupportedModelError,
+    )
+
+    refused = (LMAuthError, LMBillingError, LMConfigurationError, LMUnsupportedModelError)
+    return _caused_by(error, (TimeoutError, LMTimeoutError, LMTransportError, *refused)) or _connection_failed(error)
+
+
 def _connection_failed(error: BaseException | None) -> bool:
     """Whether `error`, or an error that led to it, is a connection that could not be opened or broke: worth another
     attempt, unlike a timeout. litellm reports a refused connection to a self-hosted server as a server error."""

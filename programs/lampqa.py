@@ -25,7 +25,7 @@ import numpy as np
 from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from prefcraft.item_failures import failure_reason
+from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.signatures.lampqa import (
     AnswerQuestion,
     AnswerWithPlan,
@@ -236,6 +236,8 @@ class AspectJudge(dspy.Module):
                     aspect=format_rubric_aspect(aspect)).match_score))
                 failures.append(None)
             except Exception as failure:  # a failed judgment is counted by the caller, not guessed
+                if not is_item_failure(failure):
+                    raise
                 scores.append(None)
                 failures.append(failure_reason(failure))
                 error = failure

@@ -4,7 +4,7 @@ from any other error, however the server or litellm phrased it; which failures e
 import dspy
 import litellm
 import pytest
-from dspy.utils.exceptions import AdapterParseError
+from dspy.utils.exceptions import AdapterParseError, LMAuthError, LMTimeoutError, LMTransportError
 
 from prefcraft.errors import DataError, ServerUnreachableError
 from prefcraft.item_failures import (
@@ -61,6 +61,9 @@ def test_an_unparseable_reply_says_so():
     (DataError("rows.jsonl", 3, "profile", "is empty"), True),
     (ServerUnreachableError("http://127.0.0.1:9/v1", "connection refused"), False),
     (RuntimeError("a bug"), False),
+    (LMTimeoutError("the call timed out"), False),  # the server is slower than the timeout: the command ends
+    (LMTransportError("connection reset"), False),
+    (LMAuthError("401"), False),  # every later call would be refused alike
 ])
 def test_only_a_failed_call_or_refused_data_ends_one_item_alone(error, one_item):
     assert is_item_failure(error) is one_item

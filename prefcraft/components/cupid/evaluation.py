@@ -48,6 +48,7 @@ from prefcraft.components.cupid.metrics import (
 )
 from prefcraft.components.cupid.options import ContextOverflow, DataOptions, JudgingOptions
 from prefcraft.components.cupid.results import (
+    UNPARSEABLE_SCORE,
     EvaluationOutcome,
     InferenceOutcome,
     InstanceResult,
@@ -296,7 +297,7 @@ def _response_result(
         return ResponseResult(*instance, generated.response, 0.0, "judging", judge_failure)
     score = judge_score(judged.score)
     if score is None:
-        return ResponseResult(*instance, generated.response, 0.0, "unparseable score",
+        return ResponseResult(*instance, generated.response, 0.0, UNPARSEABLE_SCORE,
                               f"the judge's score reads {judged.score!r}")
     return ResponseResult(*instance, generated.response, score)
 
@@ -307,7 +308,7 @@ def _response_scores(results: Sequence[ResponseResult], seed: int) -> ResponseSc
     failed generation is left out; each counted."""
     failed_generations = [result for result in results if result.failed == "generation"]
     return response_scores([result.score if result.failed is None else None for result in results
-                            if result.failed in (None, "unparseable score")],
+                            if result.failed in (None, UNPARSEABLE_SCORE)],
                            judge_failures=sum(result.failed == "judging" for result in results),
                            context_overflows=sum(result.score is not None for result in failed_generations),
                            generation_failures=sum(result.score is None for result in failed_generations), seed=seed)

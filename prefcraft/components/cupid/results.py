@@ -10,6 +10,9 @@ from prefcraft.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import CompileOutcome
 
+UNPARSEABLE_SCORE = "unparseable score"
+"""A response whose judge reply parsed but gave no 1-10 number: scored 0, as the reference scores it."""
+
 
 @dataclass
 class InstanceResult:
@@ -52,7 +55,7 @@ class ResponseResult:
     """The judge's 1-10 as read by `judge_score` (0 when unparseable, when judging failed, or, under the reference's
     rule, when the generation's prompt was over the context window), or None when the response is left out."""
     failed: str | None = None
-    """None, or what failed: "generation", "judging" or "unparseable score"."""
+    """None, or what failed: "generation", "judging" or UNPARSEABLE_SCORE."""
     reason: str | None = None
     """Why generation or judging failed (`prefcraft.item_failures.failure_reason`), e.g.
     "context_window_exceeded: ..."."""
@@ -93,9 +96,10 @@ class EvaluationOutcome:
     @property
     def failed_items(self) -> int:
         """Inferences and responses whose call failed (each with its reason), scored as the reference scores them or
-        left out."""
-        return (sum(result.reason is not None for outcome in self.inference for result in outcome.results)
-                + sum(result.reason is not None for outcome in self.responses for result in outcome.results))
+        left out; a judge's reply that parsed but gave no number is scored 0 and is no failed call."""
+        return (sum(result.failed is not None for outcome in self.inference for result in outcome.results)
+                + sum(result.failed not in (None, UNPARSEABLE_SCORE)
+                      for outcome in self.responses for result in outcome.results))
 
 
 @dataclass(frozen=True)

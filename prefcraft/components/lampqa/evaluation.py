@@ -9,8 +9,8 @@ one child run per method; per-question results go to `<output-dir>/lampqa-<metho
 `<output-dir>/lampqa-summary.json`, both written atomically and logged to their run.
 
 A question whose answer or judgment fails (the server refused a prompt over its context, a reply that still does not
-parse after its retries, a timeout) scores 0, as the reference scores it, with its reason in the results and counted
-by kind in the summary; the run goes on, unless the model's server no longer answers at all.
+parse after its retries) scores 0, as the reference scores it, with its reason in the results and counted by kind in
+the summary; the run goes on, unless a call timed out or the model's server no longer answers at all.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, Met
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_pipeline_step
 from prefcraft.files import write_text_atomic
-from prefcraft.item_failures import failure_reason
+from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
@@ -227,6 +227,8 @@ class FailureRecorded(dspy.Module):
         try:
             return self.program(**inputs)
         except Exception as error:  # one question's failure, recorded; a stop (Ctrl-C) is no Exception
+            if not is_item_failure(error):
+                raise  # a timeout or a server gone: the command ends (evaluate_program)
             return dspy.Prediction(failure=failure_reason(error))
 
 

@@ -85,6 +85,9 @@ def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
     if unselected:
         raise ConfigError(f"{options.judge} has no descriptions for the topics {', '.join(unselected)} of the test "
                           "pairs", "run `prefcraft sensejudge select` on this file first")
+    if any("reference_subsets" not in selections[topic]["record"] for topic in test):
+        raise ConfigError(f"{options.judge} was selected before its record kept the subsets the reference's headline "
+                          "averages over", "run `prefcraft sensejudge select` again")
     return HeldOutPairs(metadata, pairs, test, selections)
 
 

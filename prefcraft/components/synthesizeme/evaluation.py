@@ -23,7 +23,7 @@ from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FittedOptions, JudgedOptions
 from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
-from prefcraft.errors import ConfigError
+from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
 from prefcraft.executors import ray_map
 from prefcraft.files import safe_name
@@ -391,9 +391,9 @@ def _evaluate_on_ray(
     finished = ray_map(judge_user_in_worker, work, address=address)
     for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
         method, user_id = item.judging.method, item.judging.user.user_id
-        if isinstance(result, str):
+        if isinstance(result, str):  # judge_user returns a UserJudged for the user's own failures: this is the worker's
             check_reachable(session.task, "task")  # the calls failed because the server died: say that
-            result = UserJudged(failed_judgments(item.judging), LMUsage(), result)
+            raise PrefcraftError(f"evaluating {method} for user {user_id} failed: {result}")
         judged[method][user_id] = result
         finish_if_done(method)
 

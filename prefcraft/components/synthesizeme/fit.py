@@ -14,11 +14,11 @@ from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions, demo_cap
-from prefcraft.errors import PrefcraftError, ServerError
+from prefcraft.errors import PrefcraftError
 from prefcraft.executors import ray_map
 from prefcraft.files import path_in
 from prefcraft.item_failures import failure_reason, is_item_failure
-from prefcraft.lm import cache_directory, check_reachable
+from prefcraft.lm import EndpointFaults, cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_examples, train_val_split
 from prefcraft.model_registry import input_example, registered_name
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
@@ -186,9 +186,9 @@ def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
                 with metered_prompt_cache(fit.model.api_base) as server:
                     judge = attempt_fit(fit)
                 finish.record(fit.user, judge, server.usage)
-        except ServerError:
-            raise
         except PrefcraftError as error:
+            if not is_item_failure(error):  # a server gone, or a call that timed out: the command ends
+                raise
             finish.skip(user_id, str(error))
 
 
@@ -227,6 +227,8 @@ class _FitWriter:
         record, user_id = judge.fit_record, user.user_id
         if any(record.failed_calls.values()):
             check_reachable(self.session.task, "task")  # calls failed because the server died: not a fit
+            if (fault := EndpointFaults.error()) is not None:
+                raise fault  # calls timed out: not a fit either, and nothing saved that --resume would take for one
         path = fitted_path(self.output_dir, user_id)
         save_compiled(judge, path, program_name=PERSONAL_JUDGE, user_id=user_id, persona=record.persona,
                       score={"val_accuracy": record.val_accuracy}, record=asdict(record), **self.metadata)

@@ -184,6 +184,13 @@ def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(script
     with pytest.raises(ConfigError, match="could be among the test pairs"):  # another split: read before any model
         read_held_out_pairs(EvaluateOptions(**{**given, "split_seed": 7}))
 
+    saved = json.loads(given["judge"].read_text())  # a judge selected before the reference's subsets were kept
+    for selection in saved["prefcraft"]["topics"].values():
+        del selection["record"]["reference_subsets"]
+    given["judge"].write_text(json.dumps(saved))
+    with pytest.raises(ConfigError, match="run `prefcraft sensejudge select` again"):
+        read_held_out_pairs(evaluated)
+
 
 def test_the_extractor_reads_a_cut_pair_whole(tmp_path, monkeypatch):
     monkeypatch.setattr(human_labels, "_cl100k_tokens", lambda text: len(text.split()))  # litellm loads in seconds
