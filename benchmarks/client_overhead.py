@@ -35,7 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from harness import REPOSITORY, RESULTS, write_result
+from harness import RESULTS, write_result
 
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.rehearsal.instant_server import fill, requested_schema

@@ -2,6 +2,8 @@
 (faults injected in one), and the data generators read back by the components' own loaders at the sizes asked."""
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,12 +14,14 @@ from prefcraft.components.lampqa.data import load_questions
 from prefcraft.components.prefdisco.data import load_scenarios
 from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import load_profiles
+from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
-from prefcraft.rehearsal.data import CUPID_PERSONAS, PRISM_USERS, SENSE_TOPICS, write_data
+from prefcraft.rehearsal.data import CUPID_PERSONAS, PRISM_USERS, SENSE_TOPICS, reuse_or_write, write_data
 from prefcraft.rehearsal.report import HEADLINE, MARK
-from prefcraft.rehearsal.run import served_context
+from prefcraft.rehearsal.run import rehearsal_settings, served_context
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
+BENCHMARKS = EXPERIMENTS.parent / "benchmarks"
 
 
 def rehearse(capsys, path, *flags):
@@ -121,3 +125,40 @@ def test_the_context_comes_from_the_files_vllm_serve_line():
     assert served_context(text, "hosted_vllm/org/model").tokens == 16_384
     assert served_context("#   vllm serve org/model --port 8000\n", "hosted_vllm/org/model").source.startswith("unset")
     assert served_context(text, "openai/gpt-4.1").tokens is None
+
+
+def test_resumed_data_is_the_first_runs_and_another_scale_is_refused(tmp_path):
+    experiment = load_experiment(EXPERIMENTS / "cupid-main.toml")
+    first = reuse_or_write(experiment, tmp_path, 0.002)
+    (tmp_path / "cupid.jsonl").write_text("{}\n")  # what a resumed run must read as it is, not write again
+    assert reuse_or_write(experiment, tmp_path, 0.002) == first
+    assert (tmp_path / "cupid.jsonl").read_text() == "{}\n"
+    with pytest.raises(ConfigError, match=r"not 0\.003"):
+        reuse_or_write(experiment, tmp_path, 0.003)
+
+
+def test_several_endpoints_become_every_roles_api_bases(tmp_path):
+    experiment = load_experiment(EXPERIMENTS / "cupid-main.toml")
+    urls = ["http://127.0.0.1:1/v1", "http://127.0.0.1:2/v1"]
+    settings = rehearsal_settings(experiment, urls, tmp_path, None, resume=True)
+    assert settings.task.api_bases == urls and settings.judge.api_bases == urls
+    assert settings.task.api_base is None and settings.resume
+    assert rehearsal_settings(experiment, urls[:1], tmp_path, None).task.api_base == urls[0]
+
+
+@pytest.mark.parametrize("flags", [["--resume"], ["--server-url", "http://127.0.0.1:1/v1", "--error-rate", "0.1"]])
+def test_resume_needs_the_work_folder_and_a_running_server_keeps_its_own_faults(capsys, flags):
+    assert main(["experiment", "rehearse", str(EXPERIMENTS / "cupid-main.toml"), *flags]) != 0
+
+
+def test_a_rehearsal_killed_midway_resumes_without_sending_an_answered_call_again(tmp_path):
+    """benchmarks/paper_scale_rehearsal.py --quick's kill-and-resume: the server killed and restarted at a quarter of
+    the requests, the rehearsal killed at half, then --resume."""
+    output = tmp_path / "result.json"
+    subprocess.run([sys.executable, str(BENCHMARKS / "paper_scale_rehearsal.py"), "--quick", "--skip", "files",
+                    "scale-out", "--output", str(output)], check=True, capture_output=True, timeout=120)
+    resumed = json.loads(output.read_text())["kill_and_resume"]
+    assert resumed["finished"] and resumed["failed_items_resumed"] == 0
+    assert resumed["requests_before_kill"] >= resumed["estimated_requests"] // 2 > 0
+    assert resumed["bodies_answered_before_kill_sent_again"] <= resumed["repeats_allowed"]  # the cache answered them
+    assert resumed["users_fitted"] == resumed["test_users"] > 0

@@ -54,11 +54,26 @@ def add_rehearse(steps: Any) -> None:
                                  help="where the data, outputs, LM cache and MLflow store go (default: a temporary "
                                  "folder, removed after)")
     rehearse_parser.add_argument("--context-tokens", type=int, default=None,
-                                 help="the server refuses a prompt plus max_tokens over N tokens, as vLLM does")
+                                 help="the server refuses a prompt plus max_tokens over N tokens, as vLLM does "
+                                 "(default: none, no limit)")
     rehearse_parser.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered HTTP 500")
     rehearse_parser.add_argument("--cut-rate", type=float, default=0.0, help="share of replies cut at max_tokens")
     rehearse_parser.add_argument("--threads", type=int, default=None,
                                  help="the steps' threads (default: the file's num_threads)")
+    rehearse_parser.add_argument("--resume", action="store_true",
+                                 help="continue a rehearsal killed midway in --work-dir: its data, LM cache and MLflow "
+                                 "runs reused, the steps run with the settings' resume")
+    rehearse_parser.add_argument("--server-url", default=None, metavar="URL",
+                                 help="an instant server already running (python -m prefcraft.rehearsal.instant_server"
+                                 "), e.g. http://127.0.0.1:8000/v1, instead of starting one; it injects its own faults "
+                                 "(default: none, one started here)")
+    rehearse_parser.add_argument("--endpoints", type=int, default=1, metavar="N",
+                                 help="instant servers to start; with 2 or more every role's model reaches them all "
+                                 "(api_bases: litellm's Router)")
+    rehearse_parser.add_argument("--request-log", type=Path, default=None, metavar="FILE",
+                                 help="the servers started here append a line per request: model, body hash, status "
+                                 "(default: none, no log)")
+    add_executor_flags(rehearse_parser)  # to the steps that take them, as `experiment run` gives them
     rehearse_parser.set_defaults(config=None)  # the file's own settings, pointed at the instant server
 
 
@@ -82,12 +97,13 @@ def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
     """Prints the rehearsal's table; an unhandled error in a step is a RehearsalError (exit status 2) after it."""
     from prefcraft.rehearsal.instant_server import Faults
     from prefcraft.rehearsal.report import format_rehearsal
-    from prefcraft.rehearsal.run import RehearsalError
+    from prefcraft.rehearsal.run import RehearsalError, Serving
     from prefcraft.rehearsal.run import rehearse as rehearse_file
 
     faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate)
+    serving = Serving(args.server_url, args.endpoints, args.executor, args.address, args.request_log)
     outcome = rehearse_file(args.file, args.scale, faults, work_dir=args.work_dir, num_threads=args.threads,
-                            emit=echo)
+                            resume=args.resume, serving=serving, emit=echo)
     echo(format_rehearsal(outcome))
     if outcome.error is not None:
         raise RehearsalError(f"{args.file}: the rehearsal stopped: {outcome.error}")

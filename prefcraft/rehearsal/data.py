@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ PREFDISCO_PERSONAS_PER_PROBLEM = 10
 SENSE_TOPICS = ("Code", "Logic", "Math", "NLU", "QA", "Role", "Translation", "Writing")
 SENSE_PAIRS_PER_TOPIC = 125
 SENSE_ANNOTATORS = (1, 2, 3)
+MANIFEST = "rehearsal-data.json"  # what was written, for a resumed rehearsal
 
 WORDS = ("the plan", "each step", "a simple rule", "this approach", "the first option", "my experience",
          "the result", "a small change", "the main idea", "every detail", "the schedule", "a careful check")
@@ -90,6 +91,22 @@ def write_data(experiment: Experiment, folder: Path, scale: float, seed: int = 0
                           f"rehearse a file of {', '.join(WRITERS)}")
     folder.mkdir(parents=True, exist_ok=True)
     return writer(experiment, folder, scale, random.Random(seed))
+
+
+def reuse_or_write(experiment: Experiment, folder: Path, scale: float, seed: int = 0) -> RehearsalData:
+    """The data a killed rehearsal wrote in `folder` (its manifest says what), for a resumed one to read the same
+    files; written afresh where there is none."""
+    manifest = folder / MANIFEST
+    if not manifest.exists():
+        data = write_data(experiment, folder, scale, seed)
+        manifest.write_text(json.dumps({"scale": scale, "seed": seed, **asdict(data)}), encoding="utf-8")
+        return data
+    written = json.loads(manifest.read_text(encoding="utf-8"))
+    first = (written.pop("scale"), written.pop("seed"))
+    if first != (scale, seed):
+        raise ConfigError(f"{manifest}: the data there is at scale {first[0]:g} (seed {first[1]}), not {scale:g} "
+                          f"(seed {seed})", f"resume with --scale {first[0]:g}, or give a new --work-dir")
+    return RehearsalData(**written)
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:
@@ -266,8 +283,8 @@ def sense_record(rng: random.Random, topic: str, number: int) -> dict[str, Any]:
 
 
 def write_sensejudge(experiment: Experiment, folder: Path, scale: float, rng: random.Random) -> RehearsalData:
-    least = max([11] + [int(experiment.steps[step].get("dev_pairs_per_topic", 10)) + 1
-                        for step in _steps_with(experiment, "human_labels")])  # a topic needs its dev pairs and a test
+    least = max([int(experiment.steps[step].get("dev_pairs_per_topic", 10)) + 1
+                 for step in _steps_with(experiment, "human_labels")] or [11])  # a topic's dev pairs and a test
     per_topic = scaled(SENSE_PAIRS_PER_TOPIC, scale, least)
     records = [sense_record(rng, topic, number) for topic in SENSE_TOPICS for number in range(per_topic)]
     labels = folder / "human_label"

@@ -6,7 +6,9 @@ Replies are deterministic per request body: the same body gets the same reply; d
 (each carries a short hash of the body). Token counts are approximate (`approximate_tokens`), not a tokenizer's.
 
 Run on its own: `python -m prefcraft.rehearsal.instant_server [--port P] [--context-tokens N] [--error-rate R]
-[--cut-rate R] [--delay-s S]`; it prints its base URL on its first line and serves until SIGTERM or Ctrl-C.
+[--cut-rate R] [--delay-s S] [--request-log FILE]`; it prints its base URL on its first line and serves until
+SIGTERM or Ctrl-C. `GET /stats` answers its counts per model name (`ModelStats`); the request log has a line per request
+(`<model> <body hash> <status>`), appended as it is answered, so that it outlives a killed server.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import signal
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 CONTEXT_LENGTH = "context_length"
@@ -179,6 +182,11 @@ def _draws(raw: bytes, seed: int) -> tuple[str, float, float, random.Random]:
     return digest.hex()[:HASH_CHARS], error_draw, cut_draw, random.Random(digest[16:])
 
 
+def body_hash(raw: bytes) -> str:
+    """A request body's fingerprint in the request log: the same body, the same call."""
+    return hashlib.blake2b(raw, digest_size=12).hexdigest()
+
+
 def _error(status: int, kind: str, message: str) -> tuple[int, dict[str, Any]]:
     return status, {"object": "error", "message": message, "type": kind, "param": None, "code": status}
 
@@ -198,11 +206,13 @@ class InstantServer:
     """The instant server on 127.0.0.1 (a free port unless `port`), serving from threads of this process until
     closed. `models`: the names it lists and answers for (any name, if none)."""
 
-    def __init__(self, faults: Faults = Faults(), models: Sequence[str] = (), port: int = 0) -> None:
+    def __init__(self, faults: Faults = Faults(), models: Sequence[str] = (), port: int = 0,
+                 request_log: Path | None = None) -> None:
         self.faults = faults
         self.models = tuple(models)
         self._stats: dict[str, ModelStats] = {}
         self._lock = threading.Lock()
+        self._log = request_log.open("a", encoding="utf-8", buffering=1) if request_log else None
         self._http = _Http(("127.0.0.1", port), self)
         self.base_url = f"http://127.0.0.1:{self._http.server_port}/v1"
         self._thread = threading.Thread(target=self._http.serve_forever, args=(SHUTDOWN_POLL_S,),
@@ -218,6 +228,8 @@ class InstantServer:
         self._http.shutdown()
         self._http.server_close()
         self._thread.join()
+        if self._log:
+            self._log.close()
 
     def __enter__(self) -> InstantServer:
         return self
@@ -238,6 +250,8 @@ class InstantServer:
             counts.longest_prompt_tokens = max(counts.longest_prompt_tokens, prompt_tokens)
             if fault:
                 counts.faults[fault] = counts.faults.get(fault, 0) + 1
+            if self._log:
+                self._log.write(f"{body.get('model', '')} {body_hash(raw)} {status}\n")
         return status, reply
 
     def _reply(self, raw: bytes, body: dict[str, Any], prompt_tokens: int) -> tuple[int, dict[str, Any], str | None]:
@@ -287,6 +301,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/health":
             self._send(200, {})
+        elif self.path.rstrip("/") == "/stats":
+            self._send(200, {name: asdict(counts) for name, counts in self.server.instant.stats().items()})
         elif self.path.rstrip("/") == "/v1/models":
             self._send(200, {"object": "list",
                              "data": [{"id": name, "object": "model"} for name in self.server.instant.models]})
@@ -327,12 +343,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cut-rate", type=float, default=0.0, help="share of replies cut at max_tokens")
     parser.add_argument("--delay-s", type=float, default=0.0, help="hold every reply back this long")
     parser.add_argument("--seed", type=int, default=0, help="changes which requests meet a fault, and every reply")
+    parser.add_argument("--request-log", type=Path, help="append a line per request: model, body hash, status")
     args = parser.parse_args(argv)
     faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate,
                     delay_s=args.delay_s, seed=args.seed)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with InstantServer(faults, args.model, port=args.port) as server:
+    with InstantServer(faults, args.model, port=args.port, request_log=args.request_log) as server:
         print(server.base_url, flush=True)
         try:
             stop.wait()

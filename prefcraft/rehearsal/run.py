@@ -6,6 +6,12 @@ cost check: no number it gives is a score.
 Every model role points at the server under a name of its own (`hosted_vllm/rehearsal-<role>`), keeping the file's
 decoding (max_tokens, temperature, retries); the steps read the generated data; outputs, the DSPy cache and the MLflow
 store go under the work folder. A dense retriever becomes BM25: the instant server serves no embeddings.
+
+`Serving` says where the requests go: instant servers started here (one, or several that every role's model reaches
+through litellm's Router, `api_bases`), or one already running in its own process (`--server-url`, the way to kill and
+restart the server midway); and where the steps that take an executor run (`--executor ray`). A rehearsal killed
+midway continues with `resume` in the same work folder: the same data, the DSPy cache (no answered call is sent again)
+and the MLflow runs (`--resume`).
 """
 
 from __future__ import annotations
@@ -15,15 +21,19 @@ import logging
 import resource
 import tempfile
 import time
-from collections.abc import Callable
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from prefcraft.components.component import failed_items
-from prefcraft.errors import PrefcraftError
+from prefcraft.errors import ConfigError, PrefcraftError
+from prefcraft.executors import Executor
 from prefcraft.experiments import Experiment, experiment_settings, load_experiment, served_flag, vllm_serve_lines
-from prefcraft.rehearsal.data import RehearsalData, write_data
+from prefcraft.rehearsal.data import RehearsalData, reuse_or_write
 from prefcraft.rehearsal.instant_server import Faults, InstantServer, ModelStats
 from prefcraft.settings import SELF_HOSTED_PROVIDER, Role, Settings
 
@@ -40,6 +50,23 @@ class RehearsalError(PrefcraftError):
 
 def served_name(role: Role) -> str:
     return f"rehearsal-{role}"
+
+
+@dataclass(frozen=True)
+class Serving:
+    """Where a rehearsal's requests go, and where its steps run."""
+
+    server_url: str | None = None
+    """An instant server already running (`python -m prefcraft.rehearsal.instant_server`), used as it is (its own
+    faults); None: started here."""
+    endpoints: int = 1
+    """How many instant servers to start here; with two or more, every role's model reaches them all (`api_bases`)."""
+    executor: Executor | None = None
+    """Given to the steps that take one, as `experiment run --executor` gives it."""
+    address: str | None = None
+    """The Ray cluster those steps join (default: a new local one)."""
+    request_log: Path | None = None
+    """The servers started here append a line per request to it (model, body hash, status)."""
 
 
 @dataclass(frozen=True)
@@ -111,32 +138,34 @@ class RehearsalOutcome:
 
 
 def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir: Path | None = None,
-             num_threads: int | None = None, seed: int = 0,
+             num_threads: int | None = None, seed: int = 0, resume: bool = False, serving: Serving = Serving(),
              emit: Callable[[str], None] = logger.info) -> RehearsalOutcome:
-    """Runs the experiment in `path` at the paper's size times `scale` on synthetic data and an instant server with
-    `faults` (none by default); the work folder (`work_dir`, else a temporary one, removed after) holds the data,
-    outputs, cache and MLflow store. An unhandled error is recorded in the outcome (`error`), with what was measured up
-    to it."""
+    """Runs the experiment in `path` at the paper's size times `scale` on synthetic data and instant servers with
+    `faults` (none by default), as `serving` says; the work folder (`work_dir`, else a temporary one, removed after)
+    holds the data, outputs, cache and MLflow store, which `resume` continues from. An unhandled error is recorded in
+    the outcome (`error`), with what was measured up to it."""
     from prefcraft.commands.experiment import run_experiment  # the steps' code
 
     experiment, faults = load_experiment(path), faults or Faults()
+    _check(serving, faults, work_dir, resume)
     with tempfile.TemporaryDirectory(prefix="prefcraft-rehearsal-") as temporary:
         work = (work_dir or Path(temporary)).resolve()
-        data = write_data(experiment, work / "data", scale, seed)
+        data = reuse_or_write(experiment, work / "data", scale, seed)
         outcome = RehearsalOutcome(experiment.name, path, scale, work, faults, data)
         rehearsed, notes = rehearsal_experiment(experiment, data, work)
-        outcome.notes += notes
+        outcome.notes += notes + _serving_notes(serving, resume)
         started, cpu_started = time.perf_counter(), _cpu_seconds()
-        with InstantServer(faults, [served_name(role) for role in ROLES]) as server:
-            settings = rehearsal_settings(rehearsed, server.base_url, work, num_threads)
+        with instant_servers(faults, serving) as (base_urls, read_stats):
+            settings = rehearsal_settings(rehearsed, base_urls, work, num_threads, resume)
             _create_store(settings, work)
             outcomes: list[Any] = []
             try:
-                outcomes = run_experiment(path, rehearsed, settings, emit)
+                outcomes = run_experiment(path, rehearsed, settings, emit, executor=serving.executor,
+                                          address=serving.address)
             except Exception as error:  # the rehearsal's finding: reported, not raised
                 logger.exception("rehearsal of %s stopped", path)
                 outcome.error = f"{type(error).__name__}: {error}"
-            stats = server.stats()
+            stats = read_stats()
         outcome.wall_s = time.perf_counter() - started
         outcome.cpu_s = _cpu_seconds() - cpu_started
         outcome.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -144,6 +173,71 @@ def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir
         outcome.roles = role_costs(experiment, path.read_text(encoding="utf-8"), stats, data.share)
         outcome.steps = step_costs(settings, rehearsed, outcomes)
     return outcome
+
+
+def _check(serving: Serving, faults: Faults, work_dir: Path | None, resume: bool) -> None:
+    if resume and work_dir is None:
+        raise ConfigError("--resume: continues the rehearsal in --work-dir; give the killed run's --work-dir")
+    if serving.server_url and faults != Faults():
+        raise ConfigError("--server-url: the running server injects its own faults",
+                          "give --context-tokens, --error-rate and --cut-rate to the server instead")
+    if serving.server_url and serving.endpoints != 1:
+        raise ConfigError("--server-url and --endpoints: use a running server or start several, not both")
+    if serving.endpoints < 1:
+        raise ConfigError(f"--endpoints {serving.endpoints}: one or more")
+
+
+def _serving_notes(serving: Serving, resume: bool) -> list[str]:
+    notes = []
+    if serving.server_url:
+        notes.append(f"requests went to the running server {serving.server_url}: its counts since it started")
+    if serving.endpoints > 1:
+        notes.append(f"{serving.endpoints} instant servers, every role's model reaching them all (api_bases)")
+    if serving.executor == "ray":
+        notes.append("steps that take an executor ran as Ray tasks: their CPU time is not in this process's")
+    if resume:
+        notes.append("resumed: the data, DSPy cache and MLflow runs of the work folder reused")
+    return notes
+
+
+StatsReader = Callable[[], dict[str, ModelStats]]
+
+
+@contextmanager
+def instant_servers(faults: Faults, serving: Serving) -> Iterator[tuple[list[str], StatsReader]]:
+    """The base URLs the roles' models reach, and how to read what the servers saw (summed over them)."""
+    if serving.server_url:
+        yield [serving.server_url], lambda: remote_stats(serving.server_url or "")
+        return
+    names = [served_name(role) for role in ROLES]
+    with ExitStack() as stack:
+        servers = [stack.enter_context(InstantServer(faults, names, request_log=serving.request_log))
+                   for _ in range(serving.endpoints)]
+        yield [server.base_url for server in servers], lambda: summed_stats([server.stats() for server in servers])
+
+
+def remote_stats(base_url: str) -> dict[str, ModelStats]:
+    """A running instant server's counts (`GET /stats`); none when it cannot be reached."""
+    try:
+        with urllib.request.urlopen(f"{base_url.rstrip('/').removesuffix('/v1')}/stats", timeout=10) as reply:
+            return {name: ModelStats(**counts) for name, counts in json.load(reply).items()}
+    except (urllib.error.URLError, OSError):
+        logger.warning("the server at %s did not answer /stats: no counts", base_url)
+        return {}
+
+
+def summed_stats(per_server: list[dict[str, ModelStats]]) -> dict[str, ModelStats]:
+    total: dict[str, ModelStats] = {}
+    for stats in per_server:
+        for name, seen in stats.items():
+            into = total.setdefault(name, ModelStats())
+            into.requests += seen.requests
+            into.prompt_tokens += seen.prompt_tokens
+            into.completion_tokens += seen.completion_tokens
+            into.longest_prompt_tokens = max(into.longest_prompt_tokens, seen.longest_prompt_tokens)
+            for kind, count in seen.faults.items():
+                into.faults[kind] = into.faults.get(kind, 0) + count
+    return total
 
 
 def rehearsal_experiment(experiment: Experiment, data: RehearsalData, work: Path) -> tuple[Experiment, list[str]]:
@@ -165,15 +259,18 @@ def _under(work: Path, value: Any) -> Any:
     return work / value if isinstance(value, Path) and not value.is_absolute() else value
 
 
-def rehearsal_settings(experiment: Experiment, base_url: str, work: Path, num_threads: int | None) -> Settings:
-    """The file's settings with every role it sets (task always) at the instant server under its own name, keeping
-    its decoding; nothing served by prefcraft; the cache and the MLflow store under `work`."""
+def rehearsal_settings(experiment: Experiment, base_urls: list[str], work: Path, num_threads: int | None,
+                       resume: bool = False) -> Settings:
+    """The file's settings with every role it sets (task always) at the instant servers under its own name (one
+    api_base, or api_bases for several), keeping its decoding; nothing served by prefcraft; the cache and the MLflow
+    store under `work`."""
     given = experiment.settings.model_dump(exclude_unset=True)
-    roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{served_name(role)}", "api_base": base_url, "api_bases": [],
-                    "api_key_env": None}
+    endpoints = {"api_base": base_urls[0], "api_bases": []} if len(base_urls) == 1 else \
+        {"api_base": None, "api_bases": base_urls}
+    roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{served_name(role)}", **endpoints, "api_key_env": None}
              for role in ROLES if role == "task" or role in given}
     overrides = {**roles, "serve": False, "cache_dir": work / "cache", "experiment": f"rehearsal-{experiment.name}",
-                 "tracking_uri": f"sqlite:///{work / 'mlflow.db'}", "resume": False, "trace": False,
+                 "tracking_uri": f"sqlite:///{work / 'mlflow.db'}", "resume": resume, "trace": False,
                  **({"num_threads": num_threads} if num_threads else {})}
     return experiment_settings(experiment, None, overrides)
 
@@ -189,7 +286,7 @@ def _create_store(settings: Settings, work: Path) -> None:
 
 def role_costs(experiment: Experiment, text: str, stats: dict[str, ModelStats], share: float) -> list[RoleCost]:
     """Per role the file sets, what the server saw, beside its context and the file's cost estimate."""
-    estimates = _estimates(experiment.name, share)
+    estimated = estimates(experiment.name, share)
     costs = []
     for role in ROLES:
         seen = stats.get(served_name(role))
@@ -199,11 +296,11 @@ def role_costs(experiment: Experiment, text: str, stats: dict[str, ModelStats], 
         model = experiment.settings.model_for(role)
         costs.append(RoleCost(role, model.model, Tokens(seen.requests, seen.prompt_tokens, seen.completion_tokens),
                               seen.longest_prompt_tokens, model.max_tokens, served_context(text, model.model),
-                              seen.faults, estimates.get(role)))
+                              seen.faults, estimated.get(role)))
     return costs
 
 
-def _estimates(name: str, share: float) -> dict[str, Tokens]:
+def estimates(name: str, share: float) -> dict[str, Tokens]:
     """The cost file's estimate for the experiment, per role, times `share`; none where it has none."""
     paper = json.loads(COST_ESTIMATES.read_text(encoding="utf-8"))["papers"].get(name) if COST_ESTIMATES.exists() \
         else None
