@@ -156,12 +156,15 @@ def test_prefdisco_evaluate_counts_truncated_replies_as_failures_not_scores(
     embedded_server, tmp_path, capsys, monkeypatch
 ):
     """Every reply cut in half: no condition's answer parses. Each failure is counted in the printed report and in
-    MLflow; no PrefAlign, accuracy or question count is reported for the dialogues that failed, and the run ends."""
+    MLflow; no PrefAlign, accuracy or question count is reported for the dialogues that failed, and the run ends,
+    its exit status 1: items failed."""
     monkeypatch.chdir(tmp_path)
     results = tmp_path / "results"
     with fault_proxy(embedded_server.base_url, "truncate") as proxy:
-        assert main([*PREFDISCO_EVALUATE, "--output-dir", str(results), *flags(tmp_path, proxy.base_url)]) == 0
-    out = capsys.readouterr().out
+        assert main([*PREFDISCO_EVALUATE, "--output-dir", str(results), *flags(tmp_path, proxy.base_url)]) == 1
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "prefcraft: 3 item(s) failed and were counted" in captured.err
     table = [line.split() for line in out.splitlines() if line.startswith("math ")]
     # the last two columns: failed dialogues, missing grades
     assert [(row[1], row[2], row[-2], row[-1]) for row in table] == [("baseline", "-", "1", "0"),

@@ -150,7 +150,8 @@ def test_a_served_model_is_recorded_by_its_server_not_its_per_run_port():
     assert model_params(first) == model_params(second) == model_params(Settings())  # before the server starts
     assert model_params(first)["judge_api_base"] == "served llamacpp:bundled:SmolLM2-135M-Instruct"
     other = Settings(server={"model": "/models/other.gguf"}).with_api_base("http://127.0.0.1:40001/v1")
-    assert model_params(other)["task_api_base"] == "served llamacpp:/models/other.gguf:SmolLM2-135M-Instruct"
+    assert model_params(other)["task_api_base"] == "served llamacpp:/models/other.gguf:other"  # served as itself
+    assert model_params(other)["task_model"] == "hosted_vllm/other"
     hosted = Settings(judge=ModelSettings(api_base="http://gpu:8000/v1")).with_api_base("http://127.0.0.1:40001/v1")
     assert model_params(hosted)["judge_api_base"] == "http://gpu:8000/v1"
     assert model_params(Settings(serve=False))["task_api_base"] == ""
