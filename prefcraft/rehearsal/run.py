@@ -48,7 +48,8 @@ class RehearsalError(PrefcraftError):
     """A step of a rehearsal raised: the run did not reach its end (the table says what it measured up to there)."""
 
 
-def served_name(role: Role) -> str:
+def rehearsal_model_name(role: Role) -> str:
+    """The model name a role's calls carry to the instant server, so that its counts tell the roles apart."""
     return f"rehearsal-{role}"
 
 
@@ -209,7 +210,7 @@ def instant_servers(faults: Faults, serving: Serving) -> Iterator[tuple[list[str
     if serving.server_url:
         yield [serving.server_url], lambda: remote_stats(serving.server_url or "")
         return
-    names = [served_name(role) for role in ROLES]
+    names = [rehearsal_model_name(role) for role in ROLES]
     with ExitStack() as stack:
         servers = [stack.enter_context(InstantServer(faults, names, request_log=serving.request_log))
                    for _ in range(serving.endpoints)]
@@ -267,7 +268,7 @@ def rehearsal_settings(experiment: Experiment, base_urls: list[str], work: Path,
     given = experiment.settings.model_dump(exclude_unset=True)
     endpoints = {"api_base": base_urls[0], "api_bases": []} if len(base_urls) == 1 else \
         {"api_base": None, "api_bases": base_urls}
-    roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{served_name(role)}", **endpoints, "api_key_env": None}
+    roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{rehearsal_model_name(role)}", **endpoints, "api_key_env": None}
              for role in ROLES if role == "task" or role in given}
     overrides = {**roles, "serve": False, "cache_dir": work / "cache", "experiment": f"rehearsal-{experiment.name}",
                  "tracking_uri": f"sqlite:///{work / 'mlflow.db'}", "resume": resume, "trace": False,
@@ -289,7 +290,7 @@ def role_costs(experiment: Experiment, text: str, stats: dict[str, ModelStats], 
     estimated = estimates(experiment.name, share)
     costs = []
     for role in ROLES:
-        seen = stats.get(served_name(role))
+        seen = stats.get(rehearsal_model_name(role))
         if seen is None and role != "task" and getattr(experiment.settings, role) is None:
             continue
         seen = seen or ModelStats(0, 0, 0, 0, {})
