@@ -38,7 +38,7 @@ def configure_logging(verbose: bool) -> None:
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     for handler in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
         root.removeHandler(handler)
-    handler = logging.StreamHandler(sys.stderr)
+    handler = CurrentStderr()
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(logging.Formatter(LOG_FORMAT, datefmt="%H:%M:%S"))
     if not verbose:
@@ -55,6 +55,22 @@ def configure_logging(verbose: bool) -> None:
     for name in EXAMPLE_LOGGERS:
         if not any(isinstance(f, HiddenExamples) for f in logging.getLogger(name).filters):
             logging.getLogger(name).addFilter(HiddenExamples())
+
+
+class CurrentStderr(logging.StreamHandler):
+    """A handler writing to whatever sys.stderr is when a record comes, not to the stream it was made with: a command
+    run within another program that swaps sys.stderr (a notebook, a test's capture) logs where that program reads."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property  # type: ignore[override]
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: TextIO) -> None:
+        pass
 
 
 class QuietThirdParty(logging.Filter):
