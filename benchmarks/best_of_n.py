@@ -10,7 +10,7 @@ responses and the judge a 135M model's: the figures are the tournaments' cost an
 judge's quality.
 
 Run: .venv/bin/python benchmarks/best_of_n.py [--user sample_user_07] [--requests 3] [--sizes 2 4 8]
-    [--judge runs/fitted/sample_user_07.json] [--api-base URL]
+    [--judge runs/fitted/sample_user_07.json] [--task-api-base URL]
 """
 
 from __future__ import annotations

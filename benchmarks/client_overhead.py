@@ -3,7 +3,7 @@
 An instant OpenAI-compatible server (its own process, loopback only) answers each chat request with the simplest JSON
 its schema accepts (tests/openai_standin.py's `fill`: the same request, the same answer). Against it, for each thread
 count:
-- prefcraft: `prefcraft synthesizeme evaluate --methods default` in its own process, over `--copies` copies of the
+- prefcraft: `prefcraft synthesizeme evaluate --methods baseline` in its own process, over `--copies` copies of the
   bundled sample users (each copy's conversations marked with its number, so that no two requests are alike and the
   DSPy cache starts empty), with its own MLflow store and cache in a scratch folder;
 - plain: the request bodies prefcraft sent, sent again by httpx from the same number of threads.
@@ -166,7 +166,7 @@ def run_prefcraft(server: InstantServer, threads: int, copies: int, extra: list[
     scratch = Path(tempfile.mkdtemp(prefix="client-overhead-"))
     data = scratch / "users.jsonl"
     pairs = scaled_users(data, copies)
-    command = [str(PREFCRAFT), "synthesizeme", "evaluate", "--methods", "default", "--data", str(data),
+    command = [str(PREFCRAFT), "synthesizeme", "evaluate", "--methods", "baseline", "--data", str(data),
                "--threads", str(threads), "--task-model", MODEL, "--task-api-base", server.api_base, "--no-serve",
                "--tracking-uri", f"sqlite:///{scratch}/mlflow.db", "--cache-dir", str(scratch / "cache"),
                "--output-dir", str(scratch / "out"), *extra]

@@ -7,7 +7,7 @@ Measures, on the bundled synthetic instances (a fresh DSPy cache, then the same 
 - the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the same evaluation again: every answer must come from DSPy's cache (its LM requests are counted).
 
-Run: .venv/bin/python benchmarks/cupid_cost.py [--instances 6] [--variants all] [--threads 4] [--api-base URL]
+Run: .venv/bin/python benchmarks/cupid_cost.py [--max-instances 6] [--inferrers all] [--threads 4] [--task-api-base URL]
 """
 
 from __future__ import annotations
@@ -33,14 +33,15 @@ def run(session: Settings, options: EvaluateOptions, instances: list) -> Measure
 
 def main() -> None:
     parser = make_parser(__doc__, "cupid_cost.json")
-    parser.add_argument("--instances", type=int, default=6, help="first N instances of the test split")
-    parser.add_argument("--variants", nargs="+", default=["all"])
+    parser.add_argument("--max-instances", "--instances", type=int, default=6,
+                        help="first N instances of the test split")
+    parser.add_argument("--inferrers", "--variants", nargs="+", default=["all"], help="inferrer variants")
     args = parser.parse_args()
-    instances, _ = select_instances(EvaluateOptions(max_instances=args.instances), "test")
+    instances, _ = select_instances(EvaluateOptions(max_instances=args.max_instances), "test")
     measure_evaluation(
-        args, lambda session, output_dir: run(session, EvaluateOptions(variants=args.variants, no_shipped=True,
+        args, lambda session, output_dir: run(session, EvaluateOptions(inferrers=args.inferrers, no_shipped=True,
                                                                        output_dir=output_dir), instances),
-        lambda session: {"instances": len(instances), "variants": args.variants})
+        lambda session: {"instances": len(instances), "variants": args.inferrers})
 
 
 if __name__ == "__main__":

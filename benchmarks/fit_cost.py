@@ -24,8 +24,8 @@ candidate's score and why it stopped (`candidates`), and the calls each search m
   bootstraps + the persona call;
 - wall time to judge a fixed set of pairs in both orders with 1, 2, 4 and 8 threads.
 
-Run: .venv/bin/python benchmarks/fit_cost.py [--users 4] [--subsets 10] [--demo-candidates 10]
-    [--variants paper exhaustive ...] [--thread-counts 1 2 4 8] [--api-base URL]
+Run: .venv/bin/python benchmarks/fit_cost.py [--max-users 4] [--subsets 10] [--demo-candidates 10]
+    [--variants paper exhaustive ...] [--thread-counts 1 2 4 8] [--task-api-base URL]
 """
 
 from __future__ import annotations
@@ -238,28 +238,28 @@ def _rate(value: float | None) -> str:
 
 def main() -> None:
     parser = make_parser(__doc__, "fit_cost.json", timeout_s=300.0)
-    parser.add_argument("--users", type=int, default=4, help="how many sample users to fit")
+    parser.add_argument("--max-users", "--users", type=int, default=4, help="how many sample users to fit")
     parser.add_argument("--subsets", type=int, default=10)
     parser.add_argument("--demo-candidates", type=int, default=10)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS),
                         help="the paper's way and the options compared with it")
     parser.add_argument("--thread-counts", type=int, nargs="*", default=[1, 2, 4, 8], help="none: skip")
     parser.add_argument("--thread-users", type=int, default=2, help="sample users whose test pairs are judged")
-    parser.add_argument("--slots", type=int, default=4, help="the embedded server's parallel slots")
+    parser.add_argument("--server-slots", "--slots", type=int, default=4, help="the embedded server's parallel slots")
     parser.add_argument("--resume", action="store_true",
                         help="keep the users --output already holds for every variant, fit the others")
     args = parser.parse_args()
     configure_logging("dspy")
 
     all_users = list(group_by_user(load_pairs(SAMPLE_USERS)).values())
-    users = all_users[: args.users]
+    users = all_users[: args.max_users]
     fits: dict[str, list[dict]] = {variant: [] for variant in args.variants}
     if args.resume and args.output.exists():
         fits = json.loads(args.output.read_text(encoding="utf-8"))["fits"]
     done = set.intersection(*({row["user"] for row in fits.get(variant, [])} for variant in args.variants))
     fits = {variant: [row for row in fits.get(variant, []) if row["user"] in done] for variant in args.variants}
     threads: list[dict] = []
-    with model_endpoint(args, ServerSettings(slots=args.slots), max_tokens=256) as endpoint:
+    with model_endpoint(args, ServerSettings(slots=args.server_slots), max_tokens=256) as endpoint:
         model = endpoint.model
         with dspy.context(lm=build_lm(model), adapter=build_adapter(model, SmallModelProfile())):
             # User by user, every variant, so that a run cut short leaves paired figures.
@@ -274,11 +274,11 @@ def main() -> None:
                     start = caches.get(STARTS_FROM.get(variant), bootstrap_cache)
                     caches[variant] = use_cache(shutil.copytree(start, tempfile.mkdtemp(), dirs_exist_ok=True))
                     fits[variant].append(measure_fit(user, config, model, bootstrap))
-                    write_result(args.output, {"slots": args.slots, "fits": fits, "threads": threads})
+                    write_result(args.output, {"slots": args.server_slots, "fits": fits, "threads": threads})
             test_pairs = [pair for user in all_users[: args.thread_users] for pair in user.test]
             threads = measure_threads(test_pairs, model, args.thread_counts)
     print_tables(fits, threads)
-    write_result(args.output, {"slots": args.slots, "fits": fits, "threads": threads})
+    write_result(args.output, {"slots": args.server_slots, "fits": fits, "threads": threads})
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
 """What the cost benchmarks share: their common flags, the model they measure, a scratch session, a cold run then a
 warm re-run, and the result file.
 
-The model is served by the embedded llama.cpp server, started for the benchmark, or by the server at `--api-base`. The
-session keeps everything it writes (MLflow store, DSPy cache, outputs, server logs) in a fresh scratch folder, and its
-DSPy cache is the one prefcraft's own `configure_cache` points at: the first run starts from an empty cache, the
+The model is served by the embedded llama.cpp server, started for the benchmark, or by the server at `--task-api-base`.
+The session keeps everything it writes (MLflow store, DSPy cache, outputs, server logs) in a fresh scratch folder, and
+its DSPy cache is the one prefcraft's own `configure_cache` points at: the first run starts from an empty cache, the
 re-run in the same session repeats it and should find every answer there. Calls and tokens are prefcraft's usage
 metering (each runner's per-step `LMUsage`, cache hits excluded); the server's prompt-token counters come from
-llama.cpp's /metrics. The result file says how it was made (command line, machine, date and git commit) and is
-replaced in one step, so that a run cut short leaves the last complete one. A benchmark that compares small-model
-profiles names each as `default` (today's) or a TOML file whose `[small_model]` table sets its bounds.
-"""
+llama.cpp's /metrics. The result file says how it was made (command line, machine, date and git commit) and is replaced
+in one step, so that a run cut short leaves the last complete one. A benchmark that compares small-model profiles names
+each as `default` (today's) or a TOML file whose `[small_model]` table sets its bounds. """
 
 from __future__ import annotations
 
@@ -48,19 +47,23 @@ DEFAULT_PROFILE = "default"
 
 
 def make_parser(doc: str, result_name: str, *, threads: int = 4, timeout_s: float = 600.0) -> argparse.ArgumentParser:
-    """A parser with the flags every benchmark takes; `result_name` is its file under benchmarks/results/."""
+    """A parser with the flags every benchmark takes, named as prefcraft's settings flags (their former spellings,
+    which the recorded commands of earlier results use, still taken); `result_name` is its file under
+    benchmarks/results/."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--threads", type=int, default=threads, help="concurrent LM calls")
-    parser.add_argument("--timeout-s", type=float, default=timeout_s, help="per call: a loaded machine is slow")
-    parser.add_argument("--api-base", help="measure the model of this OpenAI-compatible server instead of starting "
-                        "the embedded one")
-    parser.add_argument("--backend", choices=["llamacpp", "vllm"], default="llamacpp",
+    parser.add_argument("--task-timeout-s", "--timeout-s", type=float, default=timeout_s,
+                        help="per call: a loaded machine is slow")
+    parser.add_argument("--task-api-base", "--api-base", help="measure the model of this OpenAI-compatible server "
+                        "instead of starting the embedded one")
+    parser.add_argument("--server-backend", "--backend", choices=["llamacpp", "vllm"], default="llamacpp",
                         help="the server started for the bundled model (default: %(default)s)")
-    parser.add_argument("--server-executable", help="with --backend vllm: the vllm executable (.venv-vllm/bin/vllm)")
+    parser.add_argument("--server-executable", help="with --server-backend vllm: the vllm executable "
+                        "(.venv-vllm/bin/vllm)")
     parser.add_argument("--server-extra-args", type=shlex.split, default=[], metavar="'ARGS'",
                         help="more flags for the started server, as one quoted string")
-    parser.add_argument("--model", default=ModelSettings().model,
-                        help="litellm model string, with --api-base (default: %(default)s)")
+    parser.add_argument("--task-model", "--model", default=ModelSettings().model,
+                        help="litellm model string, with --task-api-base (default: %(default)s)")
     parser.add_argument("--output", type=Path, default=RESULTS / result_name)
     return parser
 
@@ -93,7 +96,7 @@ def configure_logging(*quiet: str) -> None:
 
 @dataclass
 class Endpoint:
-    """The model a benchmark measures, and the seconds its server took to start (0 for --api-base)."""
+    """The model a benchmark measures, and the seconds its server took to start (0 for --task-api-base)."""
 
     model: ModelSettings
     start_seconds: float
@@ -103,17 +106,17 @@ class Endpoint:
 @contextmanager
 def model_endpoint(args: argparse.Namespace, server: ServerSettings | None = None,
                    **model_fields: Any) -> Iterator[Endpoint]:
-    """The model at `--api-base`, or the bundled model on the server `--backend` names (for llama.cpp, `server`'s
-    settings) started for the block; `model_fields` override ModelSettings' defaults. Its scratch folder holds the
-    server's logs and whatever the benchmark writes."""
+    """The model at `--task-api-base`, or the bundled model on the server `--server-backend` names (for llama.cpp,
+    `server`'s settings) started for the block; `model_fields` override ModelSettings' defaults. Its scratch folder
+    holds the server's logs and whatever the benchmark writes."""
     scratch = Path(tempfile.mkdtemp(prefix=f"{args.output.stem}-"))
-    fields = {"timeout_s": args.timeout_s, **model_fields}
-    if args.api_base:
-        yield Endpoint(ModelSettings(model=args.model, api_base=args.api_base, **fields), 0.0, scratch)
+    fields = {"timeout_s": args.task_timeout_s, **model_fields}
+    if args.task_api_base:
+        yield Endpoint(ModelSettings(model=args.task_model, api_base=args.task_api_base, **fields), 0.0, scratch)
         return
     started = time.perf_counter()
     settings = (server or ServerSettings()).model_copy(update={
-        "log_dir": scratch / "logs", "backend": args.backend, "executable": args.server_executable,
+        "log_dir": scratch / "logs", "backend": args.server_backend, "executable": args.server_executable,
         "extra_args": args.server_extra_args})
     with managed_server(settings) as served:
         yield Endpoint(ModelSettings(api_base=served.base_url, **fields), round(time.perf_counter() - started, 1),
@@ -124,7 +127,7 @@ def session_settings(args: argparse.Namespace, endpoint: Endpoint) -> Settings:
     """Settings for the runners, all of whose files go to the scratch folder, with MLflow tracking started and DSPy's
     cache (prefcraft's `configure_cache`) empty in it."""
     scratch = endpoint.scratch
-    settings = Settings(task=endpoint.model, serve=False, num_threads=args.threads,
+    settings = Settings(task=endpoint.model, serve=False, threads=args.threads,
                         tracking_uri=f"sqlite:///{scratch}/mlflow.db", cache_dir=scratch / "cache")
     start_tracking(settings)
     logging.getLogger(__name__).info("DSPy cache: %s", configure_cache(settings))

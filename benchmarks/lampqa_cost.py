@@ -7,7 +7,7 @@ Measures, on the bundled synthetic test questions (a fresh DSPy cache, then the 
 - the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the same evaluation again: every answer must come from DSPy's cache (its LM requests are counted).
 
-Run: .venv/bin/python benchmarks/lampqa_cost.py [--questions-per-category 1] [--k 5] [--threads 4] [--api-base URL]
+Run: .venv/bin/python benchmarks/lampqa_cost.py [--max-questions 1] [--k 5] [--threads 4] [--task-api-base URL]
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ def run(session: Settings, options: EvaluateOptions) -> Measured:
 
 def main() -> None:
     parser = make_parser(__doc__, "lampqa_cost.json", timeout_s=300.0)
-    parser.add_argument("--questions-per-category", type=int, default=1, help="first N test questions per category")
+    parser.add_argument("--max-questions", "--questions-per-category", type=int, default=1,
+                        help="first N test questions per category")
     parser.add_argument("--k", type=int, default=5, help="posts retrieved from each profile")
     args = parser.parse_args()
     measure_evaluation(
         args, lambda session, output_dir: run(session, EvaluateOptions(
-            max_questions=args.questions_per_category, no_shipped=True, k=args.k, output_dir=output_dir)),
-        lambda session: {"questions": 3 * args.questions_per_category, "k": args.k,
+            max_questions=args.max_questions, no_shipped=True, k=args.k, output_dir=output_dir)),
+        lambda session: {"questions": 3 * args.max_questions, "k": args.k,
                          "answer_bound_chars": field_bounds(session.small_model_profile())[0]["AnswerWithPlan.answer"]})
 
 if __name__ == "__main__":

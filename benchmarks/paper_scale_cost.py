@@ -103,14 +103,14 @@ def _capped(count: int, cap: int | None) -> int:
 
 # SynthesizeMe: PersonalRewardBench (the paper's Table 2 and §4; its users split 40/10/50 by population).
 PERSONAL_REWARD_BENCH = {
-    "MichaelR207/prism_personalized_0125": {"pairs": 16_705, "all": 723, "train": 280, "validation": 65,
+    "MichaelR207/prism_personalized_0125": {"pairs": 16_705, "all": 723, "train": 280, "val": 65,
                                             "test": 378},
-    "MichaelR207/chatbot_arena_personalized_0125": {"pairs": 1_338, "all": 131, "train": 23, "validation": 19,
+    "MichaelR207/chatbot_arena_personalized_0125": {"pairs": 1_338, "all": 131, "train": 23, "val": 19,
                                                     "test": 89},
 }
 CONTEXT_SPLIT = {"train": 0.5, "val": 0.2, "test": 0.3}  # App. C: each user's pairs in time order
 SEARCH_VARIANTS = {"exact": "paper", "exhaustive": "exhaustive", "halving": "halving"}  # fit_cost.json's names
-JUDGE_CALL_LIKE = {"default": "bootstrap", "demographics": "bootstrap", "memory": "bootstrap",
+JUDGE_CALL_LIKE = {"baseline": "bootstrap", "demographics": "bootstrap", "memory": "bootstrap",
                    "demos": "persona_evidence", "persona": "persona_bootstrap", "synthesizeme": "demo_search"}
 """The fit's call whose prompt each evaluate method's judge call repeats: the uncompiled judge, with step 1's demos,
 with the persona, with the persona and step 3's demos."""
@@ -136,7 +136,7 @@ def synthesizeme(steps: dict[str, Options], measured: dict[str, Any]) -> Estimat
 
     train = (pairs["train"], "train pairs per user")
     orders = (2, "orders") if fit.verification == "both_orders" else None
-    val = (pairs["val"] * (2 if fit.validation == "both_orders" else 1), "validation judgments per user")
+    val = (pairs["val"] * (2 if fit.val_orders == "both_orders" else 1), "validation judgments per user")
     searched = f"share of them the {fit.search} search judged"
     parts = [
         Part("fit: bootstrap", "task", _factors(train, orders, users(fit)), tokens["bootstrap"]),
@@ -166,7 +166,7 @@ def synthesizeme(steps: dict[str, Options], measured: dict[str, Any]) -> Estimat
         f"{share['subsets']:.0%} (step 1) and {share['demos']:.0%} (step 3) of every candidate on every validation "
         "judgment in the embedded fits, where the 135M judge's candidates nearly all tie: a judge whose candidates "
         "differ stops sooner (exhaustive: 100%)",
-        "each evaluate method's judge call is priced as the fit call with the same prompt: default, demographics and "
+        "each evaluate method's judge call is priced as the fit call with the same prompt: baseline, demographics and "
         "memory as a bootstrap call, demos as a step-1 search call, persona as a step-3 bootstrap call, synthesizeme "
         "as a step-3 search call; memory's insights one call per context pair at most (pairs of one conversation: "
         "DSPy's cache), priced as a bootstrap call; every user has a demographic profile",
@@ -186,6 +186,10 @@ def _judged_share(fits: list[dict[str, Any]], kind: str) -> float:
 CUPID_INSTANCES = 756
 
 
+def _cupid_response(method: str) -> str:
+    return "baseline" if method == "none" else method
+
+
 def cupid(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
     evaluate = steps["evaluate"]
     if evaluate.split != "all":
@@ -194,14 +198,15 @@ def cupid(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
     instances = (_capped(CUPID_INSTANCES, evaluate.max_instances), "instances")
     rows = _rows(measured, "method", "step")
     parts = []
-    for variant in evaluate.variants:
+    for variant in evaluate.inferrers:
         measured_as = variant if (variant, "infer") in rows else "all"
         for step, model in (("infer", "task"), ("match", "judge")):
             row = rows[(measured_as, step)]
             parts.append(Part(f"{variant}: {step}", model, (
                 (row["calls_per_instance"], "calls per instance (measured)"), instances),
                 PerCall.of([row], f"cupid_cost.json, {measured_as} {step}")))
-    generated = {method.removeprefix("respond "): row for (method, step), row in rows.items()
+    # a result file measured before the baseline's rename names its response method "none"
+    generated = {_cupid_response(method.removeprefix("respond ")): row for (method, step), row in rows.items()
                  if step == "generate" and row["calls"]}
     infer = PerCall.of([rows[("all", "infer")]], "")
     judge = PerCall.of((row for (_, step), row in rows.items() if step == "judge"), "cupid_cost.json, every judge call")
@@ -239,13 +244,15 @@ RETRIEVES = {"rag", "rag_random", "planpers"}
 def lampqa(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
     evaluate = steps["evaluate"]
     table = LAMPQA_QUESTIONS[evaluate.split]
-    counts = {config: _capped(table[config][0], evaluate.max_questions) for config in evaluate.configs or CONFIGS}
+    counts = {config: _capped(table[config][0], evaluate.max_questions) for config in evaluate.categories or CONFIGS}
     questions = sum(counts.values())
     aspects = sum(count * table[config][1] for config, count in counts.items()) / questions
-    rows = _rows(measured, "method", "step")
+    # a result file measured before the baseline's rename names it "none"
+    rows = {("baseline" if method == "none" else method, step): row
+            for (method, step), row in _rows(measured, "method", "step").items()}
     bundled_aspects = _bundled_aspects(measured["questions"] // len(CONFIGS))
-    answer = {method: PerCall.of([rows[(method, "answer")]], "") for method in ("none", "rag")}
-    per_post = (answer["rag"].prompt - answer["none"].prompt) / measured["k"]
+    answer = {method: PerCall.of([rows[(method, "answer")]], "") for method in ("baseline", "rag")}
+    per_post = (answer["rag"].prompt - answer["baseline"].prompt) / measured["k"]
     more_posts = (evaluate.k - measured["k"]) * per_post
     asked = (questions, "questions")
     parts = []
@@ -268,8 +275,8 @@ def lampqa(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
         f"{questions:,} {evaluate.split} questions ({', '.join(f'{count:,}' for count in counts.values())} per "
         f"category) with {aspects:.2f} gold aspects each on average: LaMP-QA's Table 1",
         f"retrieved posts: k = {evaluate.k} against the embedded run's {measured['k']}, each post "
-        f"{per_post:.0f} prompt tokens (RAG's prompt over none's, per post); PlanPers' planner and answerer both read "
-        "them; rag_random priced as rag",
+        f"{per_post:.0f} prompt tokens (RAG's prompt over the baseline's, per post); PlanPers' planner and answerer "
+        "both read them; rag_random priced as rag",
         f"judge calls per gold aspect as measured on the {bundled_aspects} aspects of the bundled questions "
         f"(retries of unparsed replies included; judge_retries = {evaluate.judge_retries} is a ceiling, not a "
         "count); Contriever's embedding requests are not LM calls",
@@ -297,7 +304,7 @@ def prefdisco(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
     problems = {"all": PREFQ_PROBLEMS, **{split: max(1, round(PREFQ_PROBLEMS * share))
                                           for split, share in held_out.items()}}
     problems["train"] = PREFQ_PROBLEMS - problems["test"] - problems["val"]
-    per_task = _capped(problems[evaluate.split] * PREFQ_PERSONAS, evaluate.per_task)
+    per_task = _capped(problems[evaluate.split] * PREFQ_PERSONAS, evaluate.max_per_task)
     scenarios = (_capped(per_task * PREFQ_TASKS, evaluate.max_scenarios), "scenarios")
     rows = _rows(measured, "condition", "step")
     forced = evaluate.forced_questions

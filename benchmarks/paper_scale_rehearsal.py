@@ -7,7 +7,7 @@ Per file: the requests the server saw and the LM calls the steps metered, beside
 instant server's threads included), peak RSS, the LM cache's size, the faults injected and met, the failed items the
 steps counted, and per role whether its longest prompt plus max_tokens exceeds the context the file serves. Each file
 runs in a process of its own (its own peak RSS), with --context-tokens at the file's served context. A file run at a
-smaller scale (`--scale NAME=S`; PrefDisco runs at 0.1, per_task 100, by default) is extrapolated linearly to full
+smaller scale (`--scale NAME=S`; PrefDisco runs at 0.1, max_per_task 100, by default) is extrapolated linearly to full
 size, and says so.
 
 Kill and resume: an instant server in its own process (its request log outlives it); SynthesizeMe's rehearsal killed
@@ -57,7 +57,8 @@ QUICK_SENSEJUDGE = {"max_pair_descriptions = 10": "max_pair_descriptions = 1",
                     "dev_pairs_per_topic = 10": "dev_pairs_per_topic = 2"}
 """--quick's SenseJudge: one description per pair and two dev pairs per topic, not ten."""
 FULL = {"scale": 1.0, "prefdisco_scale": 0.1, "sensejudge_scale": 1.0, "scale_out_scale": 0.02, "resume_scale": 0.02}
-"""PrefDisco at a tenth (per_task 100 of its 1,000 scenarios per task), extrapolated: 800k calls do not fit a run."""
+"""PrefDisco at a tenth (max_per_task 100 of its 1,000 scenarios per task), extrapolated: 800k calls do not fit a
+run."""
 NOT_A_SCORE = "REHEARSAL, NOT A SCORE: synthetic data, instant servers on loopback; no number here measures a model"
 
 
@@ -137,7 +138,7 @@ def rehearsal_row(path: str, scale: float, threads: int, work_dir: str, faults: 
                   endpoints: int = 1, executor: str | None = None, request_log: str | None = None) -> dict[str, Any]:
     serving = Serving(endpoints=endpoints, executor=executor,  # type: ignore[arg-type]
                       request_log=Path(request_log) if request_log else None)
-    outcome = rehearse(Path(path), scale, Faults(**(faults or {})), work_dir=Path(work_dir), num_threads=threads,
+    outcome = rehearse(Path(path), scale, Faults(**(faults or {})), work_dir=Path(work_dir), threads=threads,
                        serving=serving, emit=lambda line: None)
     return outcome_row(outcome)
 

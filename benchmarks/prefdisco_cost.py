@@ -9,7 +9,8 @@ Measures, on the bundled synthetic scenarios (test split, a fresh DSPy cache, th
 - the prompt tokens the server evaluated and served from its prefix cache (llama.cpp's /metrics);
 - the same evaluation again: every answer must come from DSPy's cache (its LM requests are counted).
 
-Run: .venv/bin/python benchmarks/prefdisco_cost.py [--scenarios 3] [--max-turns 2] [--threads 4] [--api-base URL]
+Run: .venv/bin/python benchmarks/prefdisco_cost.py [--max-scenarios 3] [--max-turns 2] [--threads 4]
+     [--task-api-base URL]
 """
 
 from __future__ import annotations
@@ -43,13 +44,14 @@ def run(session: Settings, options: EvaluateOptions, scenarios: list) -> Measure
 
 def main() -> None:
     parser = make_parser(__doc__, "prefdisco_cost.json", timeout_s=900.0)
-    parser.add_argument("--scenarios", type=int, default=3, help="first N scenarios of the test split")
+    parser.add_argument("--max-scenarios", "--scenarios", type=int, default=3,
+                        help="first N scenarios of the test split")
     parser.add_argument("--max-turns", type=int, default=2)
     args = parser.parse_args()
-    scenarios = select_scenarios(EvaluateOptions(max_scenarios=args.scenarios), "test")
+    scenarios = select_scenarios(EvaluateOptions(max_scenarios=args.max_scenarios), "test")
     measure_evaluation(
         args, lambda session, output_dir: run(session, EvaluateOptions(
-            max_scenarios=args.scenarios, max_turns=args.max_turns, no_shipped=True, output_dir=output_dir),
+            max_scenarios=args.max_scenarios, max_turns=args.max_turns, no_shipped=True, output_dir=output_dir),
             scenarios),
         lambda session: {"scenarios": len(scenarios), "max_turns": args.max_turns})
 

@@ -35,8 +35,8 @@ PROFILES = {"on": "true", "off": "false"}
 COMMANDS = {
     "synthesizeme": ["synthesizeme", "evaluate", "--users", "sample_user_01"],
     "sensejudge": ["sensejudge", "demo", "--topics", "QA", "Math", "--dev-dialogues", "1", "--test-dialogues", "1",
-                   "--variants", "concise", "detailed", "--pairs", "runs/pairs.jsonl",
-                   "--judge", "compiled/sensejudge.json", "--max-pair-descriptions", "1", "--output-dir", "runs"],
+                   "--response-models", "concise", "detailed", "--data", "runs/pairs.jsonl",
+                   "--judge-file", "compiled/sensejudge.json", "--max-pair-descriptions", "1", "--output-dir", "runs"],
     "prefdisco": ["prefdisco", "evaluate", "--max-scenarios", "1", "--output-dir", "runs"],
     "cupid": ["cupid", "evaluate", "--max-instances", "1", "--output-dir", "runs"],
     "lampqa": ["lampqa", "evaluate", "--max-questions", "1", "--output-dir", "runs"],

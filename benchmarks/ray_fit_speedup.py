@@ -6,7 +6,7 @@ cores the workers need, so the figure would measure the CPU, not the executor. E
 (n = m = 2, 2 demos) in a fresh cache and MLflow store and a fresh local Ray runtime of that many CPUs; the worker
 counts alternate (1, 2, 1, 2, ...) so that a drift of the machine touches both.
 
-Run: .venv/bin/python benchmarks/ray_fit_speedup.py [--users 4] [--delay-s 0.3] [--repeats 2]
+Run: .venv/bin/python benchmarks/ray_fit_speedup.py [--max-users 4] [--delay-s 0.3] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -51,20 +51,20 @@ def fit_once(workers: int, users: list[str], servers: list[StandInServer], confi
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=4)
+    parser.add_argument("--max-users", "--users", type=int, default=4, help="the first N sample users")
     parser.add_argument("--delay-s", type=float, default=0.3, help="each stand-in answer's delay")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     warnings.simplefilter("ignore", DeprecationWarning)
-    users = [f"sample_user_{n:02d}" for n in range(1, args.users + 1)]
+    users = [f"sample_user_{n:02d}" for n in range(1, args.max_users + 1)]
     config = SynthesizeMeConfig(num_persona_subsets=2, num_demo_candidates=2, max_demos=2, num_threads=2)
     servers = [StandInServer(delay_s=args.delay_s) for _ in range(2)]
     runs = [fit_once(workers, users, servers, config) for _ in range(args.repeats) for workers in (1, 2)]
     mean = {workers: sum(run["wall_s"] for run in runs if run["workers"] == workers) / args.repeats
             for workers in (1, 2)}
-    result = {"users": args.users, "delay_s": args.delay_s, "runs": runs,
+    result = {"users": args.max_users, "delay_s": args.delay_s, "runs": runs,
               "mean_wall_s": mean, "speedup_2_over_1": round(mean[1] / mean[2], 2)}
     args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print("| workers | wall s | LM calls | users fitted |\n|---|---|---|---|")

@@ -14,8 +14,8 @@ engine sends it), under each policy:
   demos), one group after the other;
 - `interleaved`: one request of each group in turn;
 - `warm-interleaved` (prefcraft's schedule): the first request of every group, then the rest interleaved.
-Engines: `xllamacpp` (prefcraft's embedded server, with `--slots` slots) and, given `--llama-cpp-python PYTHON` (an
-interpreter with llama-cpp-python[server] installed), `llama-cpp-python` (the former engine; it takes the schema as
+Engines: `xllamacpp` (prefcraft's embedded server, with `--server-slots` slots) and, given `--llama-cpp-python PYTHON`
+(an interpreter with llama-cpp-python[server] installed), `llama-cpp-python` (the former engine; it takes the schema as
 `json_object` + schema).
 
 Reported per run: wall time, requests/s, prompt tokens (from the replies), prompt tokens evaluated and served from
@@ -31,7 +31,7 @@ the bundled model served by vLLM (`--vllm-executable`), prefcraft sending its co
 
 Run: .venv/bin/python benchmarks/replay_workload.py record [--job fit|evaluate]
          [--structured-output llguidance] [--profile default|PATH.toml]
-     .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--slots 4]
+     .venv/bin/python benchmarks/replay_workload.py replay [--job fit|evaluate] [--clients 4] [--server-slots 4]
          [--llama-cpp-python /path/to/python]
      .venv/bin/python benchmarks/replay_workload.py throughput [--clients 4] [--engine vllm]
 
@@ -182,7 +182,7 @@ def throughput(args: argparse.Namespace) -> None:
     direct = [row for row in rows if row["client"] == "direct"]
     direct_one = next(row for row in direct if row["clients"] == 1)
     result = {
-        "engine": args.engine, "slots": args.slots, "runs": rows,
+        "engine": args.engine, "slots": args.server_slots, "runs": rows,
         "prefcraft_over_best_direct": round(prefcraft[args.clients]["requests_per_s"]
                                             / max(row["requests_per_s"] for row in direct), 3),
         "overhead_per_call_share": round(1 - direct_one["wall_s"] / prefcraft[1]["wall_s"], 3),
@@ -333,7 +333,8 @@ def start_engine(engine: str, args: argparse.Namespace):
 
     log_dir = Path(tempfile.mkdtemp())
     if engine == "xllamacpp":
-        return managed_server(ServerSettings(log_dir=log_dir, slots=args.slots, cache_ram_mib=args.cache_ram_mib,
+        return managed_server(ServerSettings(log_dir=log_dir, slots=args.server_slots,
+                                             cache_ram_mib=args.server_cache_ram_mib,
                                              n_threads=2))
     if engine == "vllm":
         return managed_server(ServerSettings(backend="vllm", executable=args.vllm_executable, log_dir=log_dir))
@@ -366,7 +367,7 @@ def replay(args: argparse.Namespace) -> None:
             rows.append(row)
             logger.info("%s", row)
     result = {"workload": {k: v for k, v in workload.items() if k != "requests"}, "requests": len(requests),
-              "limit": limit, "slots": args.slots, "cache_ram_mib": args.cache_ram_mib, "runs": rows}
+              "limit": limit, "slots": args.server_slots, "cache_ram_mib": args.server_cache_ram_mib, "runs": rows}
     output = args.output or RESULTS / f"replay_{args.job}_{'_'.join(engines)}.json"
     output.write_text(json.dumps(result, indent=2), encoding="utf-8")
     print(json.dumps(result, indent=2))
@@ -387,8 +388,9 @@ def main() -> None:
                         help="record: the small-model profile, default (today's) or a TOML file with a [small_model] "
                         "table (default: %(default)s)")
     parser.add_argument("--clients", type=int, default=4, help="concurrent clients (the fit's threads)")
-    parser.add_argument("--slots", type=int, default=4, help="xllamacpp parallel slots")
-    parser.add_argument("--cache-ram-mib", type=int, default=256, help="xllamacpp host-memory prompt cache")
+    parser.add_argument("--server-slots", "--slots", type=int, default=4, help="xllamacpp parallel slots")
+    parser.add_argument("--server-cache-ram-mib", "--cache-ram-mib", type=int, default=256,
+                        help="xllamacpp host-memory prompt cache")
     parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
     parser.add_argument("--max-requests", type=int, help="replay only the first N recorded requests")
     parser.add_argument("--engines", nargs="+", default=["xllamacpp", "llama-cpp-python"],

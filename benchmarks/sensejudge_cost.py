@@ -17,7 +17,7 @@ again in the same cache. The demo writes and selects descriptions per topic. Rep
 - the whole demo again in the same cache: its LM requests (expected 0).
 
 Run: .venv/bin/python benchmarks/sensejudge_cost.py [--sensebench ../shared/data/sensebench] [--threads 4]
-    [--api-base URL] [--topics QA Math] [--dev-dialogues N] [--test-dialogues N] [--max-pair-descriptions N]
+    [--task-api-base URL] [--topics QA Math] [--dev-dialogues N] [--test-dialogues N] [--max-pair-descriptions N]
 """
 
 from __future__ import annotations
@@ -218,8 +218,8 @@ def _percent(value: float) -> str:
 def demo_argv(args: argparse.Namespace, scratch: Path) -> list[str]:
     """The demo's command line: the SenseBench file, the demo flags given here, every file it writes in `scratch`."""
     given = [item for name in DEMO_FLAGS for item in _flag(name, getattr(args, name))]
-    return ["--sensebench", str(args.sensebench), *given, "--pairs", str(scratch / "pairs.jsonl"),
-            "--judge", str(scratch / "sensejudge.json"), "--output-dir", str(scratch / "out")]
+    return ["--sensebench", str(args.sensebench), *given, "--data", str(scratch / "pairs.jsonl"),
+            "--judge-file", str(scratch / "sensejudge.json"), "--output-dir", str(scratch / "out")]
 
 
 def _flag(name: str, value: Any) -> list[str]:
@@ -243,7 +243,7 @@ def main() -> None:
         runs = cold_then_warm(session, lambda: run(session, options, dialogues, evaluations))
     result = {"sensebench": str(args.sensebench), "labels": "simulated", "labels_note": SIMULATED_NOTE,
               **{name: getattr(options, name) for name in DEMO_FLAGS}, "scope": options.scope,
-              "variants": options.variants, "threads": args.threads, "model": session.task.model,
+              "variants": options.response_models, "threads": args.threads, "model": session.task.model,
               "server_start_seconds": endpoint.start_seconds, **runs}
     write_result(args.output, result)
     print_tables(result, evaluations[0])

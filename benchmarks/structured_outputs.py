@@ -1,7 +1,7 @@
 """Completion tokens and parse rate of prefcraft's structured outputs: dialects and small-model bounds compared on the
 real signatures, and DSPy's own adapters beside them on request.
 
-Starts the embedded llama.cpp server (SmolLM2-135M-Instruct) or uses the server at `--api-base`, turns DSPy's cache
+Starts the embedded llama.cpp server (SmolLM2-135M-Instruct) or uses the server at `--task-api-base`, turns DSPy's cache
 off so that every call reaches the server, and runs the real signatures as their programs call them: those with a
 closed answer (SynthesizeMe's `JudgePreference`, a chain of thought; CUPID's `MatchChecklist`, a reasoning and a list
 of three-way coverage labels; LaMP-QA's `PlanAspects`, a list of models; PrefDisco's `NextTurn`, an ask-or-answer

@@ -1,7 +1,7 @@
 """Seconds until a vLLM server that prefcraft starts for the bundled SmolLM2 is ready (it lists the model), with the
 start-up flags prefcraft chooses on this machine against vLLM's own defaults.
 
-Each start is a fresh server (`prefcraft.backends.managed_server`, as `--backend vllm` starts one) on the bundled
+Each start is a fresh server (`prefcraft.backends.managed_server`, as `--server-backend vllm` starts one) on the bundled
 model's converted folder, converted beforehand so that no start pays for the conversion. On a machine without a GPU
 prefcraft passes `--dtype float32 --enforce-eager`; `vllm-defaults` passes `--dtype auto` and compiles its graphs, as
 a bare `vllm serve` does. Each variant also answers one greedy question, so that a start that gives nonsense shows.

@@ -78,7 +78,7 @@ def validation_score(
     """The mean of `score` over `valset`, as the optimizer scores it, and the predictions' degenerate outputs; one
     child run named `<name>-on-val`."""
     with tracker.run(f"{name}-on-val", nested=True):
-        scored, usage = evaluate_program(program, valset, score, model=session.task, num_threads=session.num_threads)
+        scored, usage = evaluate_program(program, valset, score, model=session.task, num_threads=session.threads)
         validation = Validation(sum(value for _, _, value in scored) / len(scored), degenerate_outputs(program, scored))
         tracker.log_metrics({"val_score": validation.score, "degenerate_outputs": validation.degenerate,
                              **usage.as_metrics()})

@@ -15,7 +15,8 @@ CONFIG_FIELDS = {"candidates": "num_candidates", "trials": "num_trials",
                  "max_bootstrapped_demos": "max_bootstrapped_demos", "max_labeled_demos": "max_labeled_demos",
                  "max_metric_calls": "max_metric_calls", "metric_threshold": "metric_threshold"}
 """Each optimizer option and the config field it sets, in every config that has that field."""
-FROM_SETTINGS = ("num_threads", "seed")
+FROM_SETTINGS = {"num_threads": "threads", "seed": "seed"}
+"""The config fields the settings fill, and the setting each takes."""
 
 
 def optimizer_options(*, candidates: int, trials: int, bootstrapped_demos: int, labeled_demos: int,
@@ -53,5 +54,5 @@ def optimizer_config(options: Any, settings: Any, **defaults: Any) -> OptimizerC
     values = {name: getattr(options, option) for option, name in CONFIG_FIELDS.items()
               if name in names and getattr(options, option) is not None}
     values |= {name: value for name, value in defaults.items() if name in names and name not in values}
-    values |= {name: getattr(settings, name) for name in FROM_SETTINGS if name in names}
+    values |= {name: getattr(settings, setting) for name, setting in FROM_SETTINGS.items() if name in names}
     return config(**values)

@@ -141,31 +141,32 @@ def fit(
     settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, users: Sequence[str] | None = None,
     population: Population = TABLE_POPULATION, fitted_dir: str | Path = DEFAULT_FITTED_DIR,
     persona_prompt: str | Path | None = None, config: SynthesizeMeConfig | None = None,
-    validation: ValidationOrders = "one_order", executor: Executor = "local", address: str | None = None,
+    val_orders: ValidationOrders = "one_order", executor: Executor = "local", address: str | None = None,
 ) -> FitSummary:
     """Fit a SynthesizeMe judge for each user of `data` (default: all; of a dataset, its `population` of users) into
     `fitted_dir/<user>.json`, skipping users fitted before with the same data, model and settings. Without
     `persona_prompt`, the one prefcraft ships for the task model. The search is the command's (the paper's, n = m = 10,
     with the settings' threads and seed and, for a small model, its demo cap); each field `config` sets away from its
-    default replaces the command's. `validation`: `--validation`. `executor="ray"` fits each user as a Ray task on
+    default replaces the command's. `val_orders`: `--val-orders`. `executor="ray"` fits each user as a Ray task on
     the cluster at `address` (`prefcraft synthesizeme fit --executor ray --address ...`)."""
     options = _checked(_FitOptions, {"data": data, "users": _listed(users), "population": population,
                                       "fitted_dir": fitted_dir, "persona_prompt": persona_prompt, "config": config,
-                                      "validation": validation, "executor": executor, "address": address},
+                                      "val_orders": val_orders, "executor": executor, "address": address},
                        "prefcraft.fit", "synthesizeme", "fit")
     return run_step("synthesizeme", "fit", options, settings or load_settings(), _unreported)
 
 
 def evaluate(
-    settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("default",),
+    settings: Settings | None = None, *, data: str | Path = SAMPLE_USERS, methods: Sequence[str] = ("baseline",),
     users: Sequence[str] | None = None, population: Population = TABLE_POPULATION,
     fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test", output_dir: str | Path = DEFAULT_RESULTS_DIR,
     demographics: str | Path | None = None, demographics_judge: DemographicsJudge = "dong",
     allow_fitted_pairs: bool = False, executor: Executor = "local", address: str | None = None,
 ) -> dict[str, MethodOutcome]:
-    """Judge each user's `split` pairs in both orders with every method (`default`, `memory`, `demographics` from the
-    PRISM survey or a local copy given as `demographics`, judged as `demographics_judge` says, and from the judges in
-    `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy with its interval.
+    """Judge each user's `split` pairs in both orders with every method (`baseline`, the paper's Default, `memory`,
+    `demographics` from the PRISM survey or a local copy given as `demographics`, judged as `demographics_judge` says,
+    and from the judges in `fitted_dir`: `demos`, `persona`, `synthesizeme`); each outcome's `report` holds accuracy
+    with its interval.
     `population`: which of a dataset's user splits to read. `allow_fitted_pairs` lets the methods that learned from
     the train and val pairs judge them (optimistic: for debugging).
     Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as

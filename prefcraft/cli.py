@@ -17,8 +17,8 @@ from prefcraft.console import configure_logging, echo, results_on_stdout
 from prefcraft.errors import PrefcraftError
 from prefcraft.flags import (
     CommandParser,
-    add_server_settings_flags,
     add_settings_flags,
+    add_some_settings_flags,
     add_step_flags,
     add_verbose_flag,
     settings_overrides,
@@ -51,7 +51,8 @@ def make_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             step_parser = steps.add_parser(name, help=step.help, description=step.help)
             if argv is None or chosen == (component.name, name):
                 add_step_flags(step_parser, step)
-    add_server_settings_flags(commands.add_parser("serve", help="start a model server and keep it up"))
+    add_some_settings_flags(commands.add_parser("serve", help="start a model server and keep it up"),
+                            "server settings", lambda key: key.startswith("server."))
     for name, module in CROSS_CUTTING.items():
         module.add_steps(commands.add_parser(name, help=module.HELP), add_settings_flags)
     add_verbose_flag(parser)
@@ -69,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     args = make_parser(argv).parse_args(argv)
     configure_logging(args.verbose)
     try:
-        settings = load_settings(args.config, settings_overrides(args))
+        settings = load_settings(getattr(args, "config", None), settings_overrides(args))  # a step may take none
         with results_on_stdout():
             outcome = run_command(args, settings)
     except PrefcraftError as error:

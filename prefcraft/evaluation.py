@@ -128,6 +128,6 @@ def run_pipeline_step(
     started = time.perf_counter()
     with lm_context(session, role):
         results, usage = evaluate_program(program, examples, metric, model=session.model_for(role),
-                                          num_threads=session.num_threads)
+                                          num_threads=session.threads)
     failures = sum(prediction is None for _, prediction, _ in results)
     return results, StepCost(usage, time.perf_counter() - started, failures, degenerate_outputs(program, results))

@@ -342,7 +342,10 @@ def validated_options(component: str, step: str, options: dict[str, Any], key: t
     added to `problems`."""
     checked = check_options(COMPONENTS[component].steps[step].options, options, key, f"'prefcraft {component} {step}'",
                             problems, settings_flag_names())
-    return None if checked is None else {name: value_under(checked, name) for name in options}
+    if checked is None:
+        return None
+    current = [type(checked).former_names().get(name, name) for name in options]  # a former name as it is now
+    return {name: value_under(checked, name) for name in current}
 
 
 def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

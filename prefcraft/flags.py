@@ -5,12 +5,17 @@ optimizer group from prefcraft/optimizers/options.py)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 from prefcraft.components.component import Component, Step
 from prefcraft.executors import ExecutorOptions
@@ -21,10 +26,11 @@ from prefcraft.options import (
     add_renamed_flag,
     as_flag,
     options_from_args,
+    unwrap,
 )
-from prefcraft.settings import ENV_PREFIX, ModelSettings, ServerSettings, Settings, StructuredOutput
+from prefcraft.settings import ENV_PREFIX, Settings
 
-ROLE_FLAGS = ("model", "api_base", "api_bases", "structured_output", "max_tokens", "temperature", "timeout_s")
+logger = logging.getLogger(__name__)
 
 
 class DefaultsHelpFormatter(argparse.HelpFormatter):
@@ -47,6 +53,22 @@ class CommandParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
         super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """A former flag is read as the flag it is now before argparse sees it, so that it counts as given (a required
+        flag too), with a warning."""
+        args = sys.argv[1:] if args is None else list(args)
+        former = {flag: action.new.option_strings[0] for action in self._actions if isinstance(action, Renamed)
+                  for flag in action.option_strings}
+        return super().parse_known_args([_current(arg, former) for arg in args], namespace)
+
+
+def _current(arg: str, former: dict[str, str]) -> str:
+    flag, equals, value = arg.partition("=")
+    if flag not in former:
+        return arg
+    logger.warning("%s is now %s; %s goes in the next release", flag, former[flag], flag)
+    return f"{former[flag]}{equals}{value}"
 
 
 def add_executor_flags(parser: argparse.ArgumentParser) -> None:
@@ -73,15 +95,52 @@ def _commands(parser: argparse.ArgumentParser, depth: int = 0) -> list[tuple[int
 
 SETTINGS_GROUP = "shared settings"
 SETTINGS_POINTER = ("every flag `prefcraft settings --help` lists works here: --config, the models (--task-model, "
-                    "--judge-model, ...), the server, --threads, --seed, tracking and cache")
+                    "--judge-model, ...), the server (--server-*), --threads, --seed, tracking and cache")
 ROLES = ("task", "prompt", "judge")
-SERVER_KEYS = {"backend": "backend", "server_model": "model", "server_executable": "executable",
-               "server_extra_args": "extra_args", "served_model_name": "served_model_name", "port": "port",
-               "slots": "slots", "tensor_parallel_size": "tensor_parallel_size", "max_model_len": "max_model_len"}
-SETTING_KEYS = ({f"{role}_{name}": f"{role}.{name}" for role in ROLES for name in ROLE_FLAGS}
-                | {dest: f"server.{key}" for dest, key in SERVER_KEYS.items()}
-                | {name: name for name in ("serve", "num_threads", "seed", "resume", "trace", "tracking_uri",
-                                           "experiment", "cache_dir")})
+FLAGGED_TABLES = (*ROLES, "server")
+"""The settings tables whose every key has a flag, `--<table>-<key>`; the others are set in a file or a variable."""
+FORMER_FLAGS = {"--backend": "--server-backend", "--port": "--server-port", "--slots": "--server-slots",
+                "--served-model-name": "--server-served-model-name",
+                "--tensor-parallel-size": "--server-tensor-parallel-size",
+                "--max-model-len": "--server-max-model-len", "--experiment": "--mlflow-experiment"}
+"""Settings flags' former spellings (old: new), taken for one release with a warning."""
+UNMODELLED_KEYS = ("seed", "resume", "tracking_uri", "mlflow_experiment")
+"""The settings a tracked step that runs no model takes; an untracked one takes none."""
+ROLE_PURPOSES = {"prompt": "the model optimizers propose prompts with", "judge": "the model metrics grade with"}
+METAVARS = {**{f"{role}.model": "LITELLM_MODEL" for role in ROLES}, "executable": "PATH", "api_base": "URL",
+            "api_bases": "URL", "tracking_uri": "URI",
+            "temperature": "T", "api_key_env": "VARIABLE", "host": "HOST", "server.model": "MODEL"}
+"""Metavars by settings key, else by the key's last name; else by type."""
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """A setting's flag: its spelling, its argparse dest and the settings key (TOML, dotted) it sets."""
+
+    flag: str
+    dest: str
+    key: str
+    field: FieldInfo
+
+
+def _setting_flags() -> list[SettingFlag]:
+    """A flag per setting, in the settings' order: `--<key>` at the top level (a switch on by default: `--no-<key>`),
+    `--<table>-<key>` in a flagged table."""
+    found = []
+    for name, field in Settings.model_fields.items():
+        table, _ = unwrap(field.annotation, [])
+        if isinstance(table, type) and issubclass(table, BaseModel):
+            if name in FLAGGED_TABLES:
+                found += [SettingFlag(as_flag(f"{name}_{key}"), f"{name}_{key}", f"{name}.{key}", inner)
+                          for key, inner in table.model_fields.items()]
+        else:
+            flag = as_flag(f"no_{name}" if field.default is True else name)
+            found.append(SettingFlag(flag, name, name, field))
+    return found
+
+
+SETTING_FLAGS = _setting_flags()
+SETTING_KEYS = {flag.dest: flag.key for flag in SETTING_FLAGS}
 """Each settings flag's dest and the settings key (TOML, dotted) it sets."""
 
 
@@ -96,103 +155,71 @@ def add_settings_flags(parser: argparse.ArgumentParser, listed: bool = False) ->
     points there, so that a step's help is its own flags."""
     group = parser.add_argument_group(SETTINGS_GROUP, None if listed else SETTINGS_POINTER)
     group.add_argument("--config", type=Path, metavar="PATH",
-                       help="TOML settings file, over the defaults and under the PREFCRAFT_* variables (default: none)")
-    _add_model_flags(group)
-    group.add_argument("--no-serve", dest="serve", action="store_false", default=None,
-                       help="never start a server: every hosted_vllm/ model needs an api_base (a hosted API's model, "
-                       "openai/... and the like, never needs one)")
-    _add_server_flags(group)
-    group.add_argument("--threads", dest="num_threads", type=int, metavar="N",
-                       help=f"parallel LM calls (default: {_default(Settings, 'num_threads')})")
-    group.add_argument("--seed", type=int, metavar="N", help=f"seed of every random choice: samples, demo sets, "
-                       f"optimizers (default: {_default(Settings, 'seed')})")
-    group.add_argument("--resume", action="store_true", default=None,
-                       help="continue this command's interrupted MLflow run (same params) instead of opening a new one")
-    group.add_argument("--trace", action="store_true", default=None,
-                       help="log every LM call as a span of an MLflow trace (default: off; params, metrics and result "
-                       "files are logged either way)")
-    group.add_argument("--tracking-uri", metavar="URI",
-                       help=f"MLflow tracking URI (default: {_default(Settings, 'tracking_uri')})")
-    group.add_argument("--mlflow-experiment", dest="experiment", metavar="NAME",
-                       help=f"MLflow experiment the runs go to (default: {_default(Settings, 'experiment')})")
-    add_renamed_flag(group, "--experiment", "--mlflow-experiment")
-    group.add_argument("--cache-dir", type=Path, metavar="PATH",
-                       help=f"DSPy cache directory (default: {_default(Settings, 'cache_dir')})")
-    for action in group._group_actions:
-        if not listed:
-            action.help = argparse.SUPPRESS
-        elif action.dest in SETTING_KEYS:
-            key = SETTING_KEYS[action.dest]
-            action.help = f"{action.help}; TOML {key}, variable {environment_variable(key)}"
+                       help="TOML settings file, over the defaults and under the PREFCRAFT_* variables (default: none)"
+                       if listed else argparse.SUPPRESS)
+    _add_flags(group, SETTING_FLAGS, listed)
 
 
-def add_server_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """The settings flags of `prefcraft serve`: the config file and the server it starts."""
-    group = parser.add_argument_group("server settings")
+def add_some_settings_flags(parser: argparse.ArgumentParser, title: str, keys: Callable[[str], bool]) -> None:
+    """The settings flags of a command that uses only the settings whose `keys` it takes (`prefcraft serve`: the
+    server's), and the config file, under `title`."""
+    group = parser.add_argument_group(title)
     group.add_argument("--config", type=Path, metavar="PATH", help="TOML settings file (default: none)")
-    _add_server_flags(group)
+    _add_flags(group, [flag for flag in SETTING_FLAGS if keys(flag.key)], listed=True)
 
 
-MODEL_FLAG_SPECS: dict[str, dict[str, Any]] = {
-    "model": {"metavar": "LITELLM_MODEL"},
-    "api_base": {"metavar": "URL"},
-    "api_bases": {"nargs": "+", "metavar": "URL"},
-    "structured_output": {"choices": get_args(StructuredOutput)},
-    "max_tokens": {"type": int, "metavar": "N"},
-    "temperature": {"type": float, "metavar": "T"},
-    "timeout_s": {"type": float, "metavar": "SECONDS"},
-}
-"""Each of ROLE_FLAGS' argparse settings, the same for every role."""
+def _add_flags(group: argparse._ArgumentGroup, flags: list[SettingFlag], listed: bool) -> None:
+    """`flags` on `group`, unset unless given, each former spelling of one with them; `listed`: shown with their TOML
+    keys and variables, else taken but not shown."""
+    for setting in flags:
+        action = group.add_argument(setting.flag, dest=setting.dest, default=None, **_flag_spec(setting))
+        action.help = (f"{action.help}; TOML {setting.key}, variable {environment_variable(setting.key)}" if listed
+                       else argparse.SUPPRESS)
+    given = {flag.flag for flag in flags}
+    for old, new in FORMER_FLAGS.items():
+        if new in given:
+            add_renamed_flag(group, old, new)
 
 
-def _add_model_flags(group: argparse._ArgumentGroup) -> None:
-    """The task model's flags, then the prompt and judge models' (each defaulting to the task model's)."""
-    defaults = {name: _default(ModelSettings, name) for name in ("model", "max_tokens", "temperature", "timeout_s")}
-    helps = {
-        "model": f"the model the programs run on: a litellm model string (default: {defaults['model']})",
-        "api_base": "OpenAI-compatible base URL of the task model (default: a server prefcraft starts)",
-        "api_bases": "several base URLs serving the task model; calls are spread over them (default: none)",
-        "structured_output": "how the task model's output is constrained to the signature's schema (default: auto, "
-                             "compact JSON on a server prefcraft starts, else json_schema)",
-        "max_tokens": f"longest answer of the task model (default: {defaults['max_tokens']})",
-        "temperature": f"sampling temperature of the task model (default: {defaults['temperature']})",
-        "timeout_s": f"seconds one call of the task model may take (default: {defaults['timeout_s']})",
-    }
-    purposes = {"prompt": "the model optimizers propose prompts with", "judge": "the model metrics grade with"}
-    for role in ROLES:
-        for name in ROLE_FLAGS:
-            if role == "task":
-                text = helps[name]
-            elif name == "model":
-                text = f"{purposes[role]}: a litellm model string (default: the task model)"
-            else:
-                text = f"{as_flag(f'task_{name}')} for the {role} model (default: the task model's)"
-            group.add_argument(as_flag(f"{role}_{name}"), help=text, **MODEL_FLAG_SPECS[name])
-
-
-def _add_server_flags(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--backend", choices=["llamacpp", "vllm"],
-                       help=f"server to start (default: {_default(ServerSettings, 'backend')})")
-    group.add_argument("--server-model", metavar="MODEL", help="GGUF file (llamacpp) or Hugging Face id or folder "
-                       "(vllm) (default: the bundled SmolLM2)")
-    group.add_argument("--server-executable", metavar="PATH", help="the vllm executable (default: vllm on PATH; "
-                       "`make vllm` installs one as .venv-vllm/bin/vllm)")
-    group.add_argument("--server-extra-args", type=shlex.split, metavar="'ARGS'",
-                       help="more flags for the server, as one quoted string: --server-extra-args='--swap-space 4' "
-                       "(default: none)")
-    group.add_argument("--served-model-name", metavar="NAME", help="name the server serves the model under "
-                       "(default: the bundled model's name, or --server-model's own)")
-    group.add_argument("--port", type=int, metavar="N", help="server port (default: a free one)")
-    group.add_argument("--slots", type=int, metavar="N",
-                       help=f"llamacpp parallel slots (default: {_default(ServerSettings, 'slots')})")
-    group.add_argument("--tensor-parallel-size", type=int, metavar="N", help="vllm --tensor-parallel-size "
-                       f"(default: {_default(ServerSettings, 'tensor_parallel_size')})")
-    group.add_argument("--max-model-len", type=int, metavar="TOKENS",
-                       help="vllm --max-model-len (default: the model's)")
-
-
-def _default(model: type[BaseModel], name: str) -> Any:
-    return model.model_fields[name].default
+def _flag_spec(setting: SettingFlag) -> dict[str, Any]:
+    """How argparse takes the setting, and its help: the field's description, or the task model's flag for another
+    role, and its default."""
+    table, _, name = setting.key.rpartition(".")
+    field = setting.field
+    annotation, _ = unwrap(field.annotation, [])
+    if table in ROLE_PURPOSES and name == "model":
+        text = f"{ROLE_PURPOSES[table]}: a litellm model string (default: the task model)"
+    elif table in ROLE_PURPOSES:
+        text = f"{as_flag(f'task_{name}')} for the {table} model (default: the task model's)"
+    else:
+        purpose = "the model the programs run on: a " if setting.key == "task.model" else ""
+        text = f"{purpose}{field.description}"
+        if "default" not in text and annotation is not bool:
+            default = field.get_default(call_default_factory=True)
+            shown = " ".join(map(str, default)) if isinstance(default, list) else default
+            text += f" (default: {'none' if shown in (None, '') else shown})"
+    spec: dict[str, Any] = {"help": text}
+    if setting.key == "server.extra_args":  # flags for another program: one quoted string, split as a shell would
+        return spec | {"type": shlex.split, "metavar": "'ARGS'"}
+    if annotation is bool:
+        if setting.flag.startswith("--no-"):
+            spec["help"] = f"turn off (default: on): {text}"
+        if field.default is None:
+            return spec | {"action": argparse.BooleanOptionalAction}
+        return spec | {"action": "store_false" if field.default else "store_true"}
+    if get_origin(annotation) is list:
+        spec["nargs"] = "+"
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Literal:
+        return spec | {"choices": get_args(annotation)}
+    metavar = METAVARS.get(setting.key) or METAVARS.get(name)
+    if annotation in (int, float):
+        spec["type"] = annotation
+        metavar = metavar or ("N" if annotation is int else "SECONDS" if name.endswith("_s") else "X")
+    elif annotation is Path:
+        spec["type"] = Path
+        metavar = metavar or "PATH"
+    return spec | {"metavar": metavar or "NAME"}
 
 
 def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -207,13 +234,18 @@ def settings_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_step_flags(parser: argparse.ArgumentParser, step: Step) -> None:
     """A step's command line: its own flags first (the required ones leading), then the shared settings (models,
-    server, tracking), taken but shown as one line. The usage line names the required flags and the two groups."""
+    server, tracking), taken but shown as one line; a step that runs no model takes only the tracking settings, or
+    none when it is not tracked either. The usage line names the required flags and the groups."""
     add_option_flags(parser, step.options)
-    add_settings_flags(parser)
+    if step.models:
+        add_settings_flags(parser)
+    elif step.tracked:
+        add_some_settings_flags(parser, "settings", lambda key: key in UNMODELLED_KEYS)
     parser.set_defaults(**step.settings_defaults)
     required = [f"{action.option_strings[0]} {action.metavar or action.dest.upper()}"
                 f"{' ...' if action.nargs in ('+', '*') else ''}" for action in parser._actions if action.required]
-    parser.usage = " ".join(["%(prog)s", *required, "[flags of this step]", "[shared settings]"])
+    settings = ["[shared settings]"] if step.models else ["[settings]"] if step.tracked else []
+    parser.usage = " ".join(["%(prog)s", *required, "[flags of this step]", *settings])
 
 
 @cache

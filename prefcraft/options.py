@@ -35,10 +35,36 @@ OneOrMore = Annotated[list[T], Field(min_length=1)]
 
 class Options(BaseModel):
     """A step's options. Strict: a file says what it means, so "3" is no int and 1 is no bool. `renamed_options`: the
-    names options had before (old: new), refused as flags and in files, naming the new one."""
+    names options had before (old: new), taken for one release as flags, in files and in `prefcraft.run`, with a
+    warning naming the new one."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     renamed_options: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def former_names(cls) -> dict[str, str]:
+        """The `renamed_options` of this class and of every class it derives from (old: new), a class's own over its
+        bases'."""
+        return {old: new for klass in reversed(cls.__mro__)
+                for old, new in vars(klass).get("renamed_options", {}).items()}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_names(cls, given: Any) -> Any:
+        """An option or a value given by its former name is taken under its new one, with a warning."""
+        if not isinstance(given, dict):
+            return given
+        given = dict(given)
+        for old, new in cls.former_names().items():
+            if old in given:
+                logger.warning("option %s is now %s; %s goes in the next release", old, new, old)
+                value = given.pop(old)
+                given.setdefault(new, value)
+        for name, value in list(given.items()):
+            if renamed := renamed_values(cls, name):
+                given[name] = ([_new_value(renamed, item) for item in value] if isinstance(value, list)
+                               else _new_value(renamed, value))
+        return given
 
     @model_validator(mode="before")
     @classmethod
@@ -106,23 +132,29 @@ def _toml(value: bool) -> str:
     return "true" if value else "false"
 
 
-def renamed_value(options: type[Options], name: str, value: Any) -> str | None:
-    """What `value` of option `name` is called now, if it is a former name; else None."""
+def renamed_values(options: type[Options], name: str) -> dict[str, str]:
+    """The former names of option `name`'s values (old: new); empty for an option whose values kept theirs."""
     field = options.model_fields.get(name)
     extra = field.json_schema_extra if field is not None and isinstance(field.json_schema_extra, dict) else {}
-    return extra.get("renamed", {}).get(value) if isinstance(value, str) else None
+    return extra.get("renamed", {})
+
+
+def _new_value(renamed: dict[str, str], value: Any) -> Any:
+    if isinstance(value, str) and value in renamed:
+        logger.warning("'%s' is now '%s'; '%s' goes in the next release", value, renamed[value], value)
+        return renamed[value]
+    return value
 
 
 @dataclass(eq=False)  # hashable (argparse looks types up in a dict), though it holds a dict
 class RenamedValues:
-    """A flag's type that refuses a value's former name, naming the new one, and passes every other value on."""
+    """A flag's type that takes a value's former name as its new one, with a warning, and passes every other value
+    on."""
 
     renamed: dict[str, str]
 
     def __call__(self, value: str) -> str:
-        if value in self.renamed:
-            raise argparse.ArgumentTypeError(f"'{value}' is now '{self.renamed[value]}'")
-        return value
+        return _new_value(self.renamed, value)
 
 
 def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) -> None:
@@ -137,7 +169,7 @@ def add_option_flags(parser: argparse.ArgumentParser, options: type[Options]) ->
             target = groups.setdefault(extra["group"], parser.add_argument_group(extra["group"]))
         flag = extra.get("flag") or as_flag(name)
         target.add_argument(flag, dest=option_key(flag), **_flag_spec(name, field, extra))
-    for old, new in options.renamed_options.items():
+    for old, new in options.former_names().items():
         add_renamed_flag(parser, as_flag(old), as_flag(new))
 
 
@@ -146,19 +178,23 @@ def as_flag(name: str) -> str:
 
 
 class Renamed(argparse.Action):
-    """A flag's former spelling: refused, naming the new one."""
+    """A flag's former spelling: taken as the flag it is now (`new`), with a warning naming it, for one release."""
 
-    def __init__(self, option_strings: list[str], dest: str, new: str, **kwargs: Any):
-        super().__init__(option_strings, dest, nargs="*", help=argparse.SUPPRESS, **kwargs)
+    def __init__(self, option_strings: list[str], dest: str, new: argparse.Action, **kwargs: Any):
+        super().__init__(option_strings, new.dest, nargs=new.nargs, const=new.const, type=new.type,
+                         choices=new.choices, metavar=new.metavar, help=argparse.SUPPRESS, default=argparse.SUPPRESS)
         self.new = new
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: Any, values: Any, option: str | None = None):
-        parser.error(f"{option} is now {self.new}")
+        flag = self.new.option_strings[0]
+        logger.warning("%s is now %s; %s goes in the next release", option, flag, option)
+        self.new(parser, namespace, values, flag)
 
 
 def add_renamed_flag(parser: argparse.ArgumentParser | argparse._ArgumentGroup, old: str, new: str) -> None:
-    parser.add_argument(old, action=Renamed, new=new, dest=f"renamed_{old.lstrip('-').replace('-', '_')}",
-                        default=argparse.SUPPRESS)
+    """`old`, the former spelling of the flag `new` that `parser` has."""
+    target = next(action for action in parser._actions if new in action.option_strings)
+    parser.add_argument(old, action=Renamed, new=target)
 
 
 def options_from_args(options: type[Options], args: argparse.Namespace) -> Options:
@@ -176,17 +212,11 @@ def check_options(options: type[Options], given: dict[str, Any], key: tuple[str,
         return options.model_validate(given)
     except ValidationError as error:
         written = {name: key for name, key in switch_keys(options).items() if key in given}  # as the caller named it
+        written |= {new: old for old, new in options.former_names().items() if old in given}
         for issue in error.errors():
             name = str(issue["loc"][0]) if issue["loc"] else ""
             loc = (written[name], *issue["loc"][1:]) if name in written else issue["loc"]
-            issue = {**issue, "loc": loc}
-            where = problem_key((*key, *loc))
-            if issue["type"] == "extra_forbidden" and name in options.renamed_options:
-                problems.append(f"{where}: now called {options.renamed_options[name]}")
-            elif (new := renamed_value(options, name, issue.get("input"))) is not None:
-                problems.append(f"{where}: '{issue['input']}' is now '{new}'")
-            else:
-                problems.append(format_problem(issue, key, command, settings_names))
+            problems.append(format_problem({**issue, "loc": loc}, key, command, settings_names))
         return None
 
 
@@ -216,7 +246,7 @@ def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, 
         spec["required"] = True
     else:
         spec["default"] = field.default
-    annotation, metadata = _unwrap(field.annotation, list(field.metadata))
+    annotation, metadata = unwrap(field.annotation, list(field.metadata))
     if extra.get("flag") and not (annotation is bool and field.default is True):
         raise TypeError(f"{name}: only a switch on by default takes a flag of its own, the one that turns it off")
     if annotation is bool:
@@ -228,7 +258,7 @@ def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, 
     if get_origin(annotation) is list:
         spec["nargs"] = "+" if any(isinstance(item, annotated_types.MinLen) and item.min_length
                                    for item in metadata) else "*"
-        annotation, metadata = _unwrap(get_args(annotation)[0], [])
+        annotation, metadata = unwrap(get_args(annotation)[0], [])
     if get_origin(annotation) is Literal:
         spec["choices"] = get_args(annotation)
         if extra.get("renamed"):
@@ -242,10 +272,12 @@ def _flag_spec(name: str, field: FieldInfo, extra: dict[str, Any]) -> dict[str, 
         spec.setdefault("metavar", "PATH")
     elif annotation is not str:
         raise TypeError(f"{name}: no flag for options of type {annotation}")
+    elif extra.get("renamed"):
+        spec["type"] = RenamedValues(extra["renamed"])
     return spec
 
 
-def _unwrap(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
+def unwrap(annotation: Any, metadata: list[Any]) -> tuple[Any, list[Any]]:
     """The type under `X | None` and `Annotated[X, ...]`, with the constraints found on the way."""
     while True:
         if get_origin(annotation) is Annotated:

@@ -6,6 +6,7 @@ Nested keys in the environment use a double underscore: `PREFCRAFT_TASK__MODEL=h
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
@@ -35,7 +36,13 @@ from pydantic_settings import (
 
 from prefcraft.errors import ConfigError
 
+logger = logging.getLogger(__name__)
+
 ENV_PREFIX = "PREFCRAFT_"
+RENAMED_SETTINGS: dict[str | None, dict[str, str]] = {
+    None: {"num_threads": "threads", "experiment": "mlflow_experiment"},
+}
+"""Settings' former names (old: new), by table (None: the top level), taken for one release with a warning."""
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 SELF_HOSTED_PROVIDER = "hosted_vllm/"  # litellm's provider for any OpenAI-compatible server of one's own
 Dialect = Literal["json_schema", "llguidance", "vllm", "none"]
@@ -60,7 +67,10 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(f"{SELF_HOSTED_PROVIDER}{EMBEDDED_MODEL_NAME}", description="litellm model string")
-    api_base: str | None = Field(None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
+    api_base: str | None = Field(
+        None, description="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (default: none: a server "
+        "prefcraft starts, for a hosted_vllm/ model)",
+    )
     api_bases: list[str] = Field(
         default_factory=list,
         description="two or more base URLs serving the same model, instead of api_base: calls are spread over them "
@@ -69,7 +79,9 @@ class ModelSettings(BaseModel):
     routing_strategy: Literal["simple-shuffle", "least-busy", "latency-based-routing"] = Field(
         "simple-shuffle", description="how litellm's Router picks one of api_bases for each call"
     )
-    api_key_env: str | None = Field(None, description="name of the environment variable that holds the API key")
+    api_key_env: str | None = Field(
+        None, description="name of the environment variable that holds the API key (default: none: the provider's own)"
+    )
     structured_output: StructuredOutput = Field(
         "auto",
         description="how constrained decoding is requested: json_schema, the OpenAI form that every server and hosted "
@@ -77,11 +89,11 @@ class ModelSettings(BaseModel):
         "structured_outputs field with compact JSON; none, no constraint; auto, the compact form of the server "
         "prefcraft starts itself, else json_schema",
     )
-    temperature: float = Field(0.0, ge=0.0, le=2.0)
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="sampling temperature")
     top_p: float | None = Field(
-        None, gt=0.0, le=1.0, description="nucleus sampling; unset, none is sent and the server's default applies"
+        None, gt=0.0, le=1.0, description="nucleus sampling (default: none sent, the server's own applies)"
     )
-    max_tokens: int = Field(512, gt=0)
+    max_tokens: int = Field(512, gt=0, description="longest answer, in tokens")
     timeout_s: float = Field(
         300.0, gt=0, description="seconds a call may wait for its reply; a call that timed out is never sent again"
     )
@@ -121,17 +133,17 @@ class ServerSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    backend: Literal["llamacpp", "vllm"] = "llamacpp"
+    backend: Literal["llamacpp", "vllm"] = Field("llamacpp", description="the server prefcraft starts")
     model: str | None = Field(
-        None, description="GGUF path (llamacpp) or Hugging Face id or folder (vllm); default: the bundled SmolLM2 (for "
+        None, description="GGUF path (llamacpp) or Hugging Face id or folder (vllm) (default: the bundled SmolLM2, for "
         "vllm converted once into a Hugging Face folder under weights_dir)",
     )
     served_model_name: str | None = Field(
         None, description="the name the server serves the model under (default: the bundled model's name, or the "
         "model's own: its Hugging Face id or folder for vllm, its file name for a llamacpp GGUF)",
     )
-    host: str = "127.0.0.1"
-    port: int | None = Field(None, description="default: a free port")
+    host: str = Field("127.0.0.1", description="address the server binds")
+    port: int | None = Field(None, description="server port (default: a free one)")
     slots: int = Field(4, ge=1, description="llamacpp parallel slots: requests decoded together in one batch")
     ctx_per_slot: int = Field(4096, ge=512, description="llamacpp context length of each slot")
     n_threads: int | None = Field(None, ge=1, description="llamacpp CPU threads (default: all cores)")
@@ -139,7 +151,7 @@ class ServerSettings(BaseModel):
         256, ge=0, description="llamacpp host-memory prompt cache beyond the slots' own (0: off)"
     )
     tensor_parallel_size: int = Field(1, ge=1, description="vllm --tensor-parallel-size")
-    max_model_len: int | None = Field(None, description="vllm --max-model-len")
+    max_model_len: int | None = Field(None, description="vllm --max-model-len (default: the model's)")
     dtype: str | None = Field(
         None, description="vllm --dtype (default: float32 on a machine without a GPU, where vLLM's own choice, "
         "bfloat16, is slower and answers worse on CPUs without bfloat16 support; vLLM's choice on a GPU)",
@@ -157,8 +169,8 @@ class ServerSettings(BaseModel):
         default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "prefcraft",
         description="vllm: where the bundled SmolLM2 is kept converted into a Hugging Face folder",
     )
-    startup_timeout_s: float = Field(300.0, gt=0)
-    log_dir: Path = Path(".prefcraft/logs")
+    startup_timeout_s: float = Field(300.0, gt=0, description="seconds a server may take to answer its first request")
+    log_dir: Path = Field(Path(".prefcraft/logs"), description="where servers prefcraft starts write their logs")
 
     @property
     def served_name(self) -> str:
@@ -221,21 +233,48 @@ class Settings(BaseSettings):
     prompt: ModelSettings | None = Field(None, description="proposer model for optimizers (default: task)")
     judge: ModelSettings | None = Field(None, description="grader model for metrics (default: task)")
     serve: bool = Field(
-        True, description="start the configured server for every self-hosted (hosted_vllm/) model that has no api_base"
+        True, description="start the configured server for every self-hosted (hosted_vllm/) model that has no "
+        "api_base; off, every hosted_vllm/ model needs one (a hosted API's model, openai/... and the like, never does)",
     )
     server: ServerSettings = Field(default_factory=ServerSettings)
-    cache_dir: Path = Path(".prefcraft/cache")
-    tracking_uri: str = "sqlite:///mlflow.db"
-    experiment: str = "prefcraft"
-    num_threads: int = Field(4, ge=1)
-    seed: int = 0
-    resume: bool = Field(False, description="continue a command's interrupted MLflow run when its params are the same")
+    cache_dir: Path = Field(Path(".prefcraft/cache"), description="DSPy's cache of LM replies, on disk")
+    tracking_uri: str = Field("sqlite:///mlflow.db", description="MLflow tracking URI")
+    mlflow_experiment: str = Field("prefcraft", description="the MLflow experiment the runs go to")
+    threads: int = Field(4, ge=1, description="parallel LM calls")
+    seed: int = Field(0, description="seed of every random choice: samples, demo sets, optimizers")
+    resume: bool = Field(False, description="continue this command's interrupted MLflow run (same params) instead of "
+                         "opening a new one")
     trace: bool = Field(False, description="log every LM call as a span of an MLflow trace (DSPy autologging's "
                         "traces): for debugging a few calls; at scale it costs more than the calls")
     small_model: SmallModelProfile = Field(
         default_factory=SmallModelProfile, description="length bounds that only a tiny model needs"
     )
     _served_api_base: str | None = PrivateAttr(None)  # where `with_api_base` pointed the models prefcraft serves
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_names(cls, given: Any) -> Any:
+        """A setting given by its former name (in a file, a variable or `Settings(...)`) is taken under its new one,
+        with a warning, for one release."""
+        if not isinstance(given, dict):
+            return given
+        given = dict(given)
+        for table, renamed in RENAMED_SETTINGS.items():
+            values = given if table is None else given.get(table)
+            if not isinstance(values, dict):
+                continue
+            values = dict(values)
+            for old, new in renamed.items():
+                if old in values:
+                    where = old if table is None else f"{table}.{old}"
+                    logger.warning("setting %s is now %s; %s goes in the next release", where,
+                                   new if table is None else f"{table}.{new}", where)
+                    values.setdefault(new, values.pop(old))
+            if table is None:
+                given = values
+            else:
+                given[table] = values
+        return given
 
     def model_for(self, role: Role) -> ModelSettings:
         return getattr(self, role) or self.task

@@ -102,7 +102,7 @@ def start_tracking(settings: Settings) -> MLflowTracker:
     import mlflow
 
     mlflow.set_tracking_uri(settings.tracking_uri)
-    mlflow.set_experiment(settings.experiment)
+    mlflow.set_experiment(settings.mlflow_experiment)
     # Autolog patches compile/Evaluate and must run in the thread that owns DSPy's settings (the main thread).
     # Traces only when asked (`trace`): written span by span into the store, they cost more CPU than the LM calls
     # themselves and grow the store with every call (benchmarks/client_overhead.py).

@@ -68,7 +68,7 @@ def write_rows(path, users):
 def test_the_readme_example_runs(embedded_model, user_with, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)  # the example's runs/, mlflow.db and .prefcraft/ land here
     # The README's first lines, pointed at the test server and a small user:
-    settings = prefcraft.Settings(task=embedded_model, num_threads=2)
+    settings = prefcraft.Settings(task=embedded_model, threads=2)
     data, user = write_rows(tmp_path / "pairs.jsonl", [user_with(2, 1)]), "u1"
     # The README's example from here on, as it is:
     with prefcraft.models(settings) as session:
@@ -77,13 +77,13 @@ def test_the_readme_example_runs(embedded_model, user_with, tmp_path, monkeypatc
         judge = prefcraft.load_judge(fitted.judges[user])
         print(judge.prefers("How do I boil an egg?", "Boil it for nine minutes.",
                             "Put the egg in boiling water for nine minutes, then cool it in cold water and peel it."))
-        outcomes = prefcraft.evaluate(session, data=data, users=[user], methods=["default", "synthesizeme"])
+        outcomes = prefcraft.evaluate(session, data=data, users=[user], methods=["baseline", "synthesizeme"])
         for method, outcome in outcomes.items():
             print(method, outcome.report.accuracy)
 
     printed = capsys.readouterr().out.splitlines()
     assert printed.count("First") + printed.count("Second") == 1
-    assert [line.split()[0] for line in printed if line.startswith(tuple(outcomes))] == ["default", "synthesizeme"]
+    assert [line.split()[0] for line in printed if line.startswith(tuple(outcomes))] == ["baseline", "synthesizeme"]
     assert judge.persona.strip() and (tmp_path / "runs" / "fitted" / "u1.json").is_file()
     assert all(outcome.report.accuracy.n == 4 for outcome in outcomes.values())  # 2 test pairs, both orders
 
@@ -97,8 +97,8 @@ def test_evaluate_keeps_each_method_s_judgments_as_the_command_does(tmp_path):
                                       output_dir=tmp_path / "results")
     finally:
         server.close()
-    judgments = (tmp_path / "results" / "judgments-default.jsonl").read_text().splitlines()
-    assert len(judgments) == len(outcomes["default"].judgments) == len(server.bodies) > 0
+    judgments = (tmp_path / "results" / "judgments-baseline.jsonl").read_text().splitlines()
+    assert len(judgments) == len(outcomes["baseline"].judgments) == len(server.bodies) > 0
 
 
 @pytest.fixture
@@ -110,15 +110,15 @@ def captured_step(monkeypatch):
     return handed
 
 
-SMALL = Settings(task=ModelSettings(api_base="http://127.0.0.1:9/v1"), serve=False, num_threads=3, seed=7,
+SMALL = Settings(task=ModelSettings(api_base="http://127.0.0.1:9/v1"), serve=False, threads=3, seed=7,
                  small_model={"enabled": True, "max_demos": 3})
 
 
 def test_fit_takes_what_the_command_takes_and_its_config_keeps_the_settings_runtime(captured_step):
-    prefcraft.fit(SMALL, users=["u1"], population="all", validation="both_orders",
+    prefcraft.fit(SMALL, users=["u1"], population="all", val_orders="both_orders",
                   config=prefcraft.SynthesizeMeConfig(num_persona_subsets=2, labeled_demos=2))
     options, settings = captured_step[0]
-    assert (options.population, options.validation) == ("all", "both_orders")
+    assert (options.population, options.val_orders) == ("all", "both_orders")
     config = options.search_config(settings)
     assert (config.num_persona_subsets, config.labeled_demos) == (2, 2)  # the config's own choices
     assert (config.num_threads, config.seed, config.max_demos) == (3, 7, 3)  # the settings', as the command's
@@ -140,8 +140,8 @@ def test_without_a_config_fit_searches_as_the_command_does(captured_step):
 
 def test_evaluate_takes_the_demographics_judge_and_the_population(captured_step):
     prefcraft.evaluate(SMALL, methods=["demographics"], demographics="survey.jsonl",
-                       demographics_judge="persona_judge", population="validation")
+                       demographics_judge="persona_judge", population="val")
     options, _ = captured_step[0]
-    assert (options.demographics_judge, options.population) == ("persona_judge", "validation")
+    assert (options.demographics_judge, options.population) == ("persona_judge", "val")
     with pytest.raises(ConfigError, match=r"prefcraft\.evaluate: demographics_judge"):
         prefcraft.evaluate(SMALL, demographics_judge="someone")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.readme_words import flag_words, words_outside
+
 REPOSITORY = Path(__file__).resolve().parent.parent
 BENCHMARKS = REPOSITORY / "benchmarks"
 MODULES = sorted(BENCHMARKS.glob("*.py"))
@@ -35,6 +37,10 @@ def test_each_script_shows_its_help_without_a_server(script):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage:") and "--output" in done.stdout, done.stdout
+    words = flag_words()  # the first spelling of each flag: a later one on its line is a former name
+    flags = re.findall(r"(?m)^  (?:-\w, )?(--[a-z0-9-]+)", done.stdout)
+    outside = [flag for flag in flags if words_outside(flag, words)]
+    assert not outside, f"{script.name}: flags with words outside README's flag words: {outside}"
 
 
 @pytest.fixture

@@ -81,7 +81,7 @@ def test_a_sixth_component_from_the_template_lists_its_flags_runs_through_the_ru
     server = StandInServer()
     uri = tracking_uri(tmp_path)
     settings = Settings(serve=False, task=ModelSettings(api_base=server.api_base), tracking_uri=uri,
-                        cache_dir=tmp_path / "cache", num_threads=1)
+                        cache_dir=tmp_path / "cache", threads=1)
     emitted = []
     try:
         outcome = run_step("example", "evaluate", EvaluateOptions(requests=["Say hi.", "Say hello."],
@@ -95,7 +95,7 @@ def test_a_sixth_component_from_the_template_lists_its_flags_runs_through_the_ru
     rows = [json.loads(line) for line in outcome.results.read_text().splitlines()]
     assert [row["request"] for row in rows] == ["Say hi.", "Say hello."]
 
-    html = write_report(uri, settings.experiment, tmp_path / "report.html", max_runs=5).read_text()
+    html = write_report(uri, settings.mlflow_experiment, tmp_path / "report.html", max_runs=5).read_text()
     assert "example-evaluate" in html and ">Example<" in html
 
 

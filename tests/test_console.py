@@ -110,7 +110,7 @@ def test_a_command_s_stdout_holds_its_results_only(tmp_path, capsys):
     server = StandInServer()
     try:
         code = main(["cupid", "evaluate", "--no-serve", "--task-api-base", server.api_base, "--max-instances", "1",
-                     "--responses", "none", "--no-shipped", "--threads", "1", "--output-dir", str(tmp_path / "out"),
+                     "--responses", "baseline", "--no-shipped", "--threads", "1", "--output-dir", str(tmp_path / "out"),
                      "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")])
     finally:
         server.close()

@@ -34,8 +34,8 @@ def test_a_shipped_file_says_how_to_get_each_path_it_lacks(path, monkeypatch):
 def test_the_paths_a_step_reads_come_from_its_job_types_fields():
     assert read_path_options(ImportPersonaPromptOptions) == {"released"}  # its required output is written
     assert read_path_options(FitOptions) == {"persona_prompt"}  # fitted_dir: where fit writes, evaluate reads
-    assert read_path_options(BestOfNOptions) == {"judge", "requests"}
-    assert read_path_options(SelectOptions) == {"human_labels"}  # pairs and judge: what simulate and select write
+    assert read_path_options(BestOfNOptions) == {"judge_file", "requests"}
+    assert read_path_options(SelectOptions) == {"human_labels"}  # data and judge_file: what simulate and select write
     assert read_path_options(SimulateOptions) == {"sensebench"}
     assert read_path_options(CupidEvaluate) == {"compiled"}
     assert read_path_options(BuildOptions) == {"problems"}

@@ -54,17 +54,17 @@ name = "t"
 component = "cupid"
 [steps.evaluate]
 max_instances = 2
-variants = ["all", "relevant"]
+inferrers = ["all", "relevant"]
 responses = []
 no_shipped = true
 output_dir = "out"
 """)
     (step,) = load_experiment(path).commands()
-    argv = ["cupid", "evaluate", "--max-instances", "2", "--variants", "all", "relevant", "--responses",
+    argv = ["cupid", "evaluate", "--max-instances", "2", "--inferrers", "all", "relevant", "--responses",
             "--no-shipped", "--output-dir", "out"]
     assert step.options == options_from_args(type(step.options), make_parser().parse_args(argv))
     assert step.options.output_dir == Path("out")  # relative: resolved against the current directory when it runs
-    assert str(step) == ("prefcraft cupid evaluate (max_instances=2, variants=['all', 'relevant'], responses=[], "
+    assert str(step) == ("prefcraft cupid evaluate (max_instances=2, inferrers=['all', 'relevant'], responses=[], "
                          "no_shipped=True, output_dir=out)")
 
 
@@ -106,6 +106,7 @@ BAD = {
                    "steps.evaluate.max_instances: Input should be a valid integer"),
     "a number for a switch": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nno_shipped = 0\n',
                               "steps.evaluate.no_shipped: Input should be a valid boolean"),
+    # a former name (variants, now inferrers) is named as the file wrote it
     "bad choice": ('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = ["all", "everything"]\n',
                    "steps.evaluate.variants[1]: Input should be 'relevant', 'summaries', 'summaries-per-session' "
                    "or 'all'"),
@@ -208,7 +209,7 @@ def test_check_of_the_whole_folder_names_and_skips_the_settings_files(capsys, mo
 
 
 def test_a_file_with_settings_and_an_experiment_key_is_checked_as_an_experiment(tmp_path, capsys):
-    mixed = write(tmp_path, 'component = "cupid"\nnum_threads = 2\n')
+    mixed = write(tmp_path, 'component = "cupid"\nthreads = 2\n')
     assert main(["experiment", "check", str(mixed)]) == 2
     assert "name: missing" in capsys.readouterr().err
 
@@ -218,7 +219,7 @@ def test_settings_layer_environment_then_file_then_flags(tmp_path, monkeypatch):
 name = "t"
 component = "cupid"
 [settings]
-num_threads = 3
+threads = 3
 [settings.task]
 model = "hosted_vllm/from-the-file"
 max_tokens = 99
@@ -227,10 +228,10 @@ max_tokens = 99
     monkeypatch.setenv("PREFCRAFT_TASK__MODEL", "hosted_vllm/from-the-environment")
     monkeypatch.setenv("PREFCRAFT_SEED", "7")
     experiment = load_experiment(path)
-    settings = experiment_settings(experiment, None, {"task": {"api_base": "http://flag/v1"}, "num_threads": 5})
+    settings = experiment_settings(experiment, None, {"task": {"api_base": "http://flag/v1"}, "threads": 5})
     assert settings.task.model == "hosted_vllm/from-the-file"  # the file over the environment
     assert (settings.task.api_base, settings.task.max_tokens) == ("http://flag/v1", 99)  # a flag keeps the rest
-    assert (settings.num_threads, settings.seed) == (5, 7)  # flags over the file; the environment where it is silent
+    assert (settings.threads, settings.seed) == (5, 7)  # flags over the file; the environment where it is silent
     config = write(tmp_path, 'serve = false\n[task]\nmodel = "hosted_vllm/base"\ntemperature = 0.5\n', "base.toml")
     layered = experiment_settings(experiment, config, {})
     assert (layered.serve, layered.task.temperature, layered.task.model) == (False, 0.5, "hosted_vllm/from-the-file")
@@ -251,13 +252,13 @@ trials = 1
     called = []
 
     def run_command(component, step, options, settings):
-        called.append((step, settings.num_threads))
+        called.append((step, settings.threads))
         if step == "compile":
             raise DataError("scenarios.jsonl", 0, "persona", "broken")
         return step
 
     monkeypatch.setattr("prefcraft.commands.experiment.run_step", run_command)
-    settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", num_threads=2)
+    settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", threads=2)
     with pytest.raises(DataError):
         run_experiment(path, load_experiment(path), settings, lambda line: None)
     assert called == [("build-scenarios", 2), ("compile", 2)]

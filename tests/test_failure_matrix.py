@@ -36,7 +36,7 @@ SENSEJUDGE_INPUTS = Path("sensejudge")
 and `evaluate` read."""
 PAIRS, JUDGE = SENSEJUDGE_INPUTS / "pairs.jsonl", SENSEJUDGE_INPUTS / "sensejudge.json"
 SIMULATION = ["--sensebench", "new_sense_bmk.json", "--dev-dialogues", "1", "--test-dialogues", "1",
-              "--variants", "concise", "detailed"]
+              "--response-models", "concise", "detailed"]
 
 STEPS = {
     "synthesizeme fit": ["--users", "sample_user_01"],
@@ -44,15 +44,17 @@ STEPS = {
     "synthesizeme compile-persona": ["--train-users", "sample_user_01", "--val-users", "sample_user_02",
                                      "--output", "compiled/persona.json"],
     "synthesizeme demo": ["--users", "sample_user_01"],
-    "synthesizeme best-of-n": ["--judge", "judge.json", "--requests", "requests.jsonl", "--output", "runs/best.jsonl"],
+    "synthesizeme best-of-n": ["--judge-file", "judge.json", "--requests", "requests.jsonl", "--output",
+                               "runs/best.jsonl"],
     "sensejudge simulate": [*SIMULATION, "--output", "runs/pairs.jsonl"],
-    "sensejudge select": ["--pairs", str(PAIRS), "--judge", "compiled/sensejudge.json", "--max-pair-descriptions", "1"],
-    "sensejudge evaluate": ["--pairs", str(PAIRS), "--judge", str(JUDGE), "--output-dir", "runs"],
-    "sensejudge demo": [*SIMULATION, "--pairs", "runs/pairs.jsonl", "--judge", "compiled/sensejudge.json",
+    "sensejudge select": ["--data", str(PAIRS), "--judge-file", "compiled/sensejudge.json",
+                          "--max-pair-descriptions", "1"],
+    "sensejudge evaluate": ["--data", str(PAIRS), "--judge-file", str(JUDGE), "--output-dir", "runs"],
+    "sensejudge demo": [*SIMULATION, "--data", "runs/pairs.jsonl", "--judge-file", "compiled/sensejudge.json",
                         "--max-pair-descriptions", "1", "--output-dir", "runs"],
     "prefdisco compile": ["--max-scenarios", "2", "--output", "compiled/program.json", "--output-dir", "runs"],
     "prefdisco evaluate": ["--max-scenarios", "1", "--output-dir", "runs"],
-    "prefdisco demo": ["--per-task", "1", "--output-dir", "runs"],
+    "prefdisco demo": ["--max-per-task", "1", "--output-dir", "runs"],
     "cupid compile": ["--max-instances", "1", "--output", "compiled/program.json", "--output-dir", "runs"],
     "cupid evaluate": ["--max-instances", "1", "--output-dir", "runs"],
     "cupid demo": ["--max-instances", "1", "--output-dir", "runs"],
@@ -93,7 +95,7 @@ def sensejudge_inputs(tmp_path_factory):
             write_dialogues(folder)
             settings = flags(folder, server.api_base)
             assert main(["sensejudge", "simulate", *SIMULATION, "--output", str(PAIRS), *settings]) == 0
-            assert main(["sensejudge", "select", "--pairs", str(PAIRS), "--judge", str(JUDGE),
+            assert main(["sensejudge", "select", "--data", str(PAIRS), "--judge-file", str(JUDGE),
                          "--max-pair-descriptions", "1", *settings]) == 0
     finally:
         server.close()

@@ -34,7 +34,7 @@ def test_a_server_dying_mid_evaluation_is_one_error_and_the_rerun_repeats_no_com
         assert main([*evaluate, "--resume", *flags(tmp_path, proxy.base_url)]) == 0
         assert not set(before) & set(proxy.answered), "a completed call was sent again"
         assert len(set(before) | set(proxy.answered)) == 8  # 4 test pairs, both orders
-    assert len((results / "judgments-default.jsonl").read_text().splitlines()) == 8
+    assert len((results / "judgments-baseline.jsonl").read_text().splitlines()) == 8
     assert_resumed_once(parent_runs(tmp_path))
 
 
@@ -83,7 +83,7 @@ def test_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_
         assert main([*evaluate, *flags(tmp_path / "truncated", proxy.base_url)]) == 0
     assert "failed judgments (no answer or unparseable) 8" in capsys.readouterr().out
     metrics = [run.data.metrics for run in parent_runs(tmp_path / "truncated")]
-    assert metrics[0]["default_parse_failures"] == 8
+    assert metrics[0]["baseline_parse_failures"] == 8
 
 
 def test_a_conversation_longer_than_the_context_is_a_counted_failure_and_the_other_pairs_are_judged(

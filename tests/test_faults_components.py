@@ -23,8 +23,8 @@ from prefcraft.settings import ModelSettings, Settings
 from prefcraft.tracking import MLflowTracker, start_tracking, tracked_run
 
 CUPID_EVALUATE = ["cupid", "evaluate", "--max-instances", "1", "--no-shipped", "--responses", "gold"]
-LAMPQA_EVALUATE = ["lampqa", "evaluate", "--configs", "Lifestyle_and_Personal_Development", "--max-questions", "1",
-                   "--k", "3", "--methods", "none", "planpers", "--no-shipped"]
+LAMPQA_EVALUATE = ["lampqa", "evaluate", "--categories", "Lifestyle_and_Personal_Development", "--max-questions", "1",
+                   "--k", "3", "--methods", "baseline", "planpers", "--no-shipped"]
 PREFDISCO_EVALUATE = ["prefdisco", "evaluate", "--max-scenarios", "1", "--max-turns", "1", "--forced-questions", "1",
                       "--no-shipped"]
 
@@ -125,7 +125,7 @@ def test_lampqa_evaluate_with_a_server_dying_in_a_partly_judged_last_step(
     command = [*LAMPQA_EVALUATE, "--output-dir", str(results)]
     with fault_proxy(embedded_server.base_url, die_after=13) as proxy:
         before = run_until_the_server_dies(command, proxy, tmp_path, capsys)
-        assert sorted(path.name for path in results.iterdir()) == ["lampqa-none.jsonl"]  # the method that was done
+        assert sorted(path.name for path in results.iterdir()) == ["lampqa-baseline.jsonl"]  # the method that was done
         after = rerun_healed(command, proxy, tmp_path, before)
     assert len(set(before) | set(after)) == 15
     summary = json.loads((results / "lampqa-summary.json").read_text())

@@ -55,13 +55,13 @@ def fill_every_component(uri):
     models = {"task_model": "hosted_vllm/SmolLM2-135M-Instruct", "judge_model": "hosted_vllm/SmolLM2-135M-Instruct"}
     with logged("evaluate", {"methods": "default,synthesizeme", "data": "/data/sample_users.jsonl", "split": "test",
                              "users": 2, **models},
-                {"default_accuracy": 0.5, "default_accuracy_ci_low": 0.25, "default_accuracy_ci_high": 0.75,
+                {"baseline_accuracy": 0.5, "baseline_accuracy_ci_low": 0.25, "baseline_accuracy_ci_high": 0.75,
                  "synthesizeme_accuracy": 0.8125, "synthesizeme_accuracy_ci_low": 0.625,
                  "synthesizeme_accuracy_ci_high": 1.0, "default_lm_calls": 16, "default_prompt_tokens": 4000,
                  "default_completion_tokens": 400, "synthesizeme_lm_calls": 16, "synthesizeme_prompt_tokens": 9000,
                  "synthesizeme_completion_tokens": 500}):
         for user, accuracy in (("user_a", 0.375), ("user_b", 0.625)):
-            with logged(user, {"user_id": user}, {"default_accuracy": accuracy, "synthesizeme_accuracy": 0.8}):
+            with logged(user, {"user_id": user}, {"baseline_accuracy": accuracy, "synthesizeme_accuracy": 0.8}):
                 pass
     with logged("cupid-compile", {"name": "miprov2", "num_candidates": 3, "num_trials": 4, **models},
                 {"val_uncompiled": 0.5, "val_compiled": 0.8, "won": 1.0}):
@@ -84,8 +84,8 @@ def fill_every_component(uri):
                 pass
         with logged("respond-gold", {"response_method": "gold"}, {"score": 7.0}):
             pass
-    with logged("lampqa-evaluate", {"questions": 2, "methods": '["none", "planpers"]'}):
-        for name, score in (("none", 0.3), ("planpers", 0.5)):
+    with logged("lampqa-evaluate", {"questions": 2, "methods": '["baseline", "planpers"]'}):
+        for name, score in (("baseline", 0.3), ("planpers", 0.5)):
             with logged(f"lampqa-{name}", {"method": name}, {"score": score, "score_low": score - 0.1,
                                                              "score_high": score + 0.1, "score_Lifestyle": score}):
                 pass
@@ -153,7 +153,7 @@ def test_each_component_gets_its_comparison_and_spread(full_report):
 
 def test_sections_without_data_keep_one_line_and_no_figure(tmp_path):
     uri = new_store(tmp_path)
-    with logged("evaluate", {"methods": "default"}):
+    with logged("evaluate", {"methods": "baseline"}):
         pass
     html = write_report(uri, EXPERIMENT, tmp_path / "report.html", max_runs=5).read_text()
     assert "<img" not in html

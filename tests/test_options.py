@@ -102,7 +102,7 @@ def test_a_switch_on_by_default_needs_a_flag_that_turns_it_off():
 
 REQUIRED = {("synthesizeme", "compile-persona"): {"train_users": ["a"], "val_users": ["b"], "output": Path("p.json")},
             ("synthesizeme", "import-persona-prompt"): {"released": Path("r.json"), "output": Path("p.json")},
-            ("synthesizeme", "best-of-n"): {"judge": Path("u1.json"), "requests": Path("requests.jsonl")},
+            ("synthesizeme", "best-of-n"): {"judge_file": Path("u1.json"), "requests": Path("requests.jsonl")},
             ("sensejudge", "simulate"): {"sensebench": Path("d.json")},
             ("sensejudge", "demo"): {"sensebench": Path("d.json")}}
 

@@ -30,7 +30,7 @@ from tests.fakes import FakeTracker
 ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
 # (train, val) pairs per user
 USERS = {"u1": (4, 2), "u2": (2, 2), "u3": (1, 1)}
-METHODS = ["default", "memory", "persona", "synthesizeme"]
+METHODS = ["baseline", "memory", "persona", "synthesizeme"]
 
 
 @pytest.fixture
@@ -94,7 +94,7 @@ def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothi
         name = f"judgments-{method}.jsonl"
         assert (tmp_path / "ray" / name).read_bytes() == (tmp_path / "local" / name).read_bytes()
     assert {judgment.user_id for judgment in on_ray["memory"].judgments} == set(USERS)
-    assert on_ray["memory"].usage.calls > on_ray["default"].usage.calls  # the memory was built in the workers
+    assert on_ray["memory"].usage.calls > on_ray["baseline"].usage.calls  # the memory was built in the workers
 
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow-ray.db")
     runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")
@@ -212,7 +212,7 @@ max_demos = 2
 [steps.evaluate]
 data = "pairs.jsonl"
 users = ["u1", "u2"]
-methods = ["default", "synthesizeme"]
+methods = ["baseline", "synthesizeme"]
 fitted_dir = "fitted"
 output_dir = "out"
 """)

@@ -54,7 +54,7 @@ def test_fitted_users_are_saved_logged_and_resumed_by_either_executor(two_ray_wo
         assert read_metadata(path)["user_id"] == user_id
     assert all(server.bodies for server in two_servers)  # the calls were spread over both servers
     mlflow.set_tracking_uri(settings.tracking_uri)
-    runs = mlflow.search_runs(experiment_names=[settings.experiment], output_format="list")
+    runs = mlflow.search_runs(experiment_names=[settings.mlflow_experiment], output_format="list")
     [parent] = [run for run in runs if run.info.run_name == "fit-synthesizeme"]
     children = {run.info.run_name: run for run in runs if run.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
     assert set(children) == set(USERS)

@@ -46,7 +46,7 @@ def test_file_then_environment_then_overrides(tmp_path):
         tmp_path,
         """
         seed = 1
-        num_threads = 2
+        threads = 2
         [task]
         model = "hosted_vllm/from-file"
         temperature = 0.5
@@ -62,7 +62,7 @@ def test_file_then_environment_then_overrides(tmp_path):
 
     settings = load_settings(config, overrides=overrides, environ=environ)
 
-    assert settings.num_threads == 2  # only in the file
+    assert settings.threads == 2  # only in the file
     assert settings.seed == 2  # environment beats file
     assert settings.task.model == "hosted_vllm/from-env"
     assert settings.task.temperature == 0.5  # the file's other task keys survive the nested merge
@@ -75,7 +75,7 @@ def test_nested_environment_keys_are_case_insensitive_and_coerced():
         "PREFCRAFT_TASK__API_BASE": "http://127.0.0.1:8000/v1",
         "PREFCRAFT_JUDGE__MODEL": "openai/gpt-4o-mini",
         "PREFCRAFT_SERVE": "false",
-        "PREFCRAFT_NUM_THREADS": "8",
+        "PREFCRAFT_THREADS": "8",
         "OTHER_TASK__MODEL": "ignored",
     }
     settings = load_settings(environ=environ)
@@ -83,7 +83,7 @@ def test_nested_environment_keys_are_case_insensitive_and_coerced():
     assert settings.task.api_base == "http://127.0.0.1:8000/v1"
     assert settings.judge is not None and settings.judge.model == "openai/gpt-4o-mini"
     assert settings.serve is False
-    assert settings.num_threads == 8
+    assert settings.threads == 8
 
 
 def test_a_nested_environment_variable_changes_one_key_of_the_files_table(tmp_path):
@@ -227,7 +227,7 @@ def test_the_small_model_profile_from_a_file_and_the_environment(tmp_path):
         ({"PREFCRAFT_TASK__STRUCTURED_OUTPUT": "grammar"}, "task.structured_output"),
         ({"PREFCRAFT_SERVER__BACKEND": "tgi"}, "server.backend"),
         ({"PREFCRAFT_TASK__MODLE": "typo"}, "task.modle"),
-        ({"PREFCRAFT_NUM_THREADS": "0"}, "num_threads"),
+        ({"PREFCRAFT_THREADS": "0"}, "threads"),
         ({"PREFCRAFT_SEEED": "1"}, "seeed"),
         ({"PREFCRAFT_TASK_MODEL": "one underscore"}, "task_model"),
     ],
@@ -289,3 +289,12 @@ def test_auto_is_the_compact_dialect_of_the_server_prefcraft_starts_and_json_sch
 def test_a_compact_dialect_goes_through_the_router_too():
     routed = ModelSettings(api_bases=["http://a/v1", "http://b/v1"], structured_output="llguidance")
     assert routed.dialect == "llguidance"
+
+
+def test_a_setting_under_its_former_name_is_taken_with_a_warning_for_one_release(tmp_path, caplog):
+    config = write_config(tmp_path, 'num_threads = 3\nexperiment = "mine"\n')
+    settings = load_settings(config, environ={"PREFCRAFT_NUM_THREADS": "6"})
+    assert (settings.threads, settings.mlflow_experiment) == (6, "mine")  # the variable over the file, as before
+    assert "setting num_threads is now threads" in caplog.text
+    assert "setting experiment is now mlflow_experiment" in caplog.text
+    assert load_settings(config, overrides={"threads": 9}, environ={}).threads == 9  # the new name wins over the old

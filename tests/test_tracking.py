@@ -12,7 +12,7 @@ from prefcraft.flags import settings_overrides
 from prefcraft.settings import ModelSettings, Settings, load_settings
 from prefcraft.tracking import model_params, start_tracking, tracked_run
 
-PARAMS = {"data_digest": "1a2b", "search": "halving", "users": 3, "methods": ["default", "persona"],
+PARAMS = {"data_digest": "1a2b", "search": "halving", "users": 3, "methods": ["baseline", "persona"],
           "persona_prompt": "p" * 600}  # longer than MLflow is given: compared as it is stored, truncated
 
 

@@ -59,7 +59,7 @@ def add_rehearse(steps: Any) -> None:
     rehearse_parser.add_argument("--error-rate", type=float, default=0.0, help="share of requests answered HTTP 500")
     rehearse_parser.add_argument("--cut-rate", type=float, default=0.0, help="share of replies cut at max_tokens")
     rehearse_parser.add_argument("--threads", type=int, default=None,
-                                 help="the steps' threads (default: the file's num_threads)")
+                                 help="the steps' threads (default: the file's threads)")
     rehearse_parser.add_argument("--resume", action="store_true",
                                  help="continue a rehearsal killed midway in --work-dir: its data, LM cache and MLflow "
                                  "runs reused, the steps run with the settings' resume")
@@ -102,7 +102,7 @@ def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
 
     faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate)
     serving = Serving(args.server_url, args.endpoints, args.executor, args.address, args.request_log)
-    outcome = rehearse_file(args.file, args.scale, faults, work_dir=args.work_dir, num_threads=args.threads,
+    outcome = rehearse_file(args.file, args.scale, faults, work_dir=args.work_dir, threads=args.threads,
                             resume=args.resume, serving=serving, emit=echo)
     echo(format_rehearsal(outcome))
     if outcome.error is not None:

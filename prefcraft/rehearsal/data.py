@@ -5,7 +5,7 @@ something. Nothing here is a benchmark: the rows only have the shape, the count 
 Sizes, the papers' (../shared/REFERENCE.md): PRISM 723 users, 16,705 pairs, users split 280 / 65 / 378 into the hub's
 train / validation / test splits; CUPID 756 instances (252 personas x 3 instance types); LaMP-QA 767 / 989 / 1,074
 test questions per category (its Table 1), post descriptions of about 157 words on average with a long tail;
-PrefDisco ten tasks x 1,000 scenarios (or the step's `per_task`); SenseBench 1,000 labelled pairs, 125 per topic, 8
+PrefDisco ten tasks x 1,000 scenarios (or the step's `max_per_task`); SenseBench 1,000 labelled pairs, 125 per topic, 8
 topics, one file per annotator. Each component's generate.py makes the rows where it can.
 """
 
@@ -249,8 +249,8 @@ def prefdisco_problem(rng: random.Random, task: str, number: int) -> dict[str, A
 
 
 def write_prefdisco(experiment: Experiment, folder: Path, scale: float, rng: random.Random) -> RehearsalData:
-    per_task = min([PREFDISCO_SCENARIOS] + [int(experiment.steps[step]["per_task"])
-                                            for step in _steps_with(experiment, "per_task")])
+    per_task = min([PREFDISCO_SCENARIOS] + [int(experiment.steps[step]["max_per_task"])
+                                            for step in _steps_with(experiment, "max_per_task")])
     scenarios = scaled(per_task, scale)
     problems = -(-scenarios // PREFDISCO_PERSONAS_PER_PROBLEM)
     personas, _ = prefdisco_rows.sample_personas(100, rng)

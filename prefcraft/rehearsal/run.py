@@ -139,7 +139,7 @@ class RehearsalOutcome:
 
 
 def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir: Path | None = None,
-             num_threads: int | None = None, seed: int = 0, resume: bool = False, serving: Serving = Serving(),
+             threads: int | None = None, seed: int = 0, resume: bool = False, serving: Serving = Serving(),
              emit: Callable[[str], None] = logger.info) -> RehearsalOutcome:
     """Runs the experiment in `path` at the paper's size times `scale` on synthetic data and instant servers with
     `faults` (none by default), as `serving` says; the work folder (`work_dir`, else a temporary one, removed after)
@@ -157,7 +157,7 @@ def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir
         outcome.notes += notes + _serving_notes(serving, resume)
         started, cpu_started = time.perf_counter(), _cpu_seconds()
         with instant_servers(faults, serving) as (base_urls, read_stats):
-            settings = rehearsal_settings(rehearsed, base_urls, work, num_threads, resume)
+            settings = rehearsal_settings(rehearsed, base_urls, work, threads, resume)
             _create_store(settings, work)
             outcomes: list[Any] = []
             try:
@@ -260,7 +260,7 @@ def _under(work: Path, value: Any) -> Any:
     return work / value if isinstance(value, Path) and not value.is_absolute() else value
 
 
-def rehearsal_settings(experiment: Experiment, base_urls: list[str], work: Path, num_threads: int | None,
+def rehearsal_settings(experiment: Experiment, base_urls: list[str], work: Path, threads: int | None,
                        resume: bool = False) -> Settings:
     """The file's settings with every role it sets (task always) at the instant servers under its own name (one
     api_base, or api_bases for several), keeping its decoding; nothing served by prefcraft; the cache and the MLflow
@@ -270,9 +270,10 @@ def rehearsal_settings(experiment: Experiment, base_urls: list[str], work: Path,
         {"api_base": None, "api_bases": base_urls}
     roles = {role: {"model": f"{SELF_HOSTED_PROVIDER}{rehearsal_model_name(role)}", **endpoints, "api_key_env": None}
              for role in ROLES if role == "task" or role in given}
-    overrides = {**roles, "serve": False, "cache_dir": work / "cache", "experiment": f"rehearsal-{experiment.name}",
+    overrides = {**roles, "serve": False, "cache_dir": work / "cache",
+                 "mlflow_experiment": f"rehearsal-{experiment.name}",
                  "tracking_uri": f"sqlite:///{work / 'mlflow.db'}", "resume": resume, "trace": False,
-                 **({"num_threads": num_threads} if num_threads else {})}
+                 **({"threads": threads} if threads else {})}
     return experiment_settings(experiment, None, overrides)
 
 
@@ -281,8 +282,8 @@ def _create_store(settings: Settings, work: Path) -> None:
     import mlflow
 
     mlflow.set_tracking_uri(settings.tracking_uri)
-    if mlflow.get_experiment_by_name(settings.experiment) is None:
-        mlflow.create_experiment(settings.experiment, artifact_location=(work / "artifacts").as_uri())
+    if mlflow.get_experiment_by_name(settings.mlflow_experiment) is None:
+        mlflow.create_experiment(settings.mlflow_experiment, artifact_location=(work / "artifacts").as_uri())
 
 
 def role_costs(experiment: Experiment, text: str, stats: dict[str, ModelStats], share: float) -> list[RoleCost]:
@@ -345,7 +346,7 @@ def _experiment_metrics(settings: Settings, name: str) -> dict[str, float]:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(settings.tracking_uri)
-    store = client.get_experiment_by_name(settings.experiment)
+    store = client.get_experiment_by_name(settings.mlflow_experiment)
     if store is None:
         return {}
     runs = client.search_runs([store.experiment_id], f"tags.`mlflow.runName` = 'experiment:{name}'",

@@ -63,7 +63,7 @@ def test_compile_persona_needs_target_pairs_for_the_papers_metric_before_any_mod
 
 
 def test_search_flag_chooses_how_candidates_are_scored():
-    settings = Settings(num_threads=2)
+    settings = Settings(threads=2)
     assert parse_step(SYNTHESIZEME, "fit", []).search_config(settings).search == "exact"  # the paper's winner
     for search in ("exhaustive", "halving"):
         assert parse_step(SYNTHESIZEME, "fit", ["--search", search]).search_config(settings).search == search
@@ -94,7 +94,7 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
                  "--demo-candidates", "2"]) == 0
     assert "fitted 0 user(s), resumed 2, skipped 1" in capsys.readouterr().out
 
-    methods = ["default", "memory", "demos", "persona", "synthesizeme"]
+    methods = ["baseline", "memory", "demos", "persona", "synthesizeme"]
     assert main(["synthesizeme", "evaluate", *flags, "--fitted-dir", str(fitted), "--methods", *methods,
                  "--output-dir", str(tmp_path / "results")]) == 0
     out = capsys.readouterr().out

@@ -1,13 +1,13 @@
 """Every parser of the command line: whole flags only, a help text and a shown default for each flag, bounds checked."""
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from prefcraft.cli import main, make_parser
-from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
-from prefcraft.flags import settings_overrides
+from prefcraft.flags import SETTING_KEYS, settings_overrides
 from prefcraft.registry import COMPONENTS
 
 
@@ -51,8 +51,9 @@ def test_the_help_shows_each_default(monkeypatch):
     assert "(default: None)" not in text and "(default: False)" not in text
     # the shared settings show theirs in `prefcraft settings --help`: prefcraft's own, under any config file or variable
     listed = " ".join(PARSERS["prefcraft settings"].format_help().split())
-    for shown in ("longest answer of the task model (default: 512)", "(default: hosted_vllm/SmolLM2-135M-Instruct)",
-                  "parallel LM calls (default: 4)", "seconds one call of the task model may take (default: 300.0)",
+    for shown in ("--task-max-tokens N longest answer, in tokens (default: 512)",
+                  "(default: hosted_vllm/SmolLM2-135M-Instruct)", "parallel LM calls (default: 4)",
+                  "is never sent again (default: 300.0)",
                   "(default: 0)", "--judge-max-tokens N --task-max-tokens for the judge model (default: the task "
                   "model's)"):
         assert shown in listed, shown
@@ -83,16 +84,38 @@ def test_version(capsys):
 
 
 @pytest.mark.parametrize("command", ["cupid evaluate", "report"])
-def test_a_renamed_flag_is_refused_naming_the_new_one(command, capsys):
-    with pytest.raises(SystemExit) as exited:
-        make_parser().parse_args([*command.split(), "--experiment", "mine"])
-    assert exited.value.code == 2 and "--experiment is now --mlflow-experiment" in capsys.readouterr().err
-    assert make_parser().parse_args([*command.split(), "--mlflow-experiment", "mine"]).experiment == "mine"
+def test_a_renamed_flag_is_taken_for_one_release_naming_the_new_one(command, caplog):
+    assert make_parser().parse_args([*command.split(), "--experiment", "mine"]).mlflow_experiment == "mine"
+    assert "--experiment is now --mlflow-experiment; --experiment goes in the next release" in caplog.text
+    assert make_parser().parse_args([*command.split(), "--mlflow-experiment", "mine"]).mlflow_experiment == "mine"
+
+
+def test_every_server_flag_has_the_server_prefix_and_the_former_ones_still_work(caplog):
+    flags = [flag for action in PARSERS["prefcraft settings"]._actions for flag in action.option_strings
+             if action.help != argparse.SUPPRESS]
+    assert [flag for flag in flags if "server" in flag and flag != "--no-serve"] == \
+        [flag for flag in flags if flag.startswith(("--server-", "--no-server-"))]
+    args = make_parser().parse_args(["cupid", "evaluate", "--backend", "vllm", "--port", "8001", "--slots", "2"])
+    assert settings_overrides(args)["server"] == {"backend": "vllm", "port": 8001, "slots": 2}
+    assert "--slots is now --server-slots" in caplog.text
+
+
+def test_a_step_that_runs_no_model_takes_only_the_settings_it_uses(capsys):
+    imported = PARSERS["prefcraft synthesizeme import-persona-prompt"]
+    assert not any(action.dest in SETTING_KEYS for action in imported._actions)  # untracked: no settings at all
+    assert "[shared settings]" not in imported.format_help()
+    with pytest.raises(SystemExit):
+        make_parser().parse_args(["synthesizeme", "import-persona-prompt", "--released", "r.json", "--output", "p.json",
+                                  "--task-model", "hosted_vllm/x"])
+    assert "unrecognized arguments: --task-model" in capsys.readouterr().err
+    built = {action.dest for action in PARSERS["prefcraft prefdisco build-scenarios"]._actions
+             if action.dest in SETTING_KEYS}
+    assert built == {"seed", "resume", "tracking_uri", "mlflow_experiment"}  # tracked, seeded, no model
 
 
 def test_serve_takes_the_servers_settings_only():
     flags = {option for action in PARSERS["prefcraft serve"]._actions for option in action.option_strings}
-    assert {"--backend", "--server-model", "--slots", "--config"} <= flags
+    assert {"--server-backend", "--server-model", "--server-slots", "--config"} <= flags
     assert not flags & {"--no-serve", "--resume", "--tracking-uri", "--task-model"}
 
 
@@ -117,7 +140,7 @@ def test_every_component_is_one_command_with_its_steps(component, capsys):
 
 
 @pytest.mark.parametrize("command", [f"{name} {step}" for name, component in COMPONENTS.items()
-                                     for step in component.steps])
+                                     for step, declared in component.steps.items() if declared.models])
 def test_a_steps_own_options_come_before_the_settings_group(command):
     options = PARSERS[f"prefcraft {command}"].format_help().split("\noptions:")[1]  # after the usage lines
     own, settings = options.split("\nshared settings:\n")
@@ -126,30 +149,24 @@ def test_a_steps_own_options_come_before_the_settings_group(command):
     assert own.count("\n  --") >= 1  # at least one option of the step's own (or --help alone for none)
 
 
-def test_a_former_option_name_is_refused_naming_the_new_one(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exited:
-        make_parser().parse_args(["sensejudge", "simulate", "--dialogues", "bench.json"])
-    assert exited.value.code == 2 and "--dialogues is now --sensebench" in capsys.readouterr().err
-    with pytest.raises(SystemExit):  # simulate writes the pairs: --output, as every step that writes a file
-        make_parser().parse_args(["sensejudge", "simulate", "--sensebench", "b.json", "--pairs", "p.jsonl"])
-    assert "--pairs is now --output" in capsys.readouterr().err
-    demo = make_parser().parse_args(["sensejudge", "demo", "--sensebench", "b.json", "--pairs", "p.jsonl"])
-    assert str(demo.pairs) == "p.jsonl"  # the demo writes and reads them
+def test_a_former_option_name_is_taken_for_one_release_naming_the_new_one(caplog, tmp_path):
+    args = make_parser().parse_args(["sensejudge", "simulate", "--dialogues", "bench.json"])
+    assert str(args.sensebench) == "bench.json" and "--dialogues is now --sensebench" in caplog.text
+    # simulate writes the pairs: --output, as every step that writes a file
+    args = make_parser().parse_args(["sensejudge", "simulate", "--sensebench", "b.json", "--pairs", "p.jsonl"])
+    assert str(args.output) == "p.jsonl" and "--pairs is now --output" in caplog.text
     experiment = tmp_path / "sensejudge.toml"
     experiment.write_text('name = "t"\ncomponent = "sensejudge"\n[steps.simulate]\ndialogues = "bench.json"\n')
-    with pytest.raises(ConfigError, match=r"steps\.simulate\.dialogues: now called sensebench"):
-        load_experiment(experiment)
+    assert load_experiment(experiment).steps["simulate"] == {"sensebench": Path("bench.json")}
+    assert "option dialogues is now sensebench; dialogues goes in the next release" in caplog.text
 
 
-def test_a_former_value_is_refused_naming_the_new_one(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exited:
-        make_parser().parse_args(["lampqa", "evaluate", "--split", "validation"])
-    assert exited.value.code == 2 and "argument --split: 'validation' is now 'val'" in capsys.readouterr().err
-    assert make_parser().parse_args(["lampqa", "evaluate", "--split", "val"]).split == "val"
+def test_a_former_value_is_taken_for_one_release_naming_the_new_one(caplog, tmp_path):
+    assert make_parser().parse_args(["lampqa", "evaluate", "--split", "validation"]).split == "val"
+    assert "'validation' is now 'val'; 'validation' goes in the next release" in caplog.text
     experiment = tmp_path / "lampqa.toml"
     experiment.write_text('name = "t"\ncomponent = "lampqa"\n[steps.evaluate]\nsplit = "validation"\n')
-    with pytest.raises(ConfigError, match=r"steps\.evaluate\.split: 'validation' is now 'val'"):
-        load_experiment(experiment)
+    assert load_experiment(experiment).steps["evaluate"] == {"split": "val"}
 
 
 def test_fit_takes_no_flag_it_would_not_use(capsys):

@@ -16,7 +16,7 @@ class Outcome:
 
 def test_failed_items_add_up_over_lists_and_mappings_and_an_outcome_without_them_counts_none():
     assert failed_items(Outcome(2)) == 2
-    assert failed_items([Outcome(1), {"default": Outcome(3), "memory": object()}, None]) == 4
+    assert failed_items([Outcome(1), {"baseline": Outcome(3), "memory": object()}, None]) == 4
     assert failed_items(object()) == 0
 
 

@@ -16,7 +16,7 @@ description = "one bundled instance, inference and the gold-preference response"
 component = "cupid"
 
 [settings]
-num_threads = 2
+threads = 2
 
 [settings.task]
 max_tokens = 128

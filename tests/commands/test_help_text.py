@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.commands.test_cli_parsers import PARSERS
+from tests.readme_words import flag_words, words_outside
 
 README = Path(__file__).parents[2] / "README.md"
 GLOSSED = ("verified", "step 1", "step 3", "labeled-only", "unshuffled", "bootstrapped", "trace", "population",
@@ -98,4 +99,15 @@ def test_the_settings_command_prints_the_values_in_force(capsys, monkeypatch):
     monkeypatch.setenv("PREFCRAFT_SEED", "3")
     assert main(["settings", "--threads", "8", "--judge-max-tokens", "64"]) == 0
     printed = capsys.readouterr().out.splitlines()
-    assert {"num_threads = 8", "seed = 3", "judge.max_tokens = 64", "task.max_tokens = 512"} <= set(printed)
+    assert {"threads = 8", "seed = 3", "judge.max_tokens = 64", "task.max_tokens = 512"} <= set(printed)
+
+
+def test_every_flag_is_made_of_the_glossarys_flag_words():
+    """One name per idea: a flag whose word the glossary's list lacks (`--validation` beside `--val-personas`,
+    `--configs` beside `--config`) fails until the word is chosen on purpose and listed."""
+    words = flag_words()
+    outside = {f"{command} {flag}": words_outside(flag, words) for command, parser in PARSERS.items()
+               for action in parser._actions if action.help != argparse.SUPPRESS
+               for flag in action.option_strings if flag.startswith("--") and words_outside(flag, words)}
+    assert not outside, f"flags with words outside README's flag words: {outside}"
+    assert words_outside("--validation", words) == ["validation"]  # the former spelling of val is not among them

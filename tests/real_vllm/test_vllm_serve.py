@@ -53,8 +53,8 @@ def test_prefcraft_serve_starts_vllm_answers_and_stops_leaving_nothing(vllm_exec
                                                                        monkeypatch):
     """Started with xgrammar, as a plain `vllm serve` is: prefcraft's compact dialect is ignored, and said so."""
     port = free_port()
-    command = [sys.executable, "-m", "prefcraft.cli", "serve", "--backend", "vllm",
-               "--server-executable", str(vllm_executable), "--port", str(port), PLAIN_VLLM]
+    command = [sys.executable, "-m", "prefcraft.cli", "serve", "--server-backend", "vllm",
+               "--server-executable", str(vllm_executable), "--server-port", str(port), PLAIN_VLLM]
     started = time.monotonic()
     serving = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

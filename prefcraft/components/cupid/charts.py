@@ -14,13 +14,18 @@ if TYPE_CHECKING:
     from prefcraft.report_parts.records import RunRecord
 
 
+def _is_baseline(method: str) -> bool:
+    """The response method with no user context; a run recorded before its rename named it "none"."""
+    return method in ("baseline", "none")
+
+
 def comparisons(run: RunRecord) -> list[Chart]:
     if run.name != "cupid-evaluate":
         return []
     return [Chart("preference inference", "F1 of the inferred preference", children_rows(
                 run, "infer-", "f1", lambda name: "compiled" not in name)),
             Chart("responses", "judge score of the response (1-10)", children_rows(
-                run, "respond-", "score", lambda name: name == "none"))]
+                run, "respond-", "score", _is_baseline))]
 
 
 def spreads(run: RunRecord) -> list[Chart]:
@@ -29,7 +34,7 @@ def spreads(run: RunRecord) -> list[Chart]:
     return [Chart("F1 per instance type", "F1 of the inferred preference", children_rows(
                 run, "infer-", "f1", lambda name: "compiled" not in name, _per_type("f1"))),
             Chart("response score per instance type", "judge score of the response (1-10)", children_rows(
-                run, "respond-", "score", lambda name: name == "none", _per_type("score")))]
+                run, "respond-", "score", _is_baseline, _per_type("score")))]
 
 
 def _per_type(metric: str) -> Callable[[dict[str, float]], list[float]]:

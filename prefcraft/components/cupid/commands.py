@@ -16,8 +16,8 @@ HELP = "CUPID: infer a user's contextual preference from prior sessions (compile
 
 def compare(outcome: Any) -> Comparison:
     scores = {response.method: response.score.mean for response in outcome.responses}
-    return Comparison("response score (judge, 1-10)", "no preference", scores["none"], "inferred preference",
-                      scores["inferred"], "points")
+    return Comparison("response score (judge, 1-10)", "baseline (no preference)", scores["baseline"],
+                      "inferred preference", scores["inferred"], "points")
 
 
 # Each step's options and code, imported when a step's flags are built or it runs: `prefcraft cupid --help` imports

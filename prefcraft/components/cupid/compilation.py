@@ -47,17 +47,19 @@ def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
     tracker: Tracker,
 ) -> CupidCompileOutcome:
-    """The optimizer over a new inferrer of the options' variant, on labeled training examples, then the ship gate:
-    save it with its verdict, ship only a winner."""
+    """The optimizer over a new inferrer of the options' variant (`inferrer`), on labeled training examples, then the
+    ship gate: save it with its verdict, ship only a winner. The saved program's metadata names its variant `variant`,
+    as the program does (`prefcraft.optimizers.cupid.new_inferrer` reads it back)."""
     metric = PreferenceF1(PreferenceMatch(decomposer_max_tokens(session)), lambda: lm_context(session, "judge"))
-    described = {"variant": options.variant, "data": str(options.source), "data_digest": data_digest(options.source)}
+    described = {"data": str(options.source), "data_digest": data_digest(options.source)}
     step = CompileStep(
-        PROGRAM_NAME, lambda: PreferenceInferrer(options.variant), optimizer_config(options, session), options.output,
-        {**described, "split": {"val_personas": options.val_personas, "test_personas": options.test_personas,
-                                "train": len(trainset), "val": len(valset)},
+        PROGRAM_NAME, lambda: PreferenceInferrer(options.inferrer), optimizer_config(options, session), options.output,
+        {"variant": options.inferrer, **described,
+         "split": {"val_personas": options.val_personas, "test_personas": options.test_personas,
+                   "train": len(trainset), "val": len(valset)},
          "metric": "per-instance F1 of the preference match (decomposer + matcher on the judge model)"},
     )  # fmt: skip
-    params = {**described, "train": len(trainset), "val": len(valset)}
+    params = {"inferrer": options.inferrer, **described, "train": len(trainset), "val": len(valset)}
     outcome = compile_and_gate(session, tracker, step, metric, [labeled(e) for e in trainset], valset,
                                run_name="cupid-compile", params=params, models=ModelAccess(build_lm, lm_context))
-    return CupidCompileOutcome(**vars(outcome), variant=options.variant)
+    return CupidCompileOutcome(**vars(outcome), inferrer=options.inferrer)

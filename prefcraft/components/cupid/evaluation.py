@@ -4,12 +4,12 @@ personas by default, or every instance with no persona split, as the paper's tab
 Inference: each inferrer (uncompiled, and the compiled one when there is one) infers a preference per instance from
 the dialogues and the request; `PreferenceMatch` grades it on the judge model (decomposer once, matcher twice); the
 report pools the matched counts (micro P / R / F1) overall and per instance type, with per-instance means, each with a
-95% bootstrap interval over instances. Generation: the task model answers each request with no preference, the
-inferred preference (of the last inferrer: the compiled one, if any) and the gold preference (the ceiling); the judge
-scores each 1-10 against the gold preference and checklist (the reference code's prompt, or the paper's); the report
-gives the mean score over all instances and per instance type (Table 3's columns), each with a 95% bootstrap interval
-over responses. Every step runs its instances in parallel through `evaluate_program`, and each inferrer and response
-method is a child run. Results go to JSONL under the output directory.
+95% bootstrap interval over instances. Generation: the task model answers each request with no preference (the
+`baseline`), the inferred preference (of the last inferrer: the compiled one, if any) and the gold preference (the
+ceiling); the judge scores each 1-10 against the gold preference and checklist (the reference code's prompt, or the
+paper's); the report gives the mean score over all instances and per instance type (Table 3's columns), each with a
+95% bootstrap interval over responses. Every step runs its instances in parallel through `evaluate_program`, and each
+inferrer and response method is a child run. Results go to JSONL under the output directory.
 
 Failures count as in the reference code (see `prefcraft.components.cupid.metrics`): a failed inference is left out of
 the scores; when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache
@@ -255,7 +255,7 @@ def _run_step(
 
 def _inferrers(session: Settings, options: JudgingOptions) -> dict[str, dspy.Module]:
     """The uncompiled inferrer of each variant, then the compiled one beside the uncompiled one of its variant."""
-    inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in options.variants}
+    inferrers: dict[str, dspy.Module] = {variant: PreferenceInferrer(variant) for variant in options.inferrers}
     compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if options.use_shipped
                                     else None)
     if compiled is None and options.use_shipped:
@@ -378,7 +378,7 @@ def _response_example(example: dspy.Example, method: str, inferred: str) -> dspy
                            instance_type=example.instance_type)
     if method in FROM_SESSIONS:
         return request.copy(sessions=example.sessions).with_inputs("request", "sessions")
-    preference = {"none": "", "inferred": inferred, "gold": example.gold_preference}[method]
+    preference = {"baseline": "", "inferred": inferred, "gold": example.gold_preference}[method]
     return request.copy(preference=preference).with_inputs("request", "preference")
 
 

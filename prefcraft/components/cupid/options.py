@@ -11,7 +11,8 @@ from prefcraft.optimizers.options import optimizer_options
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, SplitOrAll, option
 from prefcraft.programs.cupid import InferrerVariant, JudgePrompt
 
-DEFAULT_RESPONSE_METHODS = ("none", "sessions", "inferred", "gold")  # "sessions": the paper's generation task
+# "baseline": no user context (formerly "none", still taken for one release); "sessions": the paper's generation task
+DEFAULT_RESPONSE_METHODS = ("baseline", "sessions", "inferred", "gold")
 ContextOverflow = Literal["zero", "leave-out"]
 VARIANT_HELP = ("inferrer: all sessions at once, the relevant sessions selected first (one more call), the log "
                 "summarised first, session by session (one more call: the paper's summaries), or the same summaries "
@@ -38,14 +39,16 @@ class DataOptions(SampleSource):
 
 class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_demos=4, labeled_demos=4), DataOptions,
                      _Source):
-    variant: InferrerVariant = option("all", VARIANT_HELP)
+    renamed_options: ClassVar[dict[str, str]] = {"variant": "inferrer"}
+    inferrer: InferrerVariant = option("all", VARIANT_HELP)
     output: FilePath = option(Path("runs/cupid/cupid_inferrer.json"),
                               "where the compiled inferrer goes, won or lost (the verdict in its "
                               "metadata); under compiled/ a winner is registered as the shipped inferrer")
 
 
 class _Judging(DataOptions):
-    variants: OneOrMore[InferrerVariant] = option(["all"], VARIANT_HELP)
+    renamed_options: ClassVar[dict[str, str]] = {"variants": "inferrers"}
+    inferrers: OneOrMore[InferrerVariant] = option(["all"], VARIANT_HELP)
     compiled: FilePath | None = option(
         None, "compiled inferrer to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
         "the one compiled/index.json registers for the task model, if any)")
@@ -53,10 +56,11 @@ class _Judging(DataOptions):
     split: SplitOrAll = option(
         "test", "which instances to evaluate: a split by persona (the test personas by default), or all of them, "
         "no persona split (the paper's tables: a zero-shot inferrer is trained on nothing)")
-    responses: list[Literal["none", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(
-        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): no "
-        "user context, the prior sessions (the paper's), their summaries (the paper's Table 10; per session: one call "
-        "each), the inferred preference, the gold preference (the paper's oracle)")
+    responses: list[Literal["baseline", "sessions", "summaries", "summaries-per-session", "inferred", "gold"]] = option(
+        list(DEFAULT_RESPONSE_METHODS), "response methods to generate and judge (none given: inference only): the "
+        "baseline (no user context), the prior sessions (the paper's), their summaries (the paper's Table 10; per "
+        "session: one call each), the inferred preference, the gold preference (the paper's oracle)",
+        renamed={"none": "baseline"})
     oracle_sessions: bool = option(False, "the paper's oracle setting: give the inferrer and the responses from "
                                    "sessions or summaries only the prior sessions that share the current preference "
                                    "(gold)")

@@ -15,6 +15,8 @@ JUDGE_PROMPTS = {"reference": "the reference code's prompt (a label for each sco
 OVERFLOW_RULES = {"zero": "keeps its instance, with an empty checklist (recall 0) and a response judged 0, as the "
                            "reference code does (context overflow)",
                   "leave-out": "leaves its instance out (counted as a failed inference or generation)"}
+RESPONSE_ROWS = {"baseline": "baseline (no user context)"}
+"""The printed row of a response method whose name alone does not say what the response was given."""
 SYNTHETIC_NOTE = "The bundled instances are SYNTHETIC (a seeded template generator): not comparable with the paper."
 
 
@@ -32,7 +34,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
                      "sessions are only those that share its current preference; instances without one left out: "
                      f"{outcome.oracle_left_out}")
     names = max([20, *(len(inference.name) for inference in outcome.inference),
-                 *(len(response.method) for response in outcome.responses)])
+                 *(len(_response_row(response.method)) for response in outcome.responses)])
     lines.append(f"{'inferrer':<{names}} {'type':<12} {'n':>3} {'precision':<20} {'recall':<20} {'F1 (micro)':<20} "
                  f"{'mean F1':<20} {'inference failed':>16} {'context overflow':>16} {'matcher failed':>14} "
                  f"{'labels missing':>14}")
@@ -50,7 +52,7 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
                      f"{'generation failed (left out)':>28}")
         for response in outcome.responses:
             for kind, scores in [("all", response.overall), *response.by_type.items()]:
-                lines.append(f"{response.method:<{names}} {kind:<12} {_score(scores.score):<28} "
+                lines.append(f"{_response_row(response.method):<{names}} {kind:<12} {_score(scores.score):<28} "
                              f"{scores.judge_failures:>16} {scores.unparseable:>15} {scores.context_overflows:>20} "
                              f"{scores.generation_failures:>28}")
     costs = _costs_by_step(outcome)
@@ -65,13 +67,17 @@ def format_evaluation(outcome: EvaluationOutcome) -> str:
 
 def format_compile(outcome: CupidCompileOutcome) -> str:
     lines = [
-        f"{outcome.optimizer} over the '{outcome.variant}' inferrer: {outcome.train} train / {outcome.val} validation "
+        f"{outcome.optimizer} over the '{outcome.inferrer}' inferrer: {outcome.train} train / {outcome.val} validation "
         "instances",
         format_verdict(outcome.verdict, "F1 (per-instance mean)"),
         f"  LM calls {outcome.usage.calls}, prompt tokens {outcome.usage.prompt_tokens}, completion tokens "
         f"{outcome.usage.completion_tokens}",
     ]
     return "\n".join(lines)
+
+
+def _response_row(method: str) -> str:
+    return RESPONSE_ROWS.get(method, method)
 
 
 def _percent(estimate: Estimate) -> str:

@@ -104,4 +104,4 @@ class EvaluationOutcome:
 
 @dataclass(frozen=True)
 class CupidCompileOutcome(CompileOutcome):
-    variant: str
+    inferrer: str

@@ -16,7 +16,7 @@ HELP = "LaMP-QA: aspect planner for personalized long-form answers (compile, eva
 
 
 def compare(outcome: Any) -> Comparison:
-    return Comparison("aspect score", "no personalization", outcome.methods["none"].report.overall.mean,
+    return Comparison("aspect score", "baseline (no personalization)", outcome.methods["baseline"].report.overall.mean,
                       "PlanPers (plan, then answer)", outcome.methods["planpers"].report.overall.mean, "points")
 
 
@@ -64,8 +64,8 @@ COMPONENT = Component(
     steps={
         "compile": Step("MIPROv2 over PlanPers (planner + answerer) against the aspect score",
                         _compile_options, _compile_code),
-        "evaluate": Step("no personalization, RAG (over the user's or a random user's profile) and PlanPers (and a "
-                         "compiled PlanPers) on held-out questions",
+        "evaluate": Step("the baseline (no personalization), RAG (over the user's or a random user's profile) and "
+                         "PlanPers (and a compiled PlanPers) on held-out questions",
                          _evaluate_options, _evaluate_code),
         "demo": Step("evaluate on the bundled SYNTHETIC questions with the embedded model, small budget",
                      _demo_options, _evaluate_code),

@@ -83,7 +83,7 @@ def evaluate(options: MethodOptions, run: StepRun) -> EvaluationOutcome:
 
 def select_questions(options: DataOptions, split: str) -> LoadedQuestions:
     """The questions of `split` in the options' categories, the first `max_questions` of each."""
-    loaded = load_questions(options.source, split, tuple(options.configs or CONFIGS))
+    loaded = load_questions(options.source, split, tuple(options.categories or CONFIGS))
     if options.max_questions is not None:
         kept: dict[str, int] = {}
         questions = []
@@ -141,7 +141,7 @@ def method_programs(
     def rag() -> RAGPersonalization:
         return RAGPersonalization(build_retriever(options), post_chars, answer_retries)
 
-    builders = {"none": lambda: NoPersonalization(answer_retries), "rag": rag, RANDOM_PROFILE_METHOD: rag,
+    builders = {BASELINE: lambda: NoPersonalization(answer_retries), "rag": rag, RANDOM_PROFILE_METHOD: rag,
                 "planpers": lambda: PlanPers(build_retriever(options), post_chars, planpers_retries)}
     programs = {name: builders[name]() for name in options.methods}
     compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if options.use_shipped else None)
@@ -186,7 +186,7 @@ def with_random_profiles(examples: Sequence[dspy.Example], seed: int) -> list[ds
     profiles = list(dict.fromkeys(example.profile for example in examples))
     if len(profiles) < 2:
         raise ConfigError(f"{RANDOM_PROFILE_METHOD} needs questions of at least two users, to answer each from "
-                          "another user's profile", "evaluate more questions (--max-questions, --configs)")
+                          "another user's profile", "evaluate more questions (--max-questions, --categories)")
     position = {profile: index for index, profile in enumerate(profiles)}
     rng = random.Random(seed)
     drawn = []

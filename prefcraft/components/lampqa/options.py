@@ -11,8 +11,8 @@ from prefcraft.optimizers.options import optimizer_options
 from prefcraft.options import Count, FilePath, OneOrMore, Options, Positive, SampleSource, Split, option
 from prefcraft.programs.lampqa import ANSWER_RETRIES, DEFAULT_K, JUDGE_RETRIES, PLANPERS_RETRIES, Similarity
 
-Method = Literal["none", "rag", "rag_random", "planpers"]
-DEFAULT_METHODS = ("none", "rag", "planpers")
+Method = Literal["baseline", "rag", "rag_random", "planpers"]
+DEFAULT_METHODS = ("baseline", "rag", "planpers")
 RETRIEVAL = "profile retrieval"
 RETRIES = "replies that do not parse"
 CONTRIEVER_MAX_TOKENS = 512  # the reference's tokenizer cuts every text at Contriever's input limit
@@ -29,10 +29,11 @@ class DataOptions(SampleSource):
     parse, and where its results go."""
 
     sample: ClassVar[Path] = SAMPLE_QUESTIONS
+    renamed_options: ClassVar[dict[str, str]] = {"configs": "categories"}
 
-    configs: OneOrMore[str] | None = option(
+    categories: OneOrMore[str] | None = option(
         None, "categories to use (default: all three, Art_and_Entertainment Lifestyle_and_Personal_Development "
-        "Society_and_Culture)", metavar="CONFIG")
+        "Society_and_Culture)", metavar="CATEGORY")
     max_questions: Positive | None = option(
         None, "use only the first N questions of each category (default: every question)")
     k: Positive = option(DEFAULT_K, "posts retrieved from the profile (the paper: 10)", group=RETRIEVAL)
@@ -53,7 +54,8 @@ class DataOptions(SampleSource):
         "such field, for an endpoint that refuses it", group=RETRIEVAL)
     answer_retries: Count | None = option(
         None, "times an answer or a plan is asked for again while its reply does not parse, 0.1 warmer each time, up "
-        f"to 1.0 (default: the reference's, {ANSWER_RETRIES} for none and RAG, {PLANPERS_RETRIES} for PlanPers)",
+        f"to 1.0 (default: the reference's, {ANSWER_RETRIES} for the baseline and RAG, {PLANPERS_RETRIES} for "
+        "PlanPers)",
         group=RETRIES)
     judge_retries: Count = option(
         JUDGE_RETRIES, "times a judgment is asked for again while its reply does not parse, 0.1 warmer each time, up "
@@ -77,8 +79,8 @@ class CompileOptions(optimizer_options(candidates=20, trials=30, bootstrapped_de
 class _Methods(DataOptions):
     methods: OneOrMore[Method] = option(
         list(DEFAULT_METHODS),
-        "no personalization, RAG over the profile, RAG over a random other user's profile (seeded: the paper's "
-        "control), PlanPers (plan the aspects, then answer)")
+        "baseline (no personalization: the question alone), RAG over the profile, RAG over a random other user's "
+        "profile (seeded: the paper's control), PlanPers (plan the aspects, then answer)", renamed={"none": "baseline"})
     compiled: FilePath | None = option(
         None, "compiled PlanPers to compare: a JSON file or an MLflow model URI (models:/<name>@champion) (default: "
         "the one compiled/index.json registers for the task model, if any)")

@@ -8,7 +8,9 @@ from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import CompileOutcome, format_verdict
 
-METHOD_NAMES = {"none": "No personalization", "rag": "RAG (profile)", "rag_random": "RAG (random user's profile)",
+# The baseline's row keeps the paper's name for it beside prefcraft's.
+METHOD_NAMES = {"baseline": "baseline (No personalization)", "rag": "RAG (profile)",
+                "rag_random": "RAG (random user's profile)",
                 "planpers": "PlanPers (prompted planner)",  # the paper's planner is trained; none can be here
                 "planpers_compiled": "PlanPers, compiled"}
 SHORT_CATEGORIES = {"Art_and_Entertainment": "Arts", "Lifestyle_and_Personal_Development": "Lifestyle",

@@ -11,7 +11,7 @@ from prefcraft.components.lampqa.metrics import MethodReport, QuestionResult
 from prefcraft.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 
-BASELINE = "none"
+BASELINE = "baseline"
 
 
 @dataclass

@@ -81,7 +81,7 @@ def evaluate(options: ConditionsOptions, run: StepRun) -> EvaluationOutcome:
 
 
 def select_scenarios(data: DataOptions, split: str) -> list[Scenario]:
-    """The scenarios of `split` (see `split_scenarios`), at most `per_task` of each task (the first ones), then
+    """The scenarios of `split` (see `split_scenarios`), at most `max_per_task` of each task (the first ones), then
     `max_scenarios` in all."""
     if split not in SPLITS:
         raise ConfigError(f"unknown split '{split}'", f"choose one of {', '.join(SPLITS)}")
@@ -89,9 +89,9 @@ def select_scenarios(data: DataOptions, split: str) -> list[Scenario]:
     if split != "all":
         scenarios = split_scenarios(scenarios, split, val_share=data.val_share, test_share=data.test_share,
                                     source=data.source)
-    if data.per_task is not None:
+    if data.max_per_task is not None:
         scenarios = [s for s in scenarios
-                     if [t.scenario_id for t in scenarios if t.task == s.task].index(s.scenario_id) < data.per_task]
+                     if [t.scenario_id for t in scenarios if t.task == s.task].index(s.scenario_id) < data.max_per_task]
     return scenarios[: data.max_scenarios] if data.max_scenarios is not None else scenarios
 
 
@@ -167,7 +167,7 @@ def run_condition(session: Settings, condition: str, program: dspy.Module, examp
     started, generator = time.perf_counter(), FailureLog(program)
     with lm_context(session, "task"):
         generated, generation_usage = evaluate_program(generator, examples, _generated,
-                                                       model=session.task, num_threads=session.num_threads)
+                                                       model=session.task, num_threads=session.threads)
     generation = StepCost(generation_usage, time.perf_counter() - started,
                           sum(prediction is None for _, prediction, _ in generated),
                           degenerate_outputs(program, generated))
@@ -177,7 +177,7 @@ def run_condition(session: Settings, condition: str, program: dspy.Module, examp
     with lm_context(session, "judge"):
         graded, grading_usage = evaluate_program(
             grader, [grading_example(s, p.response, p.final_answer) for s, p in answered],
-            grade_pref_align, model=session.model_for("judge"), num_threads=session.num_threads)
+            grade_pref_align, model=session.model_for("judge"), num_threads=session.threads)
     grading = StepCost(grading_usage, time.perf_counter() - started,
                        sum(prediction is None for _, prediction, _ in graded), degenerate_outputs(grader, graded))
     grades = {example.scenario_id: (prediction, score) for example, prediction, score in graded}

@@ -34,12 +34,13 @@ class DataOptions(SampleSource):
     """Which scenarios a step reads: a reference JSONL file or hub dataset, split by problem within each task."""
 
     sample: ClassVar[Path] = SAMPLE_SCENARIOS
+    renamed_options: ClassVar[dict[str, str]] = {"per_task": "max_per_task"}
 
     val_share: Share = option(0.25, "share of each task's problems for validation")
     test_share: Share = option(0.25, "share of each task's problems for testing")
     max_scenarios: Positive | None = option(
         None, "use only the first N scenarios of the split (default: every scenario)")
-    per_task: Positive | None = option(
+    max_per_task: Positive | None = option(
         None, "use only the first N scenarios of each task in the split (default: every scenario)")
     output_dir: FilePath = option(RUNS, "where results go")
     max_turns: Positive = option(DEFAULT_MAX_TURNS, "the asker's turn budget (questions it may ask)")
@@ -77,7 +78,7 @@ class EvaluateOptions(_Conditions, _Source):
 class DemoOptions(_Conditions):
     """Evaluate on the bundled scenarios, one of each task, with a small turn budget."""
 
-    per_task: Positive | None = option(1, "use only the first N scenarios of each task in the split")
+    max_per_task: Positive | None = option(1, "use only the first N scenarios of each task in the split")
     max_turns: Positive = option(2, "the asker's turn budget (questions it may ask)")
 
 

@@ -12,9 +12,9 @@ from prefcraft.components.sensejudge.simulation import sample_dialogues, simulat
 
 
 def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
-    """Simulate, select and evaluate, each its own run, on the pairs the simulation writes to `options.pairs`."""
+    """Simulate, select and evaluate, each its own run, on the pairs the simulation writes to `options.data`."""
     pools = sample_dialogues(run.loaded, options, run.session.seed)
-    simulation = simulate_pairs(run.session, run.tracker, pools, options.sensebench, options.pairs, options)
+    simulation = simulate_pairs(run.session, run.tracker, pools, options.sensebench, options.data, options)
     selection = select_descriptions(run.session, run.tracker, options, read_dev_pairs(options))
     evaluation = evaluate_judge(run.session, run.tracker, options, read_held_out_pairs(options))
     return DemoOutcome(simulation, selection, evaluation)

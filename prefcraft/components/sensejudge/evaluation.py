@@ -67,12 +67,12 @@ def evaluate(options: EvaluatingOptions, run: StepRun) -> EvaluationOutcome:
 def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
     """The selected judge's metadata and the annotator's test pairs, grouped as the judge was selected; raises when
     the judge was selected on other data or lacks a topic of the test pairs."""
-    metadata = read_metadata(options.judge)
+    metadata = read_metadata(options.judge_file)
     wanted = options.annotator or metadata.get("annotator")
     source, digest = pairs_digest(options, wanted)
     if metadata.get("data_digest") != digest:
-        raise ConfigError(f"{options.judge} was selected on data with digest {metadata.get('data_digest')}, not on "
-                          f"{source} (digest {digest}): its dev pairs could be among the test pairs",
+        raise ConfigError(f"{options.judge_file} was selected on data with digest {metadata.get('data_digest')}, "
+                          f"not on {source} (digest {digest}): its dev pairs could be among the test pairs",
                           "run `prefcraft sensejudge select` on these pairs (and split) first")
     pairs = read_annotator_pairs(options, wanted, topics=True, models=True)
     annotator = pairs.annotator
@@ -83,11 +83,11 @@ def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
     test = by_topic(annotator.test, pairs.topic_of) if scope == "topic" else {ALL_TOPICS: annotator.test}
     unselected = sorted(set(test) - set(selections))
     if unselected:
-        raise ConfigError(f"{options.judge} has no descriptions for the topics {', '.join(unselected)} of the test "
-                          "pairs", "run `prefcraft sensejudge select` on this file first")
+        raise ConfigError(f"{options.judge_file} has no descriptions for the topics {', '.join(unselected)} of the "
+                          "test pairs", "run `prefcraft sensejudge select` on this file first")
     if any("reference_subsets" not in selections[topic]["record"] for topic in test):
-        raise ConfigError(f"{options.judge} was selected before its record kept the subsets the reference's headline "
-                          "averages over", "run `prefcraft sensejudge select` again")
+        raise ConfigError(f"{options.judge_file} was selected before its record kept the subsets the reference's "
+                          "headline averages over", "run `prefcraft sensejudge select` again")
     return HeldOutPairs(metadata, pairs, test, selections)
 
 
@@ -99,22 +99,22 @@ def evaluate_judge(
     pairs, test, selections, scope = held_out.pairs, held_out.test, held_out.selections, held_out.scope
     annotator, topic_of = pairs.annotator, pairs.topic_of
     examples = {topic: judge_set(topic_pairs) for topic, topic_pairs in test.items()}
-    params = {"program": SENSEJUDGE, "judge": str(options.judge), "data": str(pairs.source),
+    params = {"program": SENSEJUDGE, "judge_file": str(options.judge_file), "data": str(pairs.source),
               "data_digest": pairs.digest, **pairs.params, "annotator": annotator.user_id,
               "test_pairs": len(annotator.test), "scope": scope, "topics": len(test), **model_params(session)}
     with tracker.run("sensejudge-evaluate", params), lm_context(session, "task"):
         with metered() as every_description:
             votes = {topic: collect_votes([description_judge(d) for d in selections[topic]["candidate_descriptions"]],
-                                          examples[topic], num_threads=session.num_threads) for topic in test}
+                                          examples[topic], num_threads=session.threads) for topic in test}
         if any((topic_votes == NO_VOTE).any() for topic_votes in votes.values()):
             check_reachable(session.task, "task")
         judge = SelectedJudge()
-        load_compiled(judge, options.judge, program_name=SENSEJUDGE)
+        load_compiled(judge, options.judge_file, program_name=SENSEJUDGE)
         with metered() as selected_judge:
             selected_judgments = [
                 judgment for topic, topic_pairs in test.items()
                 for judgment in judge_pairs(judge.for_topic(topic), topic_pairs, model=session.task,
-                                            num_threads=session.num_threads)[0]]
+                                            num_threads=session.threads)[0]]
         by_description: dict[str, list[Judgment]] = {}
         for topic, topic_votes in votes.items():
             for name, row in zip(selections[topic]["description_names"], topic_votes, strict=True):

@@ -21,17 +21,18 @@ RankingJudge = Literal["random_descriptions", "selected"]
 
 
 class _Pairs(Options):
-    pairs: FilePath = option(DEFAULT_PAIRS, "labelled pairs to read, PersonalRewardBench schema (default: "
-                             f"{DEFAULT_PAIRS}, where simulate writes them)")
+    renamed_options: ClassVar[dict[str, str]] = {"pairs": "data"}
+    data: FilePath = option(DEFAULT_PAIRS, "labelled pairs to read, PersonalRewardBench schema (default: "
+                            f"{DEFAULT_PAIRS}, where simulate writes them)")
 
 
 class HumanLabelOptions(_Pairs):
-    """SenseBench's human labels, read instead of `pairs` when given (`human_labels`)."""
+    """SenseBench's human labels, read instead of `data` when given (`human_labels`)."""
 
     human_labels: FilePath | None = option(
         None, "SenseBench's human labels as published: one annotator's sense-label<N>.json, or the folder of all three "
-        "(choose one with --annotator 1, 2 or 3); read instead of --pairs and split into dev and test pairs per topic "
-        "as the reference splits them (default: none; the --pairs file is read)")
+        "(choose one with --annotator 1, 2 or 3); read instead of --data and split into dev and test pairs per topic "
+        "as the reference splits them (default: none; the --data file is read)")
     dev_pairs_per_topic: Positive = option(10, "human labels: the pairs of each topic drawn as dev pairs; the others "
                                            "are test pairs (the reference: 10)")
     split_seed: int = option(42, "human labels: the seed the dev pairs are drawn with (the reference: 42)")
@@ -56,8 +57,9 @@ class _Simulation(SimulationConfig):
 
 
 class _Judge(Options):
-    judge: FilePath = option(RUNS / "sensejudge.json", "the compiled SelectedJudge: select writes it, evaluate reads "
-                             "it")
+    renamed_options: ClassVar[dict[str, str]] = {"judge": "judge_file"}
+    judge_file: FilePath = option(RUNS / "sensejudge.json", "the compiled SelectedJudge: select writes it, evaluate "
+                                  "reads it")
     annotator: str | None = option(None, "whose pairs, when the file holds several annotators (of a --human-labels "
                                    "folder: 1, 2 or 3) (default: the file's only annotator)")
 
@@ -104,7 +106,7 @@ class _Evaluation(Options):
 
 
 class SimulateOptions(_Simulation):
-    renamed_options: ClassVar[dict[str, str]] = {"dialogues": "sensebench", "pairs": "output"}
+    renamed_options: ClassVar[dict[str, str]] = {"pairs": "output"}
     output: FilePath = option(DEFAULT_PAIRS, "labelled pairs to write")
 
 
@@ -119,8 +121,8 @@ class EvaluateOptions(_Evaluation, _Judge, HumanLabelOptions):
 class DemoOptions(_Evaluation, _Selection, _Judge, _Simulation, _Pairs):
     """At most 128 LM calls (docs/sensejudge.md)."""
 
-    pairs: FilePath = option(DEFAULT_PAIRS, "labelled pairs, written by the simulation and read by the selection and "
-                             "the evaluation")
+    data: FilePath = option(DEFAULT_PAIRS, "labelled pairs, written by the simulation and read by the selection and "
+                            "the evaluation")
     annotator: str | None = option(None, "whose pairs to select and evaluate on (default: the only one: the "
                                    f"simulation labels every pair as {ANNOTATOR_ID})")
 

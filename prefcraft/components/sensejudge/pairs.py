@@ -1,6 +1,6 @@
 """The labelled pairs `select` and `evaluate` read: one annotator's, from SenseBench's human labels (`--human-labels`,
 split into dev and test pairs as the reference splits them) or from a PersonalRewardBench-schema file such as
-`simulate` writes (`--pairs`, split by its `split` column)."""
+`simulate` writes (`--data`, split by its `split` column)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def read_annotator_pairs(
     file; `topics` and `models`: read each pair's topic, and its response models (which a pairs file must name)."""
     if _human_labels(options):
         return _human_labelled(options, annotator)
-    path = options.pairs
+    path = options.data
     pairs = load_pairs(path)
     ids = [pair_id(pair) for pair in pairs]
     chosen = _annotator(group_by_user(pairs), path, annotator)
@@ -70,7 +70,7 @@ def pairs_digest(options: SelectingOptions | EvaluatingOptions, annotator: str |
     if _human_labels(options):
         path = annotator_file(options.human_labels, annotator)
         return path, _split_digest(path, options.label_split())
-    return options.pairs, data_digest(options.pairs)
+    return options.data, data_digest(options.data)
 
 
 def _human_labels(options: SelectingOptions | EvaluatingOptions) -> bool:

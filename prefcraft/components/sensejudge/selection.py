@@ -1,6 +1,6 @@
-"""`prefcraft sensejudge select`: preference descriptions written from one annotator's dev pairs (`pairs`: SenseBench's
-human labels, split as the reference splits them, or a file of pairs such as `simulate` writes), and the subset whose
-majority vote judges them best. One MLflow run.
+"""`prefcraft sensejudge select`: preference descriptions written from one annotator's dev pairs (SenseBench's human
+labels, `human_labels`, split as the reference splits them, or a file of pairs such as `simulate` writes, `data`), and
+the subset whose majority vote judges them best. One MLflow run.
 
 As the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's candidate
 descriptions from that topic's dev pairs (the annotator's train and val pairs) on the prompt model (the task model
@@ -72,10 +72,10 @@ def select_descriptions(
     session: Settings, tracker: Tracker, options: SelectingOptions, dev: DevPairs
 ) -> SelectionOutcome:
     """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
-    `options.scope` says); save the SelectedJudge to `options.judge`."""
+    `options.scope` says); save the SelectedJudge to `options.judge_file`."""
     pairs, groups = dev.pairs, dev.groups
     annotator = pairs.annotator
-    config = options.selection(session.num_threads)
+    config = options.selection(session.threads)
     params = {"program": SENSEJUDGE, "data": str(pairs.source), "data_digest": pairs.digest, **pairs.params,
               "annotator": annotator.user_id, "dev_pairs": len(annotator.context_pairs), "scope": options.scope,
               "topics": len(groups), "max_pair_descriptions": options.max_pair_descriptions,
@@ -86,7 +86,7 @@ def select_descriptions(
             description_length=options.description_length,
             written_from={topic: pairs.as_written(topic_pairs) for topic, topic_pairs in groups.items()},
             writing=lambda: lm_context(session, "prompt"))
-        outcome = SelectionOutcome(options.judge, options.scope, selections, usage={
+        outcome = SelectionOutcome(options.judge_file, options.scope, selections, usage={
             step: sum((selection.usage[step] for selection in selections.values()), LMUsage())
             for step in ("extraction", "selection")})
         records = outcome.records
@@ -101,7 +101,7 @@ def select_descriptions(
             logger.warning("%d dev judgments failed and cast no vote", failed_calls)
         judges = {topic: selection.judge for topic, selection in selections.items()}
         judge = judges[ALL_TOPICS] if options.scope == "all" else SelectedJudge.of_topics(judges)
-        save_compiled(judge, options.judge, program_name=SENSEJUDGE, model=session.task.model,
+        save_compiled(judge, options.judge_file, program_name=SENSEJUDGE, model=session.task.model,
                       data=str(pairs.source), data_digest=pairs.digest, annotator=annotator.user_id,
                       read_as=pairs.params, description_length=options.description_length,
                       scope=options.scope,
@@ -118,7 +118,7 @@ def select_descriptions(
             "failed_calls": failed_calls, "failed_descriptions": failed_descriptions,
             **{f"{step}_{name}": value for step, step_usage in outcome.usage.items()
                for name, value in step_usage.as_metrics().items()}})
-        tracker.log_file(options.judge)
+        tracker.log_file(options.judge_file)
     return outcome
 
 

@@ -1,13 +1,13 @@
 """`prefcraft sensejudge simulate`: labelled pairs on real SenseBench requests. The labels are SIMULATED.
 
-Responses: for each dialogue, one response per model variant, each variant the task model under a system prompt of
-its own (`VARIANTS`), so that responses differ in a known way (length, structure). Labels: a simulated annotator, the
-judge model given `persona` as its user context, picks one response of every pair of variants, shown in a seeded
-random order. Each topic's dialogues are taken in a seeded order; as in the paper, where every topic has dev and test
-examples, the first `dev_dialogues` of a topic that yield a pair give its dev pairs (split `train`), the next
-`test_dialogues` its test pairs. Rows follow the PersonalRewardBench schema (`prefcraft evaluate --data` reads them
-too) plus `chosen_model`, `rejected_model`, `topic` (the dialogue's SenseBench topic, which `select` groups the dev
-pairs by), `labels` ("simulated") and `annotator_persona`.
+Responses: for each dialogue, one response per response model (`response_models`), each the task model under a
+system prompt of its own (`VARIANTS`), so that responses differ in a known way (length, structure). Labels: a simulated
+annotator, the judge model given `persona` as its user context, picks one response of every pair of response models,
+shown in a seeded random order. Each topic's dialogues are taken in a seeded order; as in the paper, where every
+topic has dev and test examples, the first `dev_dialogues` of a topic that yield a pair give its dev pairs (split
+`train`), the next `test_dialogues` its test pairs. Rows follow the PersonalRewardBench schema (`prefcraft evaluate
+--data` reads them too) plus `chosen_model`, `rejected_model`, `topic` (the dialogue's SenseBench topic, which `select`
+groups the dev pairs by), `labels` ("simulated") and `annotator_persona`.
 
 A response or a label whose call failed drops the pairs it belongs to, and a pair whose two responses are the same
 (a small model often ignores the system prompt) is dropped before labelling: no one could prefer either. All three are
@@ -21,6 +21,7 @@ import logging
 import random
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import dspy
 
@@ -55,16 +56,19 @@ MODEL_COLUMNS = ("chosen_model", "rejected_model")
 class SimulationConfig(Options):
     """What to simulate, as the simulating steps' options: their flags. Dialogues: `dev_dialogues` + `test_dialogues`
     of each topic in `topics` (None: every topic of the file) drawn with the session's seed; each keeps the latest
-    turns that fit in `max_context_chars`. Responses: one per variant in `variants` (names of `VARIANTS`), at most
-    `max_response_chars` long, sampled at `response_temperature` (at 0 a small model often gives two variants the same
-    reply). Labels: the judge model given `persona`, at the judge's own temperature."""
+    turns that fit in `max_context_chars`. Responses: one per response model in `response_models` (names of
+    `VARIANTS`), at most `max_response_chars` long, sampled at `response_temperature` (at 0 a small model often gives
+    two response models the same reply). Labels: the judge model given `persona`, at the judge's own temperature.
+    `variants`, the former name of `response_models`, is taken for one release."""
+
+    renamed_options: ClassVar[dict[str, str]] = {"variants": "response_models"}
 
     topics: OneOrMore[str] | None = option(None, "SenseBench topics to draw dialogues from (default: every topic of "
                                            "the file, as in the paper)", metavar="TOPIC")
     dev_dialogues: Positive = option(4, "dialogues per topic whose pairs are dev pairs")
     test_dialogues: Positive = option(2, "dialogues per topic whose pairs are test pairs")
-    variants: OneOrMore[str] = option(["plain", "concise", "detailed"],
-                                      "response models: the task model under these system prompts")
+    response_models: OneOrMore[str] = option(["plain", "concise", "detailed"],
+                                             "response models: the task model under these system prompts")
     persona: str = option(DEFAULT_PERSONA, "the simulated annotator's persona (default: wants short answers)")
     max_context_chars: int = option(1200, "dialogue turns kept per request")
     max_response_chars: int = option(600, "longest response")
@@ -78,9 +82,10 @@ class SimulationConfig(Options):
 def read_dialogues(source: Path, config: SimulationConfig) -> list[Dialogue]:
     """The dialogues of `source`, checked against what `config` draws from them; raises for a bad file or config (a
     step reads them before any model starts)."""
-    unknown = sorted(set(config.variants) - set(VARIANTS))
-    if unknown or len(set(config.variants)) < 2:
-        raise ConfigError(f"variants must be two or more of {', '.join(VARIANTS)} (got {', '.join(config.variants)})")
+    unknown = sorted(set(config.response_models) - set(VARIANTS))
+    if unknown or len(set(config.response_models)) < 2:
+        raise ConfigError(f"response models must be two or more of {', '.join(VARIANTS)} "
+                          f"(got {', '.join(config.response_models)})")
     dialogues = load_dialogues(source)
     counts = Counter(dialogue.topic for dialogue in dialogues)
     topics = config.topics or sorted(counts)
@@ -154,7 +159,7 @@ def simulate_pairs(
     if empty:
         raise DataError(output, None, None, "topics left without dev or test pairs (dev, test): " +
                         ", ".join(f"{topic} {dev}, {test}" for topic, (dev, test) in empty.items()),
-                        "check the server log for failed calls, or simulate with other variants")
+                        "check the server log for failed calls, or simulate with other response models")
     return summary
 
 
@@ -208,22 +213,22 @@ def _simulate(
         bounds = LengthBounds(string_chars=config.max_response_chars)
         adapter = SchemaAdapter(dialect=session.task.dialect, bounds=bounds)
         with dspy.context(adapter=adapter):
-            responses = _respond(dialogues, config, session.num_threads)
+            responses = _respond(dialogues, config, session.threads)
     jobs = []
     for dialogue in dialogues:
         seen: set[frozenset[str]] = set()
-        for pair in itertools.combinations(config.variants, 2):
+        for pair in itertools.combinations(config.response_models, 2):
             texts = [responses[(dialogue.index, variant)] for variant in pair]
             if None in texts:
                 continue
-            # Two variants that answered alike would make two rows of one pair (the same pair id): keep the first.
+            # Two response models that answered alike would make two rows of one pair (one pair id): keep the first.
             if texts[0] == texts[1] or frozenset(texts) in seen:
                 summary.identical_pairs += 1
                 continue
             seen.add(frozenset(texts))
             jobs.append((dialogue, *(pair if rng.random() < 0.5 else pair[::-1])))
     with lm_context(session, "judge"), metered() as labelling:
-        labelled = _label(jobs, responses, config, session.num_threads)
+        labelled = _label(jobs, responses, config, session.threads)
     summary.usage["responses"] += responding.usage
     summary.usage["labels"] += labelling.usage
     summary.failed_responses += sum(response is None for response in responses.values())
@@ -241,7 +246,7 @@ def _respond(
     """Each variant's response to each dialogue; None where the call failed."""
     responses: dict[tuple[int, str], str | None] = {}
     examples = [dspy.Example(conversation=_conversation(d, config)).with_inputs("conversation") for d in dialogues]
-    for variant in config.variants:
+    for variant in config.response_models:
         logger.info("responding as %s", variant)
         responder = Responder(VARIANTS[variant], temperature=config.response_temperature)
         predictions = responder.batch(examples, num_threads=num_threads, max_errors=len(examples) + 1)

@@ -61,9 +61,9 @@ def load_requests(options: BestOfNOptions) -> list[Request]:
 
 
 def choose(options: BestOfNOptions, run: StepRun) -> BestOfNOutcome:
-    judge = load_judge(options.judge)
+    judge = load_judge(options.judge_file)
     choices = []
-    with run.tracker.run("best-of-n", {"judge": str(options.judge), "tournament": options.tournament,
+    with run.tracker.run("best-of-n", {"judge_file": str(options.judge_file), "tournament": options.tournament,
                                        "requests": len(run.loaded)}):
         for request in run.loaded:
             conversation = request.conversation if isinstance(request.conversation, str) else \

@@ -48,7 +48,7 @@ def _method_rows(run: RunRecord, users: list[RunRecord]) -> list[EstimateRow]:
         key = f"{method}_accuracy"
         if key in run.metrics:
             points = [user.metrics[key] for user in users if key in user.metrics]
-            rows.append(accuracy_row(run.metrics, f"{method}_", method, method == "default", points))
+            rows.append(accuracy_row(run.metrics, f"{method}_", method, method == "baseline", points))
     return rows
 
 

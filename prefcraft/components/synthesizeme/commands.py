@@ -3,7 +3,7 @@
 Steps: `fit` (one personal judge per user: persona from verified reasoning, searched demos), `evaluate` (a split's
 pairs judged in both orders against the baselines), `compile-persona` (the persona prompt optimized once),
 `import-persona-prompt` (the paper's released persona prompt, for `fit`), `demo` (fit sample users, then compare
-with the default judge) and `best-of-n` (a fitted judge picks the best of n candidate responses).
+with the baseline judge) and `best-of-n` (a fitted judge picks the best of n candidate responses).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ TOUR_USERS = ["sample_user_07", "sample_user_08"]
 def compare(outcome: Any) -> Comparison:
     """The demo's two methods (its `DemoOutcome`), side by side for the tour."""
     methods = outcome.methods
-    return Comparison("accuracy, both orders", "default judge", methods["default"].report.accuracy.mean,
+    return Comparison("accuracy, both orders", "baseline (no user context)", methods["baseline"].report.accuracy.mean,
                       "SynthesizeMe", methods["synthesizeme"].report.accuracy.mean, "%")
 
 
@@ -116,7 +116,7 @@ COMPONENT = Component(
         "import-persona-prompt": Step("import a persona prompt released with the paper, for fit --persona-prompt",
                                       _import_persona_prompt_options, _import_persona_prompt_code, models=False,
                                       tracked=False),
-        "demo": Step("fit sample users, compare with the default judge", _demo_options, _demo_code),
+        "demo": Step("fit sample users, compare with the baseline judge", _demo_options, _demo_code),
         "best-of-n": Step("pick the best of each request's candidate responses with a user's fitted judge",
                           _best_of_n_options, _best_of_n_code),
     },

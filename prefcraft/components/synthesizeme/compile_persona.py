@@ -72,12 +72,12 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
     digest = data_digest(options.source)
     params = {"data": str(options.source), "data_digest": digest, "train_users": ",".join(train),
               "val_users": ",".join(val), "persona_metric": options.persona_metric,
-              "fit_val_fraction": VAL_FRACTION, "fit_validation": options.validation,
+              "fit_val_fraction": VAL_FRACTION, "fit_val_orders": options.val_orders,
               **{f"fit_{key}": value for key, value in asdict(fit_config).items()}}
     with tracked_compile(session, tracker, ModelAccess(build_lm, lm_context), run_name="compile-persona",
                          program_name=PERSONA_SYNTHESIZER, config=prompt_config, params=params):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
-        train_evidence, val_evidence = (_collect_evidence(fitter, users, options.validation) for users in (train, val))
+        train_evidence, val_evidence = (_collect_evidence(fitter, users, options.val_orders) for users in (train, val))
         score = persona_metric(options, {**train, **val}, [*train_evidence, *val_evidence])
         return select_persona_prompt(
             session, tracker, train_evidence, val_evidence, prompt_config, score, options.output, data_digest=digest,
@@ -85,11 +85,11 @@ def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerd
         )  # fmt: skip
 
 
-# A persona is a bootstrapped demo when it improves on the default judge at all (an improvement is a multiple of one
+# A persona is a bootstrapped demo when it improves on the baseline judge at all (an improvement is a multiple of one
 # over the user's judgments, so any above 0 reaches this), or when its judge is right on half the judgments.
 METRIC_THRESHOLDS = {"improvement": 1e-9, "accuracy": 0.5}
 METRIC_DESCRIPTIONS = {
-    "improvement": "the persona judge's accuracy on the user's target pairs, both orders, less the default judge's",
+    "improvement": "the persona judge's accuracy on the user's target pairs, both orders, less the baseline judge's",
     "accuracy": "the persona judge's accuracy on the user's validation pairs, both orders",
 }
 
@@ -102,7 +102,7 @@ def persona_optimizer_config(options: CompilePersonaOptions, session: Settings) 
 
 def persona_metric(options: CompilePersonaOptions, users: Users, evidence: list[PersonaEvidence]) -> PersonaMetric:
     """The metric `--persona-metric` names, over the users whose evidence was collected; the improvement's baselines
-    (the default judge on each user's target pairs) are judged here, once."""
+    (the baseline judge on each user's target pairs) are judged here, once."""
     if options.persona_metric == "accuracy":
         return PersonaMetric({prepared.user_id: prepared.val_examples for prepared in evidence})
     scored = {prepared.user_id: judge_set(users[prepared.user_id].test) for prepared in evidence}
@@ -125,12 +125,12 @@ def select_persona_prompt(
 
 
 def _collect_evidence(
-    fitter: SynthesizeMe, users: dict[str, UserPairs], validation: ValidationOrders
+    fitter: SynthesizeMe, users: dict[str, UserPairs], val_orders: ValidationOrders
 ) -> list[PersonaEvidence]:
     evidence = []
     for user_id, user in tqdm(users.items(), desc="collecting persona evidence", unit="user"):
         try:
-            trainset, valset = fit_sets(*train_val_split(user), validation, fitter.config.seed)
+            trainset, valset = fit_sets(*train_val_split(user), val_orders, fitter.config.seed)
             evidence.append(fitter.collect_evidence(PreferenceJudge(), trainset=trainset, valset=valset))
         except ServerError:
             raise

@@ -1,5 +1,5 @@
-"""`prefcraft synthesizeme demo`: fit the demo's users, then judge their test pairs with the default judge and with
-their fitted ones, in one model session."""
+"""`prefcraft synthesizeme demo`: fit the demo's users, then judge their test pairs with the baseline judge (no user
+context) and with their fitted ones, in one model session."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from prefcraft.components.synthesizeme.evaluation import MethodOutcome, evaluate
 from prefcraft.components.synthesizeme.fit import FitSummary, fit_users
 from prefcraft.components.synthesizeme.options import DemoOptions
 
-DEMO_METHODS = ["default", "synthesizeme"]
+DEMO_METHODS = ["baseline", "synthesizeme"]
 
 
 @dataclass(frozen=True)

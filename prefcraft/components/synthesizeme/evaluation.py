@@ -1,9 +1,9 @@
 """`prefcraft synthesizeme evaluate`: judge a split's pairs in both orders with one or more judges; pooled and
 per-user accuracy.
 
-Methods (SynthesizeMe's Table 3 rows): `default` (no user context); `demographics` (Dong et al.'s judge told the
-user's PRISM survey profile; users without one are left out of it); `memory` (insights from each context pair's
-conversation, appended in order);
+Methods (SynthesizeMe's Table 3 rows): `baseline` (no user context: the paper's Default; `default` is taken for one
+release); `demographics` (Dong et al.'s judge told the user's PRISM survey profile; users without one are left out of
+it); `memory` (insights from each context pair's conversation, appended in order);
 from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the persona, no demos) and
 `synthesizeme` (persona + searched demos).
 """
@@ -42,7 +42,7 @@ from prefcraft.usage import LMUsage, metered
 logger = logging.getLogger(__name__)
 
 PERSONAL_JUDGE = "personal_judge"
-METHODS = ("default", "demographics", "memory", "demos", "persona", "synthesizeme")
+METHODS = ("baseline", "demographics", "memory", "demos", "persona", "synthesizeme")
 NEEDS_FIT = {"demos", "persona", "synthesizeme"}
 BUILT_WITH_MODEL = {"memory"}  # methods whose judge takes model calls to build: built where the user is judged
 LEARNS_FROM_CONTEXT = NEEDS_FIT | {"memory"}  # methods shown each user's train and val pairs with their labels
@@ -149,9 +149,9 @@ def judge_for(
     method: str, user: UserPairs, fitted: Path | None, profile: str | None = None,
     demographics_judge: DemographicsJudge = "dong",
 ) -> PreferenceJudge | ProfileJudge:
-    """`method`'s judge for `user`: demographics is Dong et al.'s prompt (`dong`, the paper's) or the default judge
-    with the profile in its instructions (`persona_judge`)."""
-    if method == "default":
+    """`method`'s judge for `user`: demographics is Dong et al.'s prompt (`dong`, the paper's) or the baseline
+    judge with the profile in its instructions (`persona_judge`)."""
+    if method == "baseline":
         return PreferenceJudge()
     if method == "demographics":
         if not profile:
@@ -240,7 +240,7 @@ def evaluate_methods(
                 judge = None if method in BUILT_WITH_MODEL else judge_for(
                     method, user, selection.fitted.get(user.user_id), selection.profiles.get(user.user_id),
                     selection.demographics_judge)
-                yield UserJudging(method, user, options.split, judge, session.task, session.num_threads)
+                yield UserJudging(method, user, options.split, judge, session.task, session.threads)
 
         def finish(method: str, outcome: MethodOutcome) -> None:
             outcomes[method] = outcome

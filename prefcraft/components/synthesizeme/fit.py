@@ -92,7 +92,7 @@ class UserFit:
     user: UserPairs
     synthesizer: PersonaSynthesizer
     config: SynthesizeMeConfig
-    validation: ValidationOrders
+    val_orders: ValidationOrders
     model: ModelSettings
     """The task model, at an endpoint the workers reach."""
 
@@ -128,10 +128,10 @@ def fit_users(
     synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
     params = {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": digest,
               "population": options.population, "users": len(users), "persona_prompt": prompt_source,
-              "val_fraction": VAL_FRACTION, "validation": options.validation, **asdict(config),
+              "val_fraction": VAL_FRACTION, "val_orders": options.val_orders, **asdict(config),
               **model_params(session)}
     metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
-                "optimizer": fit_settings(config, options.validation)}  # what a fitted file must match to be resumed
+                "optimizer": fit_settings(config, options.val_orders)}  # what a fitted file must match to be resumed
     with tracker.run("fit-synthesizeme", params), lm_context(session, "task"):
         fits = {}
         for user_id, user in users.items():
@@ -142,7 +142,7 @@ def fit_users(
                 continue
             if path.is_file():
                 logger.warning("refitting %s: %s", user_id, reason)
-            fits[user_id] = UserFit(user, synthesizer, config, options.validation, session.task)
+            fits[user_id] = UserFit(user, synthesizer, config, options.val_orders, session.task)
         finish = _FitWriter(session, tracker, options.fitted_dir, summary, metadata)
         if options.executor == "ray":
             cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
@@ -157,7 +157,7 @@ def fit_users(
 
 def compile_judge(fit: UserFit) -> PreferenceJudge:
     """SynthesizeMe on one user, on the model of the current DSPy context; the judge carries its `fit_record`."""
-    trainset, valset = fit_sets(*train_val_split(fit.user), fit.validation, fit.config.seed)
+    trainset, valset = fit_sets(*train_val_split(fit.user), fit.val_orders, fit.config.seed)
     return SynthesizeMe(fit.synthesizer, fit.config).compile(PreferenceJudge(), trainset=trainset, valset=valset)
 
 
@@ -257,11 +257,12 @@ def fitted_path(output_dir: Path, user_id: str) -> Path:
     return path_in(output_dir, user_id, ".json")
 
 
-def fit_settings(config: SynthesizeMeConfig, validation: ValidationOrders) -> dict[str, object]:
-    """The settings that change a fit's result: the split, the validation orders, the candidates' draws and the
-    optimizer's (threads only change its speed)."""
+def fit_settings(config: SynthesizeMeConfig, val_orders: ValidationOrders) -> dict[str, object]:
+    """The settings that change a fit's result: the split, the validation orders (`val_orders`), the candidates' draws
+    and the optimizer's (threads only change its speed). The orders stay under the key `validation`, as fitted files
+    already hold them: a file fitted before the option's rename is still resumed."""
     optimizer = {name: value for name, value in asdict(config).items() if name != "num_threads"}
-    return {"val_fraction": VAL_FRACTION, "validation": validation, "candidate_draws": CANDIDATE_DRAWS, **optimizer}
+    return {"val_fraction": VAL_FRACTION, "validation": val_orders, "candidate_draws": CANDIDATE_DRAWS, **optimizer}
 
 
 def _refit_reason(path: Path, expected: dict[str, object]) -> str | None:

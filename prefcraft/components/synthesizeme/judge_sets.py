@@ -4,7 +4,7 @@ The reference turns each data row into one judgment, in the order its `flip` col
 first), for the train pairs it bootstraps and for the validation pairs its candidates are scored on. Here every train
 pair comes in both orders (the optimizer needs both for `verification = "both_orders"`), each marked with the order its
 row shows (`row_order`), which the optimizer judges it in; the validation pairs come in that one order, or in both
-(`validation = "both_orders"`). A row without `flip` gets an order drawn by the seed, half of such pairs each way.
+(`val_orders = "both_orders"`). A row without `flip` gets an order drawn by the seed, half of such pairs each way.
 """
 
 from __future__ import annotations
@@ -35,11 +35,11 @@ def row_orders(pairs: Sequence[PreferencePair], seed: int) -> list[str]:
 
 
 def fit_sets(
-    train: Sequence[PreferencePair], val: Sequence[PreferencePair], validation: ValidationOrders, seed: int
+    train: Sequence[PreferencePair], val: Sequence[PreferencePair], val_orders: ValidationOrders, seed: int
 ) -> tuple[list[dspy.Example], list[dspy.Example]]:
     """A fit's trainset (every pair in both orders, marked with its row's order) and valset."""
     trainset = [example.copy(row_order=order) for pair, order in zip(train, row_orders(train, seed), strict=True)
                 for example in judge_examples(pair)]
     valset = [example for pair, order in zip(val, row_orders(val, seed), strict=True)
-              for example in judge_examples(pair) if validation == "both_orders" or example.order == order]
+              for example in judge_examples(pair) if val_orders == "both_orders" or example.order == order]
     return trainset, valset

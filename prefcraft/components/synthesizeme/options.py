@@ -31,8 +31,8 @@ class _Data(SampleSource):
     users: OneOrMore[str] | None = option(None, "user ids to include (default: all)")
     population: Population = option(
         TABLE_POPULATION, "which of the benchmark's user splits to read from a Hugging Face dataset or a local folder "
-        "of its split files: the test users (the paper's Table 3), the train or validation users, or all; a single "
-        "file is read whole")
+        "of its split files: the test users (the paper's Table 3), the train or validation users (val: the dataset's "
+        "validation split), or all; a single file is read whole", renamed={"validation": "val"})
 
     @property
     def selected_users(self) -> list[str] | None:
@@ -46,6 +46,8 @@ class _Judged(_Data):
 
 
 class _Search(Options):
+    renamed_options: ClassVar[dict[str, str]] = {"validation": "val_orders"}
+
     subsets: Positive = option(
         SynthesizeMeConfig.num_persona_subsets,
         "n: random candidate trace subsets for the persona (besides the unshuffled and labeled-only ones)")
@@ -71,7 +73,7 @@ class _Search(Options):
         SynthesizeMeConfig.step3_traces,
         "step 3's demos: bootstrap the train pairs again with the persona (the paper), or reuse step 1's traces, "
         "written without it (one bootstrap pass fewer)")
-    validation: ValidationOrders = option(
+    val_orders: ValidationOrders = option(
         "one_order", "candidates are scored on each validation pair once, in the order its data row shows it (the "
         "reference code), or in both orders (twice the calls; can choose another candidate)")
 
@@ -79,7 +81,7 @@ class _Search(Options):
         return SynthesizeMeConfig(num_persona_subsets=self.subsets, num_demo_candidates=self.demo_candidates,
                                   max_demos=demo_cap(settings, self.max_demos), search=self.search,
                                   verification=self.verification, step3_traces=self.step3_traces,
-                                  num_threads=settings.num_threads, seed=settings.seed)
+                                  num_threads=settings.threads, seed=settings.seed)
 
 
 class _Fit(_Search):
@@ -95,8 +97,8 @@ class FitOptions(ExecutorOptions, _Fit, _Data):
 
 class CompilePersonaOptions(optimizer_options(
         candidates=20, trials=30, bootstrapped_demos=10, labeled_demos=6, metric_threshold=None,
-        threshold_help=" (default: the persona metric's own: any improvement over the default judge, or an accuracy of "
-        "0.5)", budget_from="SynthesizeMe, App. F"), _Search, SampleSource):
+        threshold_help=" (default: the persona metric's own: any improvement over the baseline judge, or an accuracy "
+        "of 0.5)", budget_from="SynthesizeMe, App. F"), _Search, SampleSource):
     sample: ClassVar[Path] = SAMPLE_USERS
 
     data: str | None = option(None, "PersonalRewardBench file or dataset name (default: sample users)")
@@ -108,7 +110,7 @@ class CompilePersonaOptions(optimizer_options(
                               "metadata); under compiled/ a winner is registered as fit's default")
     persona_metric: PersonaScore = option(
         "improvement", "how a candidate prompt's personas are scored: the persona judge's accuracy on each user's "
-        "target (test) pairs, both orders, less the default judge's on the same pairs (the paper, App. F), or its "
+        "target (test) pairs, both orders, less the baseline judge's on the same pairs (the paper, App. F), or its "
         "absolute accuracy on each user's within-user validation pairs (no test pairs read, no baseline calls)")
 
 
@@ -116,7 +118,9 @@ DemographicsJudge = Literal["dong", "persona_judge"]
 
 
 class EvaluateOptions(ExecutorOptions, _Judged):
-    methods: OneOrMore[str] = option(["default"], "default, demographics, memory, demos, persona, synthesizeme")
+    methods: OneOrMore[str] = option(
+        ["baseline"], "baseline (no user context: the paper's Default), demographics, memory, demos, persona, "
+        "synthesizeme", renamed={"default": "baseline"})
     fitted_dir: FilePath = option(FITTED_DIR, "fitted users' JSON files")
     demographics: str | None = option(
         None, "user profiles for the demographics method: the PRISM survey, Hugging Face dataset "
@@ -179,8 +183,10 @@ def demo_cap(settings: Settings, max_demos: int | None = None) -> int | None:
 
 
 class BestOfNOptions(Options):
-    judge: FilePath = option(..., "a fitted user's judge: the JSON fit wrote (runs/fitted/<user>.json) or an MLflow "
-                             "model URI (models:/personal_judge-<user>-<model>@champion)")
+    renamed_options: ClassVar[dict[str, str]] = {"judge": "judge_file"}
+
+    judge_file: FilePath = option(..., "a fitted user's judge: the JSON fit wrote (runs/fitted/<user>.json) or an "
+                                  "MLflow model URI (models:/personal_judge-<user>-<model>@champion)")
     requests: FilePath = option(..., 'JSONL file, one request a line: {"conversation": "..." or [{"role": ..., '
                                 '"content": ...}, ...], "candidates": ["...", ...]}')
     tournament: Tournament = option(

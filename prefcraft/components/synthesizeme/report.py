@@ -50,7 +50,8 @@ def format_fit_summary(summary: FitSummary) -> str:
 
 
 def format_comparison(reports: dict[str, PairwiseReport]) -> str:
-    """One row per method (Table 3's columns), then per-user accuracy with one column per method."""
+    """One row per method (Table 3's columns; the row `baseline` is the paper's Default, no user context), then
+    per-user accuracy with one column per method."""
     lines = [f"{'method':<14} {'accuracy, both orders [95% CI]':<33} {'chosen first':>12} {'chosen second':>14} "
              f"{'consistency':>12}"]
     for method, report in reports.items():

@@ -4,6 +4,7 @@ import json
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import dspy
 import mlflow
@@ -13,11 +14,14 @@ from dspy.utils import DummyLM
 from prefcraft import evaluation
 from prefcraft.cli import main, make_parser
 from prefcraft.components.cupid import evaluation as cupid
+from prefcraft.components.cupid.charts import CHARTS
+from prefcraft.components.cupid.commands import compare
 from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
 from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
 from prefcraft.components.cupid.results import EvaluationOutcome
 from prefcraft.experiments import load_experiment
+from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
@@ -34,9 +38,9 @@ def role_models(monkeypatch):
 
 def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
     instances = [marked_instance(), marked_instance(sessions=2)]
-    options = EvaluateOptions(variants=["all", "relevant"], no_shipped=True, output_dir=tmp_path,
-                        responses=["none", "sessions", "inferred"])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
+    options = EvaluateOptions(inferrers=["all", "relevant"], no_shipped=True, output_dir=tmp_path,
+                              responses=["baseline", "sessions", "inferred"])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances)
 
     assert [inference.name for inference in outcome.inference] == ["all", "relevant"]
     for inference in outcome.inference:
@@ -45,7 +49,7 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
         assert inference.overall.recall.mean == pytest.approx(0.75)
         assert inference.overall.f1.mean == pytest.approx(0.75)
         assert set(inference.by_type) == {"consistent"} and inference.overall.inference_failures == 0
-    assert [response.method for response in outcome.responses] == ["none", "sessions", "inferred"]
+    assert [response.method for response in outcome.responses] == ["baseline", "sessions", "inferred"]
     assert all(response.score.mean == 7 and response.overall.judge_failures == response.overall.unparseable == 0
                for response in outcome.responses)
 
@@ -60,11 +64,13 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
     assert len((tmp_path / "responses.jsonl").read_text().splitlines()) == 6
     table = format_evaluation(outcome)
     assert "F1 (micro)" in table and "respond inferred: judge" in table
+    assert re.search(r"^baseline \(no user context\)\s+all\s+7\.00", table, re.MULTILINE)
+    assert "respond baseline: generate" in table
 
 
 def test_only_the_gold_response_method_hands_the_gold_preference_to_the_generator(role_models, tmp_path):
     options = EvaluateOptions(output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
     generator_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history[-1:]])
     assert "GOLD-CURRENT-PREFERENCE" in generator_prompts  # the ceiling: by definition it is given the gold
     assert "GOLD-CHECK" not in generator_prompts and outcome.responses[0].score.mean == 7
@@ -80,7 +86,7 @@ def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, t
 
     monkeypatch.setattr(prefcraft.evaluation, "check_reachable", lambda model: None)
     options = EvaluateOptions(output_dir=tmp_path, responses=[])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
     (inference,) = outcome.inference
     assert inference.overall.inference_failures == 1 and inference.results[0].failed == "inference"
     assert inference.overall.instances == 0 and math.isnan(inference.overall.recall.mean)
@@ -98,7 +104,7 @@ class FailingGrader(dspy.Module):
 def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(role_models, tmp_path, monkeypatch):
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
+    (inference,) = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()]).inference
     # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
     (result,) = inference.results
     assert result.failed == "matching" and result.checklist == REPLY["checklist"]
@@ -113,7 +119,7 @@ def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_pa
     monkeypatch.setattr(cupid, "decomposer", lambda cap: dspy.Predict(dspy.Signature("preference -> missing_field")))
     role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    (inference,) = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()]).inference
+    (inference,) = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()]).inference
     assert inference.results[0].failed == "decomposition" and inference.results[0].reason is not None
     assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
 
@@ -134,7 +140,7 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
     monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
     instances = [marked_instance(), marked_instance(sessions=2), marked_instance(sessions=1)]
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, instances)
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances)
     (response,) = outcome.responses
     assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
     assert [result.failed for result in response.results] == [None, "unparseable score", "judging"]
@@ -179,7 +185,7 @@ def test_response_scores_are_reported_per_instance_type_as_the_reference_aggrega
                  of_type("changing", "ten"), of_type("changing", "generation fails", 1)]
     tracker = FakeTracker()
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    (response,) = evaluate_instances(Settings(num_threads=1), tracker, options, instances).responses
+    (response,) = evaluate_instances(Settings(threads=1), tracker, options, instances).responses
 
     # All: (8 + 0 + 6 + 0 + 10) / 5; consistent (8 + 0) / 2; contrastive (6 + 0) / 2; changing 10 / 1.
     assert response.score.mean == pytest.approx(4.8) and response.score.n == 5
@@ -213,7 +219,7 @@ def test_the_judge_prompt_option_chooses_the_reference_codes_prompt_or_the_paper
     if prompt == "paper":
         role_models["judge"] = DummyLM([REPLY] * 20, adapter=dspy.JSONAdapter())  # Figure 16 asks for no label
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"], judge_prompt=prompt)
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
     judge_system = role_models["judge"].history[-1]["messages"][0]["content"]
     assert rubric in judge_system and absent not in judge_system
     assert ("`label`" in judge_system) is (prompt == "reference")
@@ -232,7 +238,7 @@ def with_current_preference_in(instance, *numbers):
 def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_preference(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["sessions"], oracle_sessions=True)
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options,
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options,
                                  [relevant, marked_instance(sessions=2)])
 
     assert outcome.instances == 1 and outcome.oracle_left_out == 1  # the second has no session with its preference
@@ -245,7 +251,7 @@ def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_prefe
 
 def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path):
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["summaries"])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
     (response,) = outcome.responses
     assert response.method == "summaries" and response.score.mean == 7
     assert response.costs["generate"].usage.calls == 2  # the summaries' call and the response's, one instance
@@ -257,13 +263,13 @@ def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path)
 def test_the_oracle_setting_with_no_relevant_session_anywhere_is_one_clear_error(role_models, tmp_path):
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[], oracle_sessions=True)
     with pytest.raises(cupid.ConfigError, match="oracle setting has nothing to give"):
-        evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [marked_instance()])
+        evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
 
 
 def test_outside_the_oracle_setting_every_session_reaches_the_inferrer(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    outcome = evaluate_instances(Settings(num_threads=1), FakeTracker(), options, [relevant])
+    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [relevant])
     assert outcome.oracle_left_out is None and "Oracle setting" not in format_evaluation(outcome)
     prompt = json.dumps(role_models["task"].history[0]["messages"])
     assert all(f"dialogue-{number}" in prompt for number in range(3))
@@ -297,14 +303,66 @@ def test_the_paper_scale_experiment_evaluates_every_instance_with_the_reference_
     assert options.responses == ["sessions", "gold"]
 
 
+def test_the_former_variant_options_are_taken_for_one_release_naming_the_inferrer_ones(caplog, tmp_path):
+    parser = make_parser()
+    assert parser.parse_args(["cupid", "compile", "--inferrer", "relevant"]).inferrer == "relevant"
+    assert parser.parse_args(["cupid", "evaluate", "--inferrers", "all", "relevant"]).inferrers == ["all", "relevant"]
+    assert "is now" not in caplog.text
+    assert parser.parse_args(["cupid", "compile", "--variant", "summaries"]).inferrer == "summaries"
+    assert "--variant is now --inferrer" in caplog.text
+    assert parser.parse_args(["cupid", "demo", "--variants", "relevant"]).inferrers == ["relevant"]
+    assert "--variants is now --inferrers" in caplog.text
+    experiment = tmp_path / "cupid.toml"
+    experiment.write_text('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nvariants = ["relevant"]\n')
+    assert load_experiment(experiment).steps["evaluate"] == {"inferrers": ["relevant"]}
+    assert "option variants is now inferrers" in caplog.text
+
+
+def test_the_former_name_of_the_baseline_response_is_taken_for_one_release(caplog, tmp_path):
+    parser = make_parser()
+    assert parser.parse_args(["cupid", "evaluate"]).responses == ["baseline", "sessions", "inferred", "gold"]
+    assert parser.parse_args(["cupid", "evaluate", "--responses", "baseline", "gold"]).responses == ["baseline", "gold"]
+    assert "is now 'baseline'" not in caplog.text
+    assert parser.parse_args(["cupid", "demo", "--responses", "none", "gold"]).responses == ["baseline", "gold"]
+    assert "'none' is now 'baseline'" in caplog.text
+    caplog.clear()
+    assert EvaluateOptions(responses=["none", "inferred"]).responses == ["baseline", "inferred"]  # prefcraft.run's
+    assert "'none' is now 'baseline'" in caplog.text
+    caplog.clear()
+    experiment = tmp_path / "cupid.toml"
+    experiment.write_text('name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nresponses = ["none", "gold"]\n')
+    assert load_experiment(experiment).steps["evaluate"] == {"responses": ["baseline", "gold"]}
+    assert "'none' is now 'baseline'" in caplog.text
+
+
+def test_the_charts_and_the_demo_compare_against_the_baseline_response():
+    def child(method, score):
+        return RunRecord(f"id-{method}", f"respond-{method}", "FINISHED", 0, 1, {}, {"score": score}, "parent")
+
+    run = RunRecord("parent", "cupid-evaluate", "FINISHED", 0, 1, {}, {}, None,
+                    [child("baseline", 5.0), child("inferred", 7.0), child("none", 4.0)])
+    (_, responses) = CHARTS.comparisons(run)
+    # "none": a run recorded before the rename
+    assert [(row.label, row.baseline) for row in responses.rows] == [
+        ("baseline", True), ("inferred", False), ("none", True)]
+    (_, per_type) = CHARTS.spreads(run)
+    assert [row.label for row in per_type.rows if row.baseline] == ["baseline", "none"]
+
+    outcome = SimpleNamespace(responses=[SimpleNamespace(method=method, score=SimpleNamespace(mean=score))
+                                         for method, score in (("baseline", 5.0), ("inferred", 7.0))])
+    comparison = compare(outcome)
+    assert (comparison.baseline, comparison.baseline_score, comparison.personalized_score) == (
+        "baseline (no preference)", 5.0, 7.0)
+
+
 def test_cli_parses_every_step_and_defaults_to_the_paper_budget():
     parser = make_parser()
     compile_args = parser.parse_args(["cupid", "compile"])
-    assert (compile_args.candidates, compile_args.trials, compile_args.variant) == (20, 30, "all")
-    evaluate_args = parser.parse_args(["cupid", "evaluate", "--variants", "all", "relevant", "--responses"])
-    assert evaluate_args.variants == ["all", "relevant"] and evaluate_args.responses == []
-    summaries_args = parser.parse_args(["cupid", "evaluate", "--variants", "summaries", "summaries-per-session"])
-    assert summaries_args.variants == ["summaries", "summaries-per-session"] and not summaries_args.oracle_sessions
+    assert (compile_args.candidates, compile_args.trials, compile_args.inferrer) == (20, 30, "all")
+    evaluate_args = parser.parse_args(["cupid", "evaluate", "--inferrers", "all", "relevant", "--responses"])
+    assert evaluate_args.inferrers == ["all", "relevant"] and evaluate_args.responses == []
+    summaries_args = parser.parse_args(["cupid", "evaluate", "--inferrers", "summaries", "summaries-per-session"])
+    assert summaries_args.inferrers == ["summaries", "summaries-per-session"] and not summaries_args.oracle_sessions
     assert parser.parse_args(["cupid", "evaluate", "--oracle-sessions"]).oracle_sessions
     assert (evaluate_args.split, evaluate_args.judge_prompt) == ("test", "reference")
     paper_args = parser.parse_args(["cupid", "evaluate", "--split", "all", "--judge-prompt", "paper"])

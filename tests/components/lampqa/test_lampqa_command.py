@@ -3,6 +3,7 @@ that answers every output field (JSON, as the schema adapter asks), and exact ca
 
 import json
 from contextlib import nullcontext
+from typing import get_args
 
 import dspy
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from prefcraft import evaluation, runner
 from prefcraft.cli import main, make_parser
 from prefcraft.components.lampqa import compilation as lampqa_compile
+from prefcraft.components.lampqa.charts import CHARTS
 from prefcraft.components.lampqa.compilation import compile_and_select
 from prefcraft.components.lampqa.evaluation import (
     evaluate_methods,
@@ -18,10 +20,14 @@ from prefcraft.components.lampqa.evaluation import (
     select_questions,
     with_random_profiles,
 )
-from prefcraft.components.lampqa.options import CompileOptions, DemoOptions, EvaluateOptions
+from prefcraft.components.lampqa.metrics import method_report
+from prefcraft.components.lampqa.options import DEFAULT_METHODS, CompileOptions, DemoOptions, EvaluateOptions, Method
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
+from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
+from prefcraft.experiments import load_experiment
 from prefcraft.optimizers import compile_gate
+from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker, FieldFillingEngine
 
@@ -51,9 +57,9 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
     aspects = sum(len(question.rubric_aspects) for question in loaded.questions)
     programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
     tracker = FakeTracker()
-    outcome = evaluate_methods(Settings(num_threads=1), tracker, options, loaded, programs, compiled)  # no warm-up
+    outcome = evaluate_methods(Settings(threads=1), tracker, options, loaded, programs, compiled)  # no warm-up
 
-    assert list(outcome.methods) == ["none", "rag", "planpers"] and outcome.questions == 3
+    assert list(outcome.methods) == ["baseline", "rag", "planpers"] and outcome.questions == 3
     for method in outcome.methods.values():
         assert method.report.overall.mean == pytest.approx(0.5)  # every aspect judged 1 of 2
         assert method.cost["answer"].usage.calls == 3 * (2 if method.name == "planpers" else 1)
@@ -67,12 +73,13 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
     summary = json.loads((tmp_path / "lampqa-summary.json").read_text())
     assert set(summary["methods"]["rag"]["by_category"]) == {q.category for q in loaded.questions}
     text = format_evaluation(outcome)
-    assert "PlanPers" in text and "Planner coverage" in text and "gain vs none" in text and "Cost per question" in text
+    assert "PlanPers" in text and "Planner coverage" in text and "gain vs baseline" in text
+    assert "Cost per question" in text and "baseline (No personalization)" in text
 
     parent = tracker.named("lampqa-evaluate")  # one parent run, a child run per method, each result written once
     assert parent.params["split"] == "test" and parent.params["k"] == 3 and parent.params["kind"] == "bm25"
     assert parent.files == [tmp_path / "lampqa-summary.json"] and parent.metrics["planpers_gain"] == 0.0
-    for name in ("none", "rag", "planpers"):
+    for name in ("baseline", "rag", "planpers"):
         child = tracker.named(f"lampqa-{name}")
         assert child.nested and child.params == {"method": name} and child.files == [tmp_path / f"lampqa-{name}.jsonl"]
         assert child.metrics["judge_failures"] == 0.0
@@ -87,7 +94,7 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     trainset = [q.example() for q in select_questions(options, "train").questions]
     valset = [q.example() for q in select_questions(options, "validation").questions]
     tracker = FakeTracker()
-    outcome = compile_and_select(Settings(num_threads=1), options, trainset, valset, tracker)
+    outcome = compile_and_select(Settings(threads=1), options, trainset, valset, tracker)
 
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
     verdict = outcome.verdict
@@ -104,10 +111,57 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
 
 def test_the_demo_and_compile_flags():
     demo = make_parser().parse_args(["lampqa", "demo"])
-    assert (demo.max_questions, demo.k, demo.methods) == (1, 5, ["none", "rag", "planpers"])
+    assert (demo.max_questions, demo.k, demo.methods) == (1, 5, ["baseline", "rag", "planpers"])
     compile_args = make_parser().parse_args(["lampqa", "compile"])
     assert (compile_args.candidates, compile_args.trials, compile_args.optimizer) == (20, 30, "miprov2")
     assert compile_args.max_labeled_demos == 0
+
+
+def test_the_former_configs_option_is_taken_for_one_release_naming_categories(caplog, tmp_path):
+    parser = make_parser()
+    art, society = "Art_and_Entertainment", "Society_and_Culture"
+    assert parser.parse_args(["lampqa", "evaluate", "--categories", art, society]).categories == [art, society]
+    assert "is now" not in caplog.text
+    assert parser.parse_args(["lampqa", "compile", "--configs", art]).categories == [art]
+    assert "--configs is now --categories" in caplog.text
+    experiment = tmp_path / "lampqa.toml"
+    experiment.write_text(f'name = "t"\ncomponent = "lampqa"\n[steps.evaluate]\nconfigs = ["{art}"]\n')
+    assert load_experiment(experiment).steps["evaluate"] == {"categories": [art]}
+    assert "option configs is now categories" in caplog.text
+    assert DemoOptions(configs=[society]).categories == [society]
+    questions = select_questions(DemoOptions(categories=[art]), "test").questions
+    assert questions and {question.category for question in questions} == {art}
+
+
+def test_the_former_none_method_is_taken_for_one_release_as_the_baseline(caplog, tmp_path):
+    parser = make_parser()
+    assert parser.parse_args(["lampqa", "evaluate", "--methods", "baseline", "rag"]).methods == ["baseline", "rag"]
+    assert "is now" not in caplog.text
+    assert parser.parse_args(["lampqa", "demo", "--methods", "none", "planpers"]).methods == ["baseline", "planpers"]
+    assert "'none' is now 'baseline'" in caplog.text
+    caplog.clear()
+    experiment = tmp_path / "lampqa.toml"
+    experiment.write_text('name = "t"\ncomponent = "lampqa"\n[steps.evaluate]\nmethods = ["none", "rag"]\n')
+    assert load_experiment(experiment).steps["evaluate"] == {"methods": ["baseline", "rag"]}
+    assert "is now 'baseline'" in caplog.text
+    caplog.clear()
+    assert EvaluateOptions(methods=["none"]).methods == ["baseline"] and "is now 'baseline'" in caplog.text
+    assert BASELINE == "baseline" and DEFAULT_METHODS[0] == BASELINE and "none" not in get_args(Method)
+
+
+def test_the_report_and_the_charts_pick_the_baseline_by_its_name():
+    methods = {name: MethodOutcome(name, method_report([]), [], [], {}, gain=0.0) for name in ("baseline", "rag")}
+    text = format_evaluation(EvaluationOutcome("test", 0, 0, methods, None))
+    assert "gain vs baseline" in text and "baseline (No personalization)" in text
+
+    def record(name, metrics, children=()):
+        return RunRecord(name, name, "FINISHED", 0, 0, {}, metrics, None, list(children))
+
+    children = [record(f"lampqa-{name}", {"score": score, "score_Lifestyle": score})
+                for name, score in (("baseline", 0.3), ("planpers", 0.5))]
+    run = record("lampqa-evaluate", {}, children)
+    for chart in (*CHARTS.comparisons(run), *CHARTS.spreads(run)):
+        assert [(row.label, row.baseline) for row in chart.rows] == [("baseline", True), ("planpers", False)]
 
 
 def test_the_demo_runs_through_the_runner_in_one_tracked_run_and_reports_once(fake_lm, tmp_path, monkeypatch):
@@ -116,12 +170,12 @@ def test_the_demo_runs_through_the_runner_in_one_tracked_run_and_reports_once(fa
     monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
     emitted = []
     options = DemoOptions(k=3, no_shipped=True, output_dir=tmp_path)
-    outcome = runner.run_step("lampqa", "demo", options, Settings(num_threads=1), emitted.append)
+    outcome = runner.run_step("lampqa", "demo", options, Settings(threads=1), emitted.append)
 
     assert emitted == [format_evaluation(outcome)] and outcome.split == "test" and outcome.questions == 3
-    assert [run.name for run in tracker.runs] == ["lampqa-evaluate", "lampqa-none", "lampqa-rag", "lampqa-planpers"]
+    assert [run.name for run in tracker.runs] == ["lampqa-evaluate", "lampqa-baseline", "lampqa-rag", "lampqa-planpers"]
     assert sorted(path.name for path in tmp_path.iterdir()) == [
-        "lampqa-none.jsonl", "lampqa-planpers.jsonl", "lampqa-rag.jsonl", "lampqa-summary.json"]
+        "lampqa-baseline.jsonl", "lampqa-planpers.jsonl", "lampqa-rag.jsonl", "lampqa-summary.json"]
 
 
 def test_the_demo_reads_the_test_questions_and_evaluate_the_split_asked_for():
@@ -171,7 +225,7 @@ def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tm
         with_random_profiles(examples[:1], seed=0)
 
     programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
-    outcome = evaluate_methods(Settings(num_threads=1), FakeTracker(), options, loaded, programs, compiled)
+    outcome = evaluate_methods(Settings(threads=1), FakeTracker(), options, loaded, programs, compiled)
     assert list(outcome.methods) == ["rag_random"] and outcome.methods["rag_random"].report.overall.mean == 0.5
     rows = [json.loads(line) for line in (tmp_path / "lampqa-rag_random.jsonl").read_text().splitlines()]
     for row, question, example in zip(rows, loaded.questions, drawn, strict=True):

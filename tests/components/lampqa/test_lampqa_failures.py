@@ -65,11 +65,11 @@ def test_a_failed_question_is_recorded_with_its_reason_and_the_run_goes_on(monke
     monkeypatch.setattr(evaluation, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     checked = []
     monkeypatch.setattr(lampqa_evaluation, "check_reachable", lambda model, role: checked.append(role))
-    options = EvaluateOptions(methods=["none", "rag"], no_shipped=True, output_dir=tmp_path, judge_retries=1)
-    outcome = evaluate_methods(Settings(num_threads=1), FakeTracker(), options, questions[0],
+    options = EvaluateOptions(methods=["baseline", "rag"], no_shipped=True, output_dir=tmp_path, judge_retries=1)
+    outcome = evaluate_methods(Settings(threads=1), FakeTracker(), options, questions[0],
                                *method_programs(options, "m"))
 
-    for name in ("none", "rag"):
+    for name in ("baseline", "rag"):
         method = outcome.methods[name]
         assert [result.score for result in method.results] == [0.0, 0.5, 1.0]  # the empty profile answered too
         assert method.report.failure_kinds == {"answer": {"context_window_exceeded": 1},
@@ -81,7 +81,7 @@ def test_a_failed_question_is_recorded_with_its_reason_and_the_run_goes_on(monke
     assert rows[1]["judge_failures"][0] is None and rows[1]["judge_failures"][1].startswith("adapter_parse_error")
     assert rows[2]["retrieved"] == [] and rows[2]["answer_failure"] is None
     summary = json.loads((tmp_path / "lampqa-summary.json").read_text())
-    assert summary["empty_profiles"] == 1 and summary["methods"]["none"]["failure_kinds"]["answer"] == {
+    assert summary["empty_profiles"] == 1 and summary["methods"]["baseline"]["failure_kinds"]["answer"] == {
         "context_window_exceeded": 1}
     assert "1 question(s) with an empty profile" in format_evaluation(outcome)
     assert set(checked) == {"task", "judge"}  # each failure checked against its server, none stopped the run

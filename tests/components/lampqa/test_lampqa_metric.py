@@ -60,5 +60,5 @@ def test_the_macro_interval_resamples_within_categories():
 
 
 def test_relative_gain_over_the_baseline():
-    assert relative_gain(0.4566, 0.3270) == pytest.approx(0.3963, abs=1e-4)  # Gemma 2 PlanPers vs none, Table 2 macro
+    assert relative_gain(0.4566, 0.3270) == pytest.approx(0.3963, abs=1e-4)  # Gemma 2, PlanPers vs baseline (Table 2)
     assert math.isnan(relative_gain(0.5, 0.0))

@@ -94,10 +94,10 @@ def test_the_judge_retries_each_aspect_and_scores_none_when_its_retries_are_spen
 
 
 def test_the_steps_retry_as_the_reference_by_default_and_as_told_otherwise():
-    every = ["none", "rag", "rag_random", "planpers"]
+    every = ["baseline", "rag", "rag_random", "planpers"]
     programs, _ = method_programs(EvaluateOptions(methods=every, no_shipped=True), "hosted_vllm/model")
     assert {name: program.retries for name, program in programs.items()} == {
-        "none": ANSWER_RETRIES, "rag": ANSWER_RETRIES, "rag_random": ANSWER_RETRIES, "planpers": PLANPERS_RETRIES}
+        "baseline": ANSWER_RETRIES, "rag": ANSWER_RETRIES, "rag_random": ANSWER_RETRIES, "planpers": PLANPERS_RETRIES}
     assert (ANSWER_RETRIES, PLANPERS_RETRIES, JUDGE_RETRIES) == (20, 100, 100)
     assert EvaluateOptions().judge_retries == CompileOptions().judge_retries == JUDGE_RETRIES
     programs, _ = method_programs(EvaluateOptions(methods=every, no_shipped=True, answer_retries=0), "m")
@@ -122,16 +122,16 @@ def test_evaluate_retries_the_judge_as_its_options_say(monkeypatch, tmp_path, ju
     lm = dspy.LM("fake-model", engine=FirstJudgmentUnparseable(), cache=False)
     monkeypatch.setattr(evaluation, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     given = {} if judge_retries is None else {"judge_retries": judge_retries}
-    options = EvaluateOptions(configs=["Art_and_Entertainment"], max_questions=1, methods=["none"],
+    options = EvaluateOptions(categories=["Art_and_Entertainment"], max_questions=1, methods=["baseline"],
                               no_shipped=True, output_dir=tmp_path, **given)
     loaded = select_questions(options, "test")
     aspects = len(loaded.questions[0].rubric_aspects)
     tracker = FakeTracker()
-    outcome = evaluate_methods(Settings(num_threads=1), tracker, options, loaded, *method_programs(options, "m"))
+    outcome = evaluate_methods(Settings(threads=1), tracker, options, loaded, *method_programs(options, "m"))
 
-    report = outcome.methods["none"].report
+    report = outcome.methods["baseline"].report
     assert report.overall.mean == pytest.approx(score) and report.failed_judgments == failed * aspects
-    assert outcome.methods["none"].cost["judge"].usage.calls == (2 - failed) * aspects
+    assert outcome.methods["baseline"].cost["judge"].usage.calls == (2 - failed) * aspects
     assert tracker.named("lampqa-evaluate").params["judge_retries"] == options.judge_retries
 
 

@@ -12,13 +12,13 @@ from prefcraft.cli import main
 def test_lampqa_evaluate_on_the_embedded_model_then_a_rerun_from_the_cache(embedded_server, tmp_path, capsys):
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-timeout-s", "300", "--threads", "2",
              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache"),
-             "--output-dir", str(tmp_path / "out"), "--configs", "Lifestyle_and_Personal_Development",
-             "--max-questions", "1", "--k", "3", "--methods", "none", "planpers", "--no-shipped"]
+             "--output-dir", str(tmp_path / "out"), "--categories", "Lifestyle_and_Personal_Development",
+             "--max-questions", "1", "--k", "3", "--methods", "baseline", "planpers", "--no-shipped"]
     assert main(["lampqa", "evaluate", *flags]) == 0
     out = capsys.readouterr().out
     assert "PlanPers" in out and "Planner coverage" in out and "Cost per question" in out
     summary = json.loads((tmp_path / "out" / "lampqa-summary.json").read_text())
-    assert summary["questions"] == 1 and set(summary["methods"]) == {"none", "planpers"}
+    assert summary["questions"] == 1 and set(summary["methods"]) == {"baseline", "planpers"}
     planpers = summary["methods"]["planpers"]
     assert planpers["cost"]["answer"]["usage"]["calls"] == 2  # planner + answerer, schema-constrained: no retries
     assert 0.0 <= planpers["score"]["mean"] <= 1.0 and planpers["failed_answers"] == 0
@@ -29,7 +29,7 @@ def test_lampqa_evaluate_on_the_embedded_model_then_a_rerun_from_the_cache(embed
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     runs = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list", order_by=["start_time ASC"])
     parents = [run for run in runs if "mlflow.parentRunId" not in run.data.tags]
-    children = [run for run in runs if run.info.run_name in ("lampqa-none", "lampqa-planpers")]
+    children = [run for run in runs if run.info.run_name in ("lampqa-baseline", "lampqa-planpers")]
     assert [run.info.run_name for run in parents] == ["lampqa-evaluate"] * 2
     assert len(children) == 4 and all(run.info.status == "FINISHED" for run in runs)
     first, rerun = children[:2], children[2:]

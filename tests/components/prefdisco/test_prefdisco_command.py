@@ -30,6 +30,7 @@ from prefcraft.components.prefdisco.evaluation import (
 from prefcraft.components.prefdisco.options import BuildOptions, EvaluateOptions
 from prefcraft.components.prefdisco.report import format_evaluation
 from prefcraft.errors import ConfigError
+from prefcraft.experiments import load_experiment
 from prefcraft.settings import Settings
 from tests.fakes import FakeTracker
 
@@ -48,7 +49,7 @@ def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp
     options = EvaluateOptions(max_scenarios=3, max_turns=2, no_shipped=True, output_dir=tmp_path)
     scenarios = select_scenarios(options, "test")
     tracker = FakeTracker()
-    outcome = evaluate_conditions(Settings(num_threads=1), tracker, options, scenarios)
+    outcome = evaluate_conditions(Settings(threads=1), tracker, options, scenarios)
     rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     assert [row["condition"] for row in rows] == [BASELINE] * 3 + [ORACLE] * 3 + [DISCOVERY] * 3
     discovery = rows[-1]
@@ -88,10 +89,10 @@ class FailsOnOneProblem(dspy.Module):
 
 def test_a_scenario_whose_call_fails_is_kept_with_its_reason_and_the_others_are_scored(monkeypatch):
     offline(monkeypatch, DummyLM([REPLY] * 100, adapter=dspy.JSONAdapter()))
-    scenarios = select_scenarios(EvaluateOptions(per_task=1), "test")  # three problems
+    scenarios = select_scenarios(EvaluateOptions(max_per_task=1), "test")  # three problems
     program = FailsOnOneProblem(scenarios[1].question)
     examples = [prefdisco._responder_example(s, "") for s in scenarios]
-    rows, costs = prefdisco.run_condition(Settings(num_threads=1), BASELINE, program, examples, scenarios)
+    rows, costs = prefdisco.run_condition(Settings(threads=1), BASELINE, program, examples, scenarios)
     assert [row.failed for row in rows] == [None, "generation", None] and costs["generation"].failures == 1
     assert rows[1].failure == "RuntimeError: 500 from the server" and rows[1].pref_align is None
     assert rows[0].failure is None and rows[0].pref_align is not None
@@ -127,7 +128,7 @@ def test_splits_keep_all_personas_of_a_problem_together_and_do_not_overlap():
     assert sum(map(len, splits.values())) == len(load_scenarios(SAMPLE_SCENARIOS))
     assert not (problems["train"] & problems["val"]) and not (problems["val"] & problems["test"])
     assert len(splits["test"]) == 6 and len(splits["val"]) == 6
-    one_each = select_scenarios(EvaluateOptions(per_task=1), "test")
+    one_each = select_scenarios(EvaluateOptions(max_per_task=1), "test")
     assert [s.task for s in one_each] == ["math", "science", "social"]
     with pytest.raises(ConfigError):
         select_scenarios(EvaluateOptions(), "dev")
@@ -164,11 +165,24 @@ def test_building_is_one_tracked_run_with_a_child_run_per_task_and_runs_no_model
 def test_the_command_line_builds_each_step():
     parser = make_parser()
     demo = parser.parse_args(["prefdisco", "demo"])
-    assert demo.max_turns == 2 and demo.split == "test" and not demo.no_shipped and demo.per_task == 1
+    assert demo.max_turns == 2 and demo.split == "test" and not demo.no_shipped and demo.max_per_task == 1
     compile_args = parser.parse_args(["prefdisco", "compile", "--trials", "3"])
     assert compile_args.trials == 3 and compile_args.candidates == 20
     evaluate = parser.parse_args(["prefdisco", "evaluate", "--forced-questions", "2", "--collaborative"])
     assert evaluate.forced_questions == 2 and evaluate.collaborative
+
+
+def test_the_former_per_task_option_is_taken_for_one_release_naming_max_per_task(caplog, tmp_path):
+    parser = make_parser()
+    assert parser.parse_args(["prefdisco", "evaluate", "--max-per-task", "3"]).max_per_task == 3
+    assert "is now" not in caplog.text
+    assert parser.parse_args(["prefdisco", "compile", "--per-task", "2"]).max_per_task == 2
+    assert "--per-task is now --max-per-task" in caplog.text
+    experiment = tmp_path / "prefdisco.toml"
+    experiment.write_text('name = "t"\ncomponent = "prefdisco"\n[steps.evaluate]\nper_task = 1\n')
+    assert load_experiment(experiment).steps["evaluate"] == {"max_per_task": 1}
+    assert "option per_task is now max_per_task" in caplog.text
+    assert EvaluateOptions(per_task=1).max_per_task == 1
 
 
 def test_a_bad_scenario_file_fails_before_any_server_starts(tmp_path, capsys):

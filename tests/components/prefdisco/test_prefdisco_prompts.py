@@ -94,7 +94,7 @@ def test_a_forced_count_puts_the_fixed_count_asker_in_the_evaluation(monkeypatch
     lm = DummyLM([reply] * 100, adapter=dspy.JSONAdapter())
     monkeypatch.setattr(evaluation, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     options = EvaluateOptions(max_scenarios=1, forced_questions=2, no_shipped=True, output_dir=tmp_path)
-    outcome = evaluate_conditions(Settings(num_threads=1), FakeTracker(), options, select_scenarios(options, "test"))
+    outcome = evaluate_conditions(Settings(threads=1), FakeTracker(), options, select_scenarios(options, "test"))
     rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     [discovery] = [row for row in rows if row["condition"] == DISCOVERY]
     assert discovery["turns"] == [{"question": "How detailed?", "reply": "Little."}] * 2

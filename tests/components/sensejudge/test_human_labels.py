@@ -156,13 +156,14 @@ def scripted(monkeypatch):
 
 
 def step_run(load, options, tracker):
-    settings = Settings(num_threads=1)
+    settings = Settings(threads=1)
     return StepRun(settings, settings, tracker, lambda text: None, load(options))
 
 
 def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(scripted, tmp_path):
     folder = write_labels(tmp_path / "human_label", lambda annotator: two_topics(count=3))
-    given = {"human_labels": folder, "annotator": "1", "dev_pairs_per_topic": 2, "judge": tmp_path / "judge.json"}
+    given = {"human_labels": folder, "annotator": "1", "dev_pairs_per_topic": 2,
+             "judge_file": tmp_path / "judge.json"}
     tracker = FakeTracker()
     chosen = SelectOptions(**given, max_pair_descriptions=1)
     selection = select(chosen, step_run(read_dev_pairs, chosen, tracker))
@@ -184,10 +185,10 @@ def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(script
     with pytest.raises(ConfigError, match="could be among the test pairs"):  # another split: read before any model
         read_held_out_pairs(EvaluateOptions(**{**given, "split_seed": 7}))
 
-    saved = json.loads(given["judge"].read_text())  # a judge selected before the reference's subsets were kept
+    saved = json.loads(given["judge_file"].read_text())  # a judge selected before the reference's subsets were kept
     for selection in saved["prefcraft"]["topics"].values():
         del selection["record"]["reference_subsets"]
-    given["judge"].write_text(json.dumps(saved))
+    given["judge_file"].write_text(json.dumps(saved))
     with pytest.raises(ConfigError, match="run `prefcraft sensejudge select` again"):
         read_held_out_pairs(evaluated)
 

@@ -11,7 +11,7 @@ from dspy.utils import DummyLM
 from sensebench_files import write_dialogues
 
 import prefcraft
-from prefcraft.cli import main
+from prefcraft.cli import main, make_parser
 from prefcraft.components.component import StepRun
 from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
 from prefcraft.components.sensejudge import selection as sensejudge_selection
@@ -39,6 +39,7 @@ from prefcraft.components.sensejudge.simulate import read_simulated, simulate
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues
 from prefcraft.components.sensejudge.topics import ALL_TOPICS
 from prefcraft.errors import ConfigError, DataError
+from prefcraft.experiments import load_experiment
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set, load_pairs, pair_id
 from prefcraft.metrics.pairwise import Judgment
@@ -67,27 +68,30 @@ def offline(monkeypatch, lm):
 
 def step_run(load, options, tracker=None):
     """What the runner hands a step's work, on one thread and no server: its data read by its `load`."""
-    settings = Settings(num_threads=1)
+    settings = Settings(threads=1)
     return StepRun(settings, settings, tracker or FakeTracker(), lambda text: None, load(options))
 
 
 def simulate_two_topics(tmp_path, tracker=None):
-    """One dev and one test dialogue in each of two topics, three variants: three dev and three test pairs a topic."""
+    """One dev and one test dialogue in each of two topics, three response models: three dev and three test pairs a
+    topic."""
     source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
-                              variants=["plain", "concise", "detailed"])
+                              response_models=["plain", "concise", "detailed"])
     return simulate(options, step_run(read_simulated, options, tracker))
 
 
 def select_in(tmp_path, pairs, tracker=None, **options):
     """`select` on `pairs`, writing the judge in `tmp_path`; two dev pairs of each topic get a description."""
-    chosen = SelectOptions(pairs=pairs, judge=tmp_path / "sensejudge.json", **{"max_pair_descriptions": 2, **options})
+    chosen = SelectOptions(data=pairs, judge_file=tmp_path / "sensejudge.json",
+                           **{"max_pair_descriptions": 2, **options})
     return select(chosen, step_run(read_dev_pairs, chosen, tracker))
 
 
 def evaluate_in(tmp_path, pairs, tracker=None, **options):
     """`evaluate` on `pairs` of the judge `select_in` wrote, the judgments written under `tmp_path / "out"`."""
-    chosen = EvaluateOptions(pairs=pairs, judge=tmp_path / "sensejudge.json", output_dir=tmp_path / "out", **options)
+    chosen = EvaluateOptions(data=pairs, judge_file=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
+                             **options)
     return evaluate(chosen, step_run(read_held_out_pairs, chosen, tracker))
 
 
@@ -155,7 +159,7 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     with summary.path.open("a") as pairs:
         pairs.write(summary.path.read_text().splitlines()[0].replace('"train"', '"test"') + "\n")
     with pytest.raises(ConfigError, match="could be among the test pairs"):  # read before any model starts
-        read_held_out_pairs(EvaluateOptions(pairs=summary.path, judge=tmp_path / "sensejudge.json"))
+        read_held_out_pairs(EvaluateOptions(data=summary.path, judge_file=tmp_path / "sensejudge.json"))
 
 
 def test_scope_all_selects_once_over_every_dev_pair_and_still_reports_each_topic(scripted, tmp_path):
@@ -179,7 +183,7 @@ def test_per_topic_selection_needs_the_pairs_topics(scripted, tmp_path):
     untopical = tmp_path / "untopical.jsonl"
     untopical.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "topic"}) + "\n" for row in rows))
     with pytest.raises(DataError, match="topic") as error:  # read before any model starts
-        read_dev_pairs(SelectOptions(pairs=untopical, judge=tmp_path / "sensejudge.json"))
+        read_dev_pairs(SelectOptions(data=untopical, judge_file=tmp_path / "sensejudge.json"))
     assert "--scope all" in error.value.hint
 
 
@@ -194,7 +198,7 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
                                  adapter=dspy.JSONAdapter()))
     source = write_dialogues(tmp_path)
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
-                              variants=["plain", "concise"])
+                              response_models=["plain", "concise"])
     pool = sample_dialogues(read_simulated(options), options, Settings().seed)["QA"]  # the order simulate draws
     summary = simulate(options, step_run(read_simulated, options))
     assert (summary.dev_pairs, summary.test_pairs) == (1, 1)
@@ -205,7 +209,7 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
     assert [row["conversation_id"] for row in rows] == [f"sensebench-{pool[i].index}" for i in (1, 2)]
 
 
-def test_two_variants_that_answer_alike_make_one_pair_not_two_with_the_same_id(monkeypatch, tmp_path):
+def test_two_response_models_that_answer_alike_make_one_pair_not_two_with_the_same_id(monkeypatch, tmp_path):
     def answer(response, preference="First"):
         return {"response": response, "reasoning": "r", "preference": preference}
 
@@ -214,7 +218,7 @@ def test_two_variants_that_answer_alike_make_one_pair_not_two_with_the_same_id(m
                                   answer("A long"), answer("B long"), *[answer("-")] * 6], adapter=dspy.JSONAdapter()))
     source = write_dialogues(tmp_path)
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
-                              variants=["plain", "concise", "detailed"])
+                              response_models=["plain", "concise", "detailed"])
     summary = simulate(options, step_run(read_simulated, options))
     assert (summary.dev_pairs, summary.test_pairs, summary.identical_pairs) == (1, 3, 2)
     assert len({pair_id(pair) for pair in load_pairs(summary.path)}) == 4  # the loader refuses repeated pairs
@@ -284,13 +288,43 @@ def test_description_names_follow_the_extractor_order():
 
 
 def test_the_demo_flags_make_a_small_job():
-    options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--variants", "concise", "plain"])
-    assert options.variants == ["concise", "plain"] and options.topics == ["QA", "Math"]
+    options = parse_step(COMPONENT, "demo", ["--sensebench", "d.json", "--response-models", "concise", "plain"])
+    assert options.response_models == ["concise", "plain"] and options.topics == ["QA", "Math"]
     assert (options.dev_dialogues, options.test_dialogues) == (1, 1)
     assert options.max_pair_descriptions == 4 and options.scope == "topic"
     assert options.selection(num_threads=2).num_threads == 2
-    assert (options.pairs, options.judge, options.output_dir) == (
+    assert (options.data, options.judge_file, options.output_dir) == (
         Path("runs/sensejudge/pairs.jsonl"), Path("runs/sensejudge/sensejudge.json"), Path("runs/sensejudge"))
+
+
+def test_the_former_names_of_data_judge_file_and_response_models_are_taken_with_a_warning(caplog, tmp_path):
+    args = make_parser().parse_args(["sensejudge", "demo", "--sensebench", "d.json", "--pairs", "p.jsonl", "--judge",
+                                     "j.json", "--variants", "concise", "plain"])
+    assert (str(args.data), str(args.judge_file), args.response_models) == ("p.jsonl", "j.json", ["concise", "plain"])
+    for old, new in (("--pairs", "--data"), ("--judge", "--judge-file"), ("--variants", "--response-models")):
+        assert f"{old} is now {new}" in caplog.text
+    args = make_parser().parse_args(["sensejudge", "evaluate", "--pairs", "p.jsonl", "--judge", "j.json"])
+    assert (str(args.data), str(args.judge_file)) == ("p.jsonl", "j.json")
+    assert make_parser().parse_args(["sensejudge", "simulate", "--sensebench", "d.json", "--variants", "plain",
+                                     "concise"]).response_models == ["plain", "concise"]
+    # simulate's --pairs stays its --output
+    assert str(make_parser().parse_args(["sensejudge", "simulate", "--sensebench", "d.json", "--pairs",
+                                         "p.jsonl"]).output) == "p.jsonl"
+    caplog.clear()
+    args = make_parser().parse_args(["sensejudge", "select", "--data", "p.jsonl", "--judge-file", "j.json"])
+    assert (str(args.data), str(args.judge_file)) == ("p.jsonl", "j.json") and "is now" not in caplog.text
+    experiment = tmp_path / "sensejudge.toml"
+    experiment.write_text('name = "t"\ncomponent = "sensejudge"\n[steps.select]\npairs = "p.jsonl"\n'
+                          'judge = "j.json"\n[steps.simulate]\nsensebench = "d.json"\n'
+                          'variants = ["plain", "concise"]\n')
+    steps = load_experiment(experiment).steps
+    assert steps["select"] == {"data": Path("p.jsonl"), "judge_file": Path("j.json")}
+    assert steps["simulate"] == {"sensebench": Path("d.json"), "response_models": ["plain", "concise"]}
+    assert "option pairs is now data" in caplog.text and "option judge is now judge_file" in caplog.text
+    assert "option variants is now response_models" in caplog.text
+    options = DemoOptions(sensebench="d.json", pairs="p.jsonl", judge="j.json", variants=["plain", "detailed"])
+    assert (options.data, options.judge_file, options.response_models) == (
+        Path("p.jsonl"), Path("j.json"), ["plain", "detailed"])
 
 
 def test_the_simulation_defaults_are_the_simulate_steps():
@@ -301,12 +335,12 @@ def test_the_simulation_defaults_are_the_simulate_steps():
 
 def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(scripted, tmp_path):
     source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
-    options = DemoOptions(sensebench=source, pairs=tmp_path / "pairs.jsonl", judge=tmp_path / "sensejudge.json",
+    options = DemoOptions(sensebench=source, data=tmp_path / "pairs.jsonl", judge_file=tmp_path / "sensejudge.json",
                           output_dir=tmp_path / "out", max_pair_descriptions=1)
     tracker = FakeTracker()
     outcome = demo(options, step_run(read_simulated, options, tracker))
     assert [run.name for run in tracker.runs] == ["sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"]
-    assert outcome.simulation.path == options.pairs and outcome.selection.path == options.judge
+    assert outcome.simulation.path == options.data and outcome.selection.path == options.judge_file
     assert list(outcome.evaluation.selected.topics) == sorted(DEMO_TOPICS)
     report = format_demo(outcome)
     assert report == "\n".join([format_simulation(outcome.simulation), format_selection(outcome.selection),
@@ -316,12 +350,12 @@ def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(
     assert comparison.personalized_score == outcome.evaluation.headline
 
 
-def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path, capsys):
+def test_a_bad_dialogue_file_or_response_model_fails_before_any_server_starts(tmp_path, capsys):
     assert main(["sensejudge", "simulate", "--sensebench", str(tmp_path / "absent.json")]) == 2
     assert "file not found" in capsys.readouterr().err
     source = write_dialogues(tmp_path)
-    assert main(["sensejudge", "simulate", "--sensebench", str(source), "--variants", "plain", "rude"]) == 2
-    assert "variants must be two or more" in capsys.readouterr().err
+    assert main(["sensejudge", "simulate", "--sensebench", str(source), "--response-models", "plain", "rude"]) == 2
+    assert "response models must be two or more" in capsys.readouterr().err
     assert main(["sensejudge", "simulate", "--sensebench", str(source), "--dev-dialogues", "9"]) == 2
     assert "cannot draw 9 dev" in capsys.readouterr().err
     assert main(["sensejudge", "simulate", "--sensebench", str(source), "--topics", "QA", "Poetry"]) == 2
@@ -329,10 +363,10 @@ def test_a_bad_dialogue_file_or_variant_fails_before_any_server_starts(tmp_path,
 
 
 def test_pairs_or_a_judge_that_do_not_fit_fail_before_any_server_starts(tmp_path, capsys):
-    assert main(["sensejudge", "select", "--pairs", str(tmp_path / "absent.jsonl")]) == 2
+    assert main(["sensejudge", "select", "--data", str(tmp_path / "absent.jsonl")]) == 2
     assert "absent.jsonl" in capsys.readouterr().err
     pairs = hand_made_pairs(tmp_path)
-    assert main(["sensejudge", "evaluate", "--pairs", str(pairs), "--judge", str(tmp_path / "absent.json")]) == 2
+    assert main(["sensejudge", "evaluate", "--data", str(pairs), "--judge-file", str(tmp_path / "absent.json")]) == 2
     assert "absent.json" in capsys.readouterr().err
 
 
@@ -343,14 +377,17 @@ SENSEBENCH = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "s
 @pytest.mark.skipif(not (SENSEBENCH / "new_sense_bmk.json").is_file(),
                     reason="SenseBench dialogues not present at ../shared/data/sensebench/")
 def test_sensejudge_demo_on_real_sensebench_dialogues(embedded_server, tmp_path, capsys):
-    """Tiny but real: 4 real requests (one dev and one test in each of the demo's two topics), two response variants,
-    a dev and a test pair per topic, 3 candidate descriptions per topic."""
-    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "256",
+    """Tiny but real: 4 real requests (one dev and one test in each of the demo's two topics), two response models,
+    a dev and a test pair per topic, 3 candidate descriptions per topic. The small-model profile bounds the annotator's
+    reasoning in characters (400), not tokens: 256 tokens cut short a reasoning that ran into a repeated full-width
+    semicolon (two tokens a character to this model's tokenizer), so a Math dialogue lost its label, and after three
+    such losses its topic had no replacement dialogue left; 1024 tokens hold 400 characters of it."""
+    flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "1024",
              "--task-timeout-s", "300", "--threads", "4", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
              "--cache-dir", str(tmp_path / "cache"), "--sensebench", str(SENSEBENCH),
-             "--pairs", str(tmp_path / "pairs.jsonl"), "--judge", str(tmp_path / "sensejudge.json"),
+             "--data", str(tmp_path / "pairs.jsonl"), "--judge-file", str(tmp_path / "sensejudge.json"),
              "--output-dir", str(tmp_path / "out"), "--dev-dialogues", "1", "--test-dialogues", "1",
-             "--variants", "concise", "detailed", "--max-pair-descriptions", "1", "--max-context-chars", "200",
+             "--response-models", "concise", "detailed", "--max-pair-descriptions", "1", "--max-context-chars", "200",
              "--max-response-chars", "160"]
     assert main(["sensejudge", "demo", *flags]) == 0
     out = capsys.readouterr().out

@@ -90,7 +90,7 @@ def test_a_persona_prompt_that_does_not_beat_the_uncompiled_one_is_not_shipped(u
     output = tmp_path / "compiled" / "persona.json"
     with tracker.run("compile-persona"), dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         metric = PersonaMetric({prepared.user_id: prepared.val_examples for prepared in [*train, *val]})
-        verdict = select_persona_prompt(Settings(num_threads=1), tracker, train, val, config, metric, output)
+        verdict = select_persona_prompt(Settings(threads=1), tracker, train, val, config, metric, output)
 
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
     assert not verdict.won and not registered

@@ -33,9 +33,9 @@ def data(tmp_path, user_with):
 
 
 def demographics(data, profiles):
-    """The default and demographics methods on `data` (results beside it), with the demographic `profiles` given by
+    """The baseline and demographics methods on `data` (results beside it), with the demographic `profiles` given by
     user id: their options, and what the step judges."""
-    options = EvaluateOptions(data=str(data), methods=["default", "demographics"], output_dir=data.parent / "results")
+    options = EvaluateOptions(data=str(data), methods=["baseline", "demographics"], output_dir=data.parent / "results")
     return options, select_judged(options, options.methods, {}, profiles)
 
 
@@ -65,7 +65,7 @@ def test_demographics_without_profiles_fails_before_any_model_call(data, profile
 
 def test_demographics_without_a_survey_fails_before_any_model_call(no_models, data):
     with pytest.raises(ConfigError, match="no demographic profile"):
-        prefcraft.evaluate(Settings(), data=data, methods=["default", "demographics"])
+        prefcraft.evaluate(Settings(), data=data, methods=["baseline", "demographics"])
 
 
 def test_users_without_a_profile_are_left_out_of_demographics_only(offline, tracker, data, caplog):
@@ -73,18 +73,18 @@ def test_users_without_a_profile_are_left_out_of_demographics_only(offline, trac
         options, selection = demographics(data, {"u1": PROFILE})
         outcomes = evaluate_methods(StepRun(Settings(), Settings(), tracker, print), options, options.methods,
                                     selection)
-    assert list(outcomes["default"].report.per_user) == ["u1", "u2"]
+    assert list(outcomes["baseline"].report.per_user) == ["u1", "u2"]
     assert list(outcomes["demographics"].report.per_user) == ["u1"]
     [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert "no demographic profile for 1 user(s), left out of demographics: ['u2']" in warning
-    default_judge, demographics_judge = offline["u1"]
-    assert PROFILE not in default_judge and PROFILE in demographics_judge
+    baseline_judge, demographics_judge = offline["u1"]
+    assert PROFILE not in baseline_judge and PROFILE in demographics_judge
 
 
 def test_the_python_api_runs_the_demographics_method_from_a_survey_file(offline, data, tmp_path):
     survey = tmp_path / "survey.jsonl"
     survey.write_text(json.dumps({"user_id": "u1", "age": "25-34 years old", "gender": "Female"}) + "\n")
-    outcomes = prefcraft.evaluate(Settings(), data=data, methods=["default", "demographics"], demographics=survey,
+    outcomes = prefcraft.evaluate(Settings(), data=data, methods=["baseline", "demographics"], demographics=survey,
                                   fitted_dir=tmp_path / "fitted", output_dir=tmp_path / "results")
     assert list(outcomes["demographics"].report.per_user) == ["u1"]
     assert "Age: 25-34 years old\nGender: Female" in offline["u1"][1]

@@ -53,7 +53,7 @@ def test_a_judge_fitted_on_other_data_is_refused(no_models, tmp_path, data):
 def test_methods_are_not_scored_on_the_pairs_they_learned_from(no_models, tmp_path, data, split, method):
     fitted_judge(tmp_path, data_digest(data))
     with pytest.raises(ConfigError, match=f"split '{split}'") as caught:
-        evaluate(tmp_path, data, methods=["default", method], split=split)
+        evaluate(tmp_path, data, methods=["baseline", method], split=split)
     assert "--allow-fitted-pairs" in str(caught.value)
 
 
@@ -67,15 +67,15 @@ def test_allow_fitted_pairs_scores_them_with_a_warning(offline, tmp_path, data, 
 
 def test_a_judge_fitted_on_this_data_is_scored_on_its_test_pairs(offline, tracker, tmp_path, data):
     fitted_judge(tmp_path, data_digest(data))
-    outcomes = evaluate(tmp_path, data, methods=["default", "synthesizeme"])
+    outcomes = evaluate(tmp_path, data, methods=["baseline", "synthesizeme"])
     assert outcomes["synthesizeme"].report.accuracy.n == 2
     run = tracker.named("evaluate")  # each method's judgments written once, as the file MLflow logs
-    assert run.files == [tmp_path / "results" / f"judgments-{method}.jsonl" for method in ("default", "synthesizeme")]
-    assert run.metrics["synthesizeme_accuracy"] == 1.0 and tracker.named("u1").metrics["default_accuracy"] == 1.0
+    assert run.files == [tmp_path / "results" / f"judgments-{method}.jsonl" for method in ("baseline", "synthesizeme")]
+    assert run.metrics["synthesizeme_accuracy"] == 1.0 and tracker.named("u1").metrics["baseline_accuracy"] == 1.0
 
 
-def test_the_default_judge_may_be_scored_on_any_split(offline, tmp_path, data):
-    assert evaluate(tmp_path, data, split="train")["default"].report.accuracy.n == 2
+def test_the_baseline_judge_may_be_scored_on_any_split(offline, tmp_path, data):
+    assert evaluate(tmp_path, data, split="train")["baseline"].report.accuracy.n == 2
 
 
 def test_the_evaluate_command_has_the_flag():

@@ -53,7 +53,7 @@ def offline_fit(monkeypatch, tracker):
 def fit_users(data, fitted_dir, settings=None, **options):
     """`prefcraft synthesizeme fit` of every user of `data` into `fitted_dir`, one thread."""
     options = FitOptions(data=str(data), fitted_dir=fitted_dir, **options)
-    return run_step("synthesizeme", "fit", options, settings or Settings(num_threads=1))
+    return run_step("synthesizeme", "fit", options, settings or Settings(threads=1))
 
 
 def evaluate_persona(data, fitted_dir, output_dir):
@@ -111,7 +111,7 @@ def test_a_judge_planted_where_a_hostile_id_points_is_neither_read_nor_resumed(o
     user_id = "../../outside"
     data = write_pairs(tmp_path / "pairs.jsonl", [user_id], user_with)
     out = tmp_path / "work" / "fitted"
-    config = FitOptions().search_config(Settings(num_threads=1))  # all a fit here records
+    config = FitOptions().search_config(Settings(threads=1))  # all a fit here records
     planted = save_compiled(PreferenceJudge("planted"), out / f"{user_id}.json", program_name=PERSONAL_JUDGE,
                             user_id=user_id, data_digest=data_digest(data), model=Settings().task.model,
                             persona_prompt="uncompiled", optimizer=fit_settings(config, "one_order"), persona="planted")
@@ -161,7 +161,7 @@ def test_a_file_holding_another_users_judge_is_not_used_for_this_user(offline_fi
 def test_a_config_without_a_demo_cap_gets_the_small_model_profiles_when_it_is_on(offline_fit, tmp_path, user_with):
     data = write_pairs(tmp_path / "pairs.jsonl", ["u1"], user_with)
     fit_users(data, tmp_path / "on")
-    off = Settings(num_threads=1, small_model=SmallModelProfile(enabled=False))
+    off = Settings(threads=1, small_model=SmallModelProfile(enabled=False))
     fit_users(data, tmp_path / "off", off)
     fit_users(data, tmp_path / "given", off, max_demos=6)
     assert [config.max_demos for config in FakeFitter.configs] == [4, None, 6]

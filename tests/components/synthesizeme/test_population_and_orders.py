@@ -19,7 +19,7 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.programs.persona import PersonaSynthesizer
 
-HUB_SPLITS = {"train": "u_train", "validation": "u_val", "test": "u_test"}
+HUB_SPLITS = {"train": "u_train", "validation": "u_val", "test": "u_test"}  # split file (as the hub names it): user
 
 
 def rows(user_with, user_id):
@@ -40,7 +40,7 @@ def hub_folder(tmp_path, user_with, monkeypatch):
 
 def test_a_dataset_is_read_for_its_test_users_by_default_and_another_population_on_request(hub_folder):
     assert list(load_users(FitOptions(data=str(hub_folder)))) == ["u_test"]
-    assert list(load_users(EvaluateOptions(data=str(hub_folder), population="validation"))) == ["u_val"]
+    assert list(load_users(EvaluateOptions(data=str(hub_folder), population="val"))) == ["u_val"]
     assert sorted(load_users(FitOptions(data=str(hub_folder), population="all"))) == sorted(HUB_SPLITS.values())
 
 

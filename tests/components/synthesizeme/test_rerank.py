@@ -118,7 +118,7 @@ def test_the_command_writes_each_request_s_choice(embedded_server, tmp_path, mon
     (tmp_path / "requests.jsonl").write_text("".join(json.dumps(request) + "\n" for request in requests))
     flags = ["--no-serve", "--task-api-base", embedded_server.base_url, "--task-max-tokens", "256",
              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--cache-dir", str(tmp_path / "cache")]
-    assert main(["synthesizeme", "best-of-n", "--judge", "u1.json", "--requests", "requests.jsonl",
+    assert main(["synthesizeme", "best-of-n", "--judge-file", "u1.json", "--requests", "requests.jsonl",
                  "--tournament", "knockout", *flags]) == 0
     rows = [json.loads(line) for line in (tmp_path / "runs" / "best_of_n.jsonl").read_text().splitlines()]
     assert [row["calls"] for row in rows] == [2, 4]
@@ -136,4 +136,4 @@ def test_a_bad_request_names_its_row_and_field(tmp_path):
     path.write_text(json.dumps({"conversation": "Hi", "candidates": ["a"]}) + "\n"
                     + json.dumps({"conversation": "Hi", "candidates": []}) + "\n")
     with pytest.raises(DataError, match=r"requests.jsonl, row 1, field 'candidates'"):
-        load_requests(BestOfNOptions(judge=tmp_path / "u1.json", requests=path))
+        load_requests(BestOfNOptions(judge_file=tmp_path / "u1.json", requests=path))

@@ -71,7 +71,7 @@ def test_a_user_whose_prompt_overflows_the_context_fails_alone(tmp_path, user_wi
     tracker = refusing_server(litellm.ContextWindowExceededError)
     data = write_users(tmp_path / "pairs.jsonl", user_with)
     options = FitOptions(data=str(data), fitted_dir=tmp_path / "fitted", subsets=1, demo_candidates=1)
-    summary = run_step("synthesizeme", "fit", options, Settings(num_threads=1))
+    summary = run_step("synthesizeme", "fit", options, Settings(threads=1))
     assert set(summary.fitted) == {"fits"} and set(summary.failed) == {"overflows"} and not summary.skipped
     assert summary.failed["overflows"].startswith("context_window_exceeded: ")
     assert summary.not_fitted == 1
@@ -84,7 +84,7 @@ def test_a_memory_the_server_refuses_fails_each_of_the_users_judgments(tmp_path,
     refusing_server(litellm.BadRequestError)
     data = write_users(tmp_path / "pairs.jsonl", user_with)
     options = EvaluateOptions(data=str(data), methods=["memory"], output_dir=tmp_path / "out")
-    outcome = run_step("synthesizeme", "evaluate", options, Settings(num_threads=1))["memory"]
+    outcome = run_step("synthesizeme", "evaluate", options, Settings(threads=1))["memory"]
     assert outcome.users == 2 and set(outcome.failures) == {"overflows"}
     failed = [j for j in outcome.judgments if j.user_id == "overflows"]
     assert len(failed) == 4 and all(j.predicted is None and not j.correct for j in failed)
