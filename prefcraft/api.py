@@ -142,16 +142,19 @@ def fit(
     population: Population = TABLE_POPULATION, fitted_dir: str | Path = DEFAULT_FITTED_DIR,
     persona_prompt: str | Path | None = None, config: SynthesizeMeConfig | None = None,
     val_orders: ValidationOrders = "one_order", executor: Executor = "local", address: str | None = None,
+    workers: int | None = None,
 ) -> FitSummary:
     """Fit a SynthesizeMe judge for each user of `data` (default: all; of a dataset, its `population` of users) into
     `fitted_dir/<user>.json`, skipping users fitted before with the same data, model and settings. Without
     `persona_prompt`, the one prefcraft ships for the task model. The search is the command's (the paper's, n = m = 10,
     with the settings' threads and seed and, for a small model, its demo cap); each field `config` sets away from its
-    default replaces the command's. `val_orders`: `--val-orders`. `executor="ray"` fits each user as a Ray task on
-    the cluster at `address` (`prefcraft synthesizeme fit --executor ray --address ...`)."""
+    default replaces the command's. `val_orders`: `--val-orders`. `executor="processes"` fits each user in one of
+    `workers` processes of this machine, `executor="ray"` as a Ray task on the cluster at `address`
+    (`prefcraft synthesizeme fit --executor ray --address ...`)."""
     options = _checked(_FitOptions, {"data": data, "users": _listed(users), "population": population,
                                       "fitted_dir": fitted_dir, "persona_prompt": persona_prompt, "config": config,
-                                      "val_orders": val_orders, "executor": executor, "address": address},
+                                      "val_orders": val_orders, "executor": executor, "address": address,
+                                      "workers": workers},
                        "prefcraft.fit", "synthesizeme", "fit")
     return run_step("synthesizeme", "fit", options, settings or load_settings(), _unreported)
 
@@ -162,6 +165,7 @@ def evaluate(
     fitted_dir: str | Path = DEFAULT_FITTED_DIR, split: str = "test", output_dir: str | Path = DEFAULT_RESULTS_DIR,
     demographics: str | Path | None = None, demographics_judge: DemographicsJudge = "dong",
     allow_fitted_pairs: bool = False, executor: Executor = "local", address: str | None = None,
+    workers: int | None = None,
 ) -> dict[str, MethodOutcome]:
     """Judge each user's `split` pairs in both orders with every method (`baseline`, the paper's Default, `memory`,
     `demographics` from the PRISM survey or a local copy given as `demographics`, judged as `demographics_judge` says,
@@ -172,13 +176,14 @@ def evaluate(
     Each method's judgments are written to `output_dir/judgments-<method>.jsonl` as soon as it is done, as
     `prefcraft synthesizeme evaluate` writes them: a failure later keeps them, and a rerun repeats no answered call
     (DSPy's cache).
-    `executor="ray"` judges each user and method as a Ray task on the cluster at `address`."""
+    `executor="processes"` judges each user and method in one of `workers` processes of this machine,
+    `executor="ray"` as a Ray task on the cluster at `address`."""
     options = _checked(EvaluateOptions, {"data": data, "methods": list(methods), "users": _listed(users),
                                          "population": population, "fitted_dir": fitted_dir, "split": split,
                                          "output_dir": output_dir, "demographics": demographics,
                                          "demographics_judge": demographics_judge,
                                          "allow_fitted_pairs": allow_fitted_pairs, "executor": executor,
-                                         "address": address},
+                                         "address": address, "workers": workers},
                        "prefcraft.evaluate", "synthesizeme", "evaluate")
     return run_step("synthesizeme", "evaluate", options, settings or load_settings(), _unreported)
 

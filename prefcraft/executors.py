@@ -1,28 +1,70 @@
-"""Where independent work items run: here, one after another (`local`), or as Ray tasks on a cluster (`ray`)."""
+"""Where independent work items run: here, one after another (`local`), each in one of several processes of this
+machine (`processes`), or as Ray tasks on a cluster (`ray`)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Literal, TypeVar
 
 from prefcraft.errors import ConfigError
-from prefcraft.options import Options, option
+from prefcraft.options import Options, Positive, option
 
-Executor = Literal["local", "ray"]
-EXECUTORS: tuple[Executor, ...] = ("local", "ray")
+Executor = Literal["local", "processes", "ray"]
+EXECUTORS: tuple[Executor, ...] = ("local", "processes", "ray")
+
 
 class ExecutorOptions(Options):
     """Where a step's independent work items run."""
 
     executor: Executor = option(
-        "local", "run work items here, one after another, or each as a Ray task (ray: `pip install -e "
-        "'.[distributed]'` in the checkout; make does it)")
+        "local", "run work items here, one after another; each in one of --workers processes of this machine "
+        "(processes: for a server faster than one Python process drives, about 150 LM calls a second here); or each "
+        "as a Ray task (ray: `pip install -e '.[distributed]'` in the checkout; make does it)")
     address: str | None = option(None, "Ray cluster to join: 'auto', ray://HOST:10001 (default: a new local one)")
+    workers: Positive | None = option(None, "processes: how many work at once (default: one per CPU core)")
 
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+
+
+def map_in_workers(
+    function: Callable[[Item], Result], items: Iterable[Item], options: ExecutorOptions
+) -> Iterator[tuple[Item, Result]]:
+    """`function` on every item where `options` says (not `local`), yielding (item, result) as each finishes. The
+    function and the items travel pickled: plain data and importable functions, not models, DSPy settings or open
+    connections."""
+    if options.executor == "ray":
+        return ray_map(function, items, address=options.address)
+    return process_map(function, items, workers=options.workers)
+
+
+def process_map(
+    function: Callable[[Item], Result], items: Iterable[Item], *, workers: int | None = None
+) -> Iterator[tuple[Item, Result]]:
+    """Run `function` on every item in `workers` processes of this machine (default: one per CPU core), yielding
+    (item, result) as each finishes. The processes are spawned, not forked: this process holds DSPy's and litellm's
+    threads, which a fork would copy mid-work. Stopped early (an error, Ctrl-C), the items running finish and those
+    not started are dropped."""
+    import cloudpickle  # as Ray does: a DSPy signature is a class made at run time, which pickle cannot name
+
+    pool = ProcessPoolExecutor(max_workers=workers or os.cpu_count(), mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {pool.submit(_call_pickled, cloudpickle.dumps((function, item))): item for item in items}
+        for future in as_completed(futures):
+            yield futures[future], cloudpickle.loads(future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _call_pickled(payload: bytes) -> bytes:
+    import cloudpickle
+
+    function, item = cloudpickle.loads(payload)
+    return cloudpickle.dumps(function(item))
 
 
 def ray_map(

@@ -77,17 +77,19 @@ class Step:
         return f"prefcraft {self.component} {self.name}" + (f" ({given})" if given else "")
 
 
-def with_executor(steps: list[Step], executor: Executor | None, address: str | None = None) -> list[Step]:
-    """The steps with `experiment run`'s --executor and --address given to each step that takes them (fit, evaluate),
-    over the file's options; the other steps run here, and the log says so once. A ConfigError, before anything runs,
-    when --executor is given and no step takes it."""
-    given = {name: value for name, value in (("executor", executor), ("address", address)) if value is not None}
+def with_executor(steps: list[Step], executor: Executor | None, address: str | None = None,
+                  workers: int | None = None) -> list[Step]:
+    """The steps with `experiment run`'s --executor, --address and --workers given to each step that takes them (fit,
+    evaluate), over the file's options; the other steps run here, and the log says so once. A ConfigError, before
+    anything runs, when --executor is given and no step takes it."""
+    given = {name: value for name, value in (("executor", executor), ("address", address), ("workers", workers))
+             if value is not None}
     if not given:
         return steps
     local = [step.name for step in steps if "executor" not in type(step.options).model_fields]
     if executor is not None and len(local) == len(steps):
         raise ConfigError(f"--executor {executor}: no step of this experiment ({', '.join(local)}) takes it",
-                          "run it without --executor; of the commands, fit and evaluate run as Ray tasks")
+                          "run it without --executor; of the commands, fit and evaluate run in workers")
     if executor is not None and local:
         logger.info("--executor %s: %s run here (no --executor)", executor, ", ".join(local))
     return [step if step.name in local else

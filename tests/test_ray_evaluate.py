@@ -19,7 +19,7 @@ from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.components.synthesizeme import fit
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.errors import ConfigError
-from prefcraft.executors import ray_map
+from prefcraft.executors import map_in_workers
 from prefcraft.experiments import load_experiment
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
@@ -218,18 +218,18 @@ output_dir = "out"
 """)
     mapped = []
 
-    def spy(function, items, **kwargs):
+    def spy(function, items, where):
         items = list(items)
-        mapped.append((function.__name__, len(items), kwargs["address"]))
-        return ray_map(function, items, **kwargs)
+        mapped.append((function.__name__, len(items), where.executor, where.address))
+        return map_in_workers(function, items, where)
 
-    monkeypatch.setattr(fit, "ray_map", spy)
-    monkeypatch.setattr(evaluate, "ray_map", spy)
+    monkeypatch.setattr(fit, "map_in_workers", spy)
+    monkeypatch.setattr(evaluate, "map_in_workers", spy)
     argv = ["experiment", "run", str(path), "--executor", "ray", "--no-serve", "--task-api-base", server.api_base,
             "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
 
     assert main(argv) == 0
 
-    assert mapped == [("compile_judge_in_worker", 2, None), ("judge_user_in_worker", 4, None)]
+    assert mapped == [("compile_judge_in_worker", 2, "ray", None), ("judge_user_in_worker", 4, "ray", None)]
     assert {path.name for path in (tmp_path / "fitted").iterdir()} == {"u1.json", "u2.json"}
     assert (tmp_path / "out" / "judgments-synthesizeme.jsonl").is_file()

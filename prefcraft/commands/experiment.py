@@ -22,12 +22,13 @@ from prefcraft.usage import LMUsage, metered
 
 
 def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit: Callable[[str], None], *,
-                   executor: Executor | None = None, address: str | None = None) -> list[Any]:
+                   executor: Executor | None = None, address: str | None = None,
+                   workers: int | None = None) -> list[Any]:
     """Runs the steps; returns each step's outcome, in order. Logs the file, each step's full options (the defaults
-    included), and per step and in all the LM calls, tokens and seconds. `executor` and `address`, when
-    given, go to the steps that take them (`with_executor`)."""
+    included), and per step and in all the LM calls, tokens and seconds. `executor`, `address` and
+    `workers`, when given, go to the steps that take them (`with_executor`)."""
 
-    steps = with_executor(experiment.commands(), executor, address)
+    steps = with_executor(experiment.commands(), executor, address, workers)
     params = {"experiment": experiment.name, "description": experiment.description,
               "component": experiment.component, "steps": [step.name for step in steps], "config": str(path),
               "config_digest": data_digest(path), **model_params(settings)}

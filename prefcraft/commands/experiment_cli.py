@@ -90,7 +90,7 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
         return rehearse(args, echo)
     experiment = check_experiment(args.file)
     return run_experiment(args.file, experiment, experiment_settings(experiment, args.config, settings_overrides(args)),
-                          echo, executor=args.executor, address=args.address)
+                          echo, executor=args.executor, address=args.address, workers=args.workers)
 
 
 def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
@@ -101,7 +101,7 @@ def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
     from prefcraft.rehearsal.run import rehearse as rehearse_file
 
     faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate)
-    serving = Serving(args.server_url, args.endpoints, args.executor, args.address, args.request_log)
+    serving = Serving(args.server_url, args.endpoints, args.executor, args.address, args.request_log, args.workers)
     outcome = rehearse_file(args.file, args.scale, faults, work_dir=args.work_dir, threads=args.threads,
                             resume=args.resume, serving=serving, emit=echo)
     echo(format_rehearsal(outcome))

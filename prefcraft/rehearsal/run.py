@@ -68,6 +68,8 @@ class Serving:
     """The Ray cluster those steps join (default: a new local one)."""
     request_log: Path | None = None
     """The servers started here append a line per request to it (model, body hash, status)."""
+    workers: int | None = None
+    """How many processes those steps run in with the `processes` executor (default: one per CPU core)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir
             outcomes: list[Any] = []
             try:
                 outcomes = run_experiment(path, rehearsed, settings, emit, executor=serving.executor,
-                                          address=serving.address)
+                                          address=serving.address, workers=serving.workers)
             except Exception as error:  # the rehearsal's finding: reported, not raised
                 logger.exception("rehearsal of %s stopped", path)
                 outcome.error = f"{type(error).__name__}: {error}"
@@ -194,8 +196,9 @@ def _serving_notes(serving: Serving, resume: bool) -> list[str]:
         notes.append(f"requests went to the running server {serving.server_url}: its counts since it started")
     if serving.endpoints > 1:
         notes.append(f"{serving.endpoints} instant servers, every role's model reaching them all (api_bases)")
-    if serving.executor == "ray":
-        notes.append("steps that take an executor ran as Ray tasks: their CPU time is not in this process's")
+    if serving.executor in ("processes", "ray"):
+        notes.append(f"steps that take an executor ran in workers ({serving.executor}): their CPU time is not in this "
+                     "process's")
     if resume:
         notes.append("resumed: the data, DSPy cache and MLflow runs of the work folder reused")
     return notes

@@ -17,8 +17,8 @@ HELP = "SenseJudge: preference subsets and model ranking (simulate, select, eval
 
 def compare(outcome: Any) -> Comparison:
     evaluation = outcome.evaluation
-    no_description = evaluation.rows[0]
-    return Comparison("accuracy, both orders, mean of topics (simulated labels)", no_description.name,
+    no_description = evaluation.rows[0]  # the judge told nothing about the user: the baseline
+    return Comparison("accuracy, both orders, mean of topics (simulated labels)", f"baseline ({no_description.name})",
                       no_description.overall, "SenseJudge score (the reference's)", evaluation.headline, "%")
 
 

@@ -25,7 +25,7 @@ from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
 from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.evaluation import judge_pairs
-from prefcraft.executors import ray_map
+from prefcraft.executors import ExecutorOptions, map_in_workers
 from prefcraft.files import safe_name
 from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import cache_directory, check_reachable
@@ -224,9 +224,9 @@ def evaluate_methods(
     run: StepRun, options: JudgedOptions, methods: Sequence[str], selection: Selection
 ) -> dict[str, MethodOutcome]:
     """Judge each selected user's pairs of the options' split with every method: here, method after method and user
-    after user (`local`), or each user and method as a Ray task (`ray`, on the cluster at the options' address). Either
-    way the driver writes each method's judgments, its metrics and one MLflow child run per user, and the outcomes are
-    the same."""
+    after user (`local`), or each user and method as a task of a worker process (`processes`) or of Ray (`ray`, on the
+    cluster at the options' address). Either way the driver writes each method's judgments, its metrics and one MLflow
+    child run per user, and the outcomes are the same."""
     session, tracker = run.session, run.tracker
     outcomes: dict[str, MethodOutcome] = {}
     params = {"methods": ",".join(methods), "data": str(options.source), "data_digest": data_digest(options.source),
@@ -253,10 +253,10 @@ def evaluate_methods(
                                  **cache_metrics, f"{method}_users": outcome.users,
                                  f"{method}_users_failed": len(outcome.failures)})
 
-        if options.executor == "ray":
+        if options.executor != "local":
             cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
             jobs = {method: list(judgings(method)) for method in methods}  # every judge loaded before any task
-            _evaluate_on_ray(jobs, session, cache_dir, options.address, finish)
+            _evaluate_in_workers(jobs, session, cache_dir, options, finish)
             outcomes = {method: outcomes[method] for method in methods}
         else:
             for method in methods:
@@ -338,7 +338,8 @@ def failed_judgments(job: UserJudging) -> list[Judgment]:
 
 
 def judge_user_in_worker(job: WorkerJudging) -> UserJudged | str:
-    """A Ray task: `judge_user` on a model built in this process, or why the user could not be judged."""
+    """A worker's task (a process or a Ray task): `judge_user` on a model built in this process, or why the user could
+    not be judged."""
     return run_in_worker(judge_user, job.judging, model=job.judging.model, cache_dir=job.cache_dir,
                          profile=job.profile)
 
@@ -370,12 +371,12 @@ def _evaluate_here(method: str, jobs: Iterable[UserJudging], users: int, session
     return _method_outcome(judged, session, server.usage)
 
 
-def _evaluate_on_ray(
-    jobs: dict[str, list[UserJudging]], session: Settings, cache_dir: Path, address: str | None,
+def _evaluate_in_workers(
+    jobs: dict[str, list[UserJudging]], session: Settings, cache_dir: Path, where: ExecutorOptions,
     finish: Callable[[str, MethodOutcome], None],
 ) -> None:
-    """Every user and method as a Ray task; each method is finished as soon as its last user is judged. Methods run at
-    the same time, so no server's prompt-cache counters can be told apart per method."""
+    """Every user and method as a worker's task (`map_in_workers`); each method is finished as soon as its last user
+    is judged. Methods run at the same time, so no server's prompt-cache counters can be told apart per method."""
     judged: dict[str, dict[str, UserJudged]] = {method: {} for method in jobs}
 
     def finish_if_done(method: str) -> None:
@@ -388,8 +389,8 @@ def _evaluate_on_ray(
             finish_if_done(method)
     profile = session.small_model_profile()
     work = [WorkerJudging(job, cache_dir, profile) for method_jobs in jobs.values() for job in method_jobs]
-    finished = ray_map(judge_user_in_worker, work, address=address)
-    for item, result in tqdm(finished, total=len(work), desc="evaluating on ray", unit="user"):
+    finished = map_in_workers(judge_user_in_worker, work, where)
+    for item, result in tqdm(finished, total=len(work), desc=f"evaluating ({where.executor})", unit="user"):
         method, user_id = item.judging.method, item.judging.user.user_id
         if isinstance(result, str):  # judge_user returns a UserJudged for the user's own failures: this is the worker's
             check_reachable(session.task, "task")  # the calls failed because the server died: say that

@@ -15,7 +15,7 @@ from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions, demo_cap
 from prefcraft.errors import PrefcraftError
-from prefcraft.executors import ray_map
+from prefcraft.executors import ExecutorOptions, map_in_workers
 from prefcraft.files import path_in
 from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import EndpointFaults, cache_directory, check_reachable
@@ -114,8 +114,8 @@ def fit(options: FitOptions, run: StepRun) -> FitSummary:
 def fit_users(
     run: StepRun, options: FittedOptions, users: dict[str, UserPairs], config: SynthesizeMeConfig
 ) -> FitSummary:
-    """Fit every user of `users` not fitted yet, here (`local`) or as Ray tasks (`ray`, on the cluster at the options'
-    address).
+    """Fit every user of `users` not fitted yet, here (`local`), in worker processes of this machine (`processes`) or
+    as Ray tasks (`ray`, on the cluster at the options' address).
 
     Either way the driver writes each user's JSON into the options' `fitted_dir` and one MLflow child run per user. A
     config without `max_demos` gets the small-model profile's when the profile is on (`demo_cap`).
@@ -144,10 +144,10 @@ def fit_users(
                 logger.warning("refitting %s: %s", user_id, reason)
             fits[user_id] = UserFit(user, synthesizer, config, options.val_orders, session.task)
         finish = _FitWriter(session, tracker, options.fitted_dir, summary, metadata)
-        if options.executor == "ray":
+        if options.executor != "local":
             cache_dir = cache_directory(run.settings)  # model_session's, keyed before any server started
-            _fit_on_ray([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()], finish,
-                        options.address)
+            _fit_in_workers([WorkerFit(fit, cache_dir, session.small_model_profile()) for fit in fits.values()],
+                            finish, options)
         else:
             _fit_here(fits, finish)
         tracker.log_metrics({"users_fitted": len(summary.fitted), "users_resumed": len(summary.resumed),
@@ -175,7 +175,8 @@ def attempt_fit(fit: UserFit) -> PreferenceJudge | FitFailure:
 
 
 def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | FitFailure | str:
-    """A Ray task: `attempt_fit` on a model built in this process, or why the user cannot be fitted."""
+    """A worker's task (a process or a Ray task): `attempt_fit` on a model built in this process, or why the user
+    cannot be fitted."""
     return run_in_worker(attempt_fit, job.fit, model=job.fit.model, cache_dir=job.cache_dir, profile=job.profile)
 
 
@@ -192,10 +193,10 @@ def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
             finish.skip(user_id, str(error))
 
 
-def _fit_on_ray(jobs: list[WorkerFit], finish: _FitWriter, address: str | None) -> None:
+def _fit_in_workers(jobs: list[WorkerFit], finish: _FitWriter, where: ExecutorOptions) -> None:
     # Users fit at the same time, so no server's prompt-cache counters can be told apart per user.
-    finished = ray_map(compile_judge_in_worker, jobs, address=address)
-    for job, judge in tqdm(finished, total=len(jobs), desc="fitting users on ray", unit="user"):
+    finished = map_in_workers(compile_judge_in_worker, jobs, where)
+    for job, judge in tqdm(finished, total=len(jobs), desc=f"fitting users ({where.executor})", unit="user"):
         user_id = job.fit.user.user_id
         if isinstance(judge, str):
             finish.skip(user_id, judge)

@@ -346,7 +346,7 @@ def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(
     assert report == "\n".join([format_simulation(outcome.simulation), format_selection(outcome.selection),
                                 format_evaluation(outcome.evaluation)])
     comparison = COMPONENT.demo.compare(outcome)
-    assert comparison.baseline == "no description" and comparison.personalized.startswith("SenseJudge score")
+    assert comparison.baseline == "baseline (no description)" and comparison.personalized.startswith("SenseJudge score")
     assert comparison.personalized_score == outcome.evaluation.headline
 
 
