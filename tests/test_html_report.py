@@ -57,8 +57,8 @@ def fill_every_component(uri):
                              "users": 2, **models},
                 {"baseline_accuracy": 0.5, "baseline_accuracy_ci_low": 0.25, "baseline_accuracy_ci_high": 0.75,
                  "synthesizeme_accuracy": 0.8125, "synthesizeme_accuracy_ci_low": 0.625,
-                 "synthesizeme_accuracy_ci_high": 1.0, "default_lm_calls": 16, "default_prompt_tokens": 4000,
-                 "default_completion_tokens": 400, "synthesizeme_lm_calls": 16, "synthesizeme_prompt_tokens": 9000,
+                 "synthesizeme_accuracy_ci_high": 1.0, "baseline_lm_calls": 16, "baseline_prompt_tokens": 4000,
+                 "baseline_completion_tokens": 400, "synthesizeme_lm_calls": 16, "synthesizeme_prompt_tokens": 9000,
                  "synthesizeme_completion_tokens": 500}):
         for user, accuracy in (("user_a", 0.375), ("user_b", 0.625)):
             with logged(user, {"user_id": user}, {"baseline_accuracy": accuracy, "synthesizeme_accuracy": 0.8}):

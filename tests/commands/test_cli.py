@@ -112,11 +112,11 @@ def test_fit_then_evaluate_every_method(embedded_server, tmp_path, user_with, ca
     assert by_name["fit-synthesizeme"].data.params["search"] == "exact"
     evaluate_run = by_name["evaluate"]
     assert 0.0 <= evaluate_run.data.metrics["synthesizeme_accuracy"] <= 1.0
-    assert evaluate_run.data.metrics["default_lm_calls"] >= 0
+    assert evaluate_run.data.metrics["baseline_lm_calls"] >= 0
     # The server's own prompt-cache counters, per fitted user and per evaluated method.
     assert by_name["short_fan"].data.metrics["prompt_tokens_evaluated"] > 0
     assert 0.0 < by_name["short_fan"].data.metrics["prompt_cache_share"] < 1.0
-    assert evaluate_run.data.metrics["default_prompt_tokens_cached"] > 0
+    assert evaluate_run.data.metrics["baseline_prompt_tokens_cached"] > 0
     assert "api_key" not in json.dumps(evaluate_run.data.params)
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert any(path.suffix == ".db" for path in written) and any("fitted" in path.parts for path in written)
