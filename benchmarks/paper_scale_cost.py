@@ -186,7 +186,9 @@ def _judged_share(fits: list[dict[str, Any]], kind: str) -> float:
 CUPID_INSTANCES = 756
 
 
-def _cupid_response(method: str) -> str:
+def _baseline_renamed(method: str) -> str:
+    """A method as named now: a result file measured before the baseline's rename (CUPID's and LaMP-QA's) calls it
+    "none"."""
     return "baseline" if method == "none" else method
 
 
@@ -205,8 +207,7 @@ def cupid(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
             parts.append(Part(f"{variant}: {step}", model, (
                 (row["calls_per_instance"], "calls per instance (measured)"), instances),
                 PerCall.of([row], f"cupid_cost.json, {measured_as} {step}")))
-    # a result file measured before the baseline's rename names its response method "none"
-    generated = {_cupid_response(method.removeprefix("respond ")): row for (method, step), row in rows.items()
+    generated = {_baseline_renamed(method.removeprefix("respond ")): row for (method, step), row in rows.items()
                  if step == "generate" and row["calls"]}
     infer = PerCall.of([rows[("all", "infer")]], "")
     judge = PerCall.of((row for (_, step), row in rows.items() if step == "judge"), "cupid_cost.json, every judge call")
@@ -247,8 +248,7 @@ def lampqa(steps: dict[str, Options], measured: dict[str, Any]) -> Estimate:
     counts = {config: _capped(table[config][0], evaluate.max_questions) for config in evaluate.categories or CONFIGS}
     questions = sum(counts.values())
     aspects = sum(count * table[config][1] for config, count in counts.items()) / questions
-    # a result file measured before the baseline's rename names it "none"
-    rows = {("baseline" if method == "none" else method, step): row
+    rows = {(_baseline_renamed(method), step): row
             for (method, step), row in _rows(measured, "method", "step").items()}
     bundled_aspects = _bundled_aspects(measured["questions"] // len(CONFIGS))
     answer = {method: PerCall.of([rows[(method, "answer")]], "") for method in ("baseline", "rag")}

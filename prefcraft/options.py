@@ -54,12 +54,7 @@ class Options(BaseModel):
         """An option or a value given by its former name is taken under its new one, with a warning."""
         if not isinstance(given, dict):
             return given
-        given = dict(given)
-        for old, new in cls.former_names().items():
-            if old in given:
-                logger.warning("option %s is now %s; %s goes in the next release", old, new, old)
-                value = given.pop(old)
-                given.setdefault(new, value)
+        given = under_current_names(given, cls.former_names(), "option")
         for name, value in list(given.items()):
             if renamed := renamed_values(cls, name):
                 given[name] = ([_new_value(renamed, item) for item in value] if isinstance(value, list)
@@ -130,6 +125,17 @@ def option_key(flag: str) -> str:
 
 def _toml(value: bool) -> str:
     return "true" if value else "false"
+
+
+def under_current_names(given: dict[str, Any], renamed: dict[str, str], kind: str) -> dict[str, Any]:
+    """A copy of `given` with each key that is a former name (`renamed`, old: new) under its new one, with a warning
+    naming the `kind` of key ("option", "setting"); a key given under both names keeps the new one's value."""
+    given = dict(given)
+    for old, new in renamed.items():
+        if old in given:
+            logger.warning("%s %s is now %s; %s goes in the next release", kind, old, new, old)
+            given.setdefault(new, given.pop(old))
+    return given
 
 
 def renamed_values(options: type[Options], name: str) -> dict[str, str]:

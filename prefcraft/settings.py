@@ -6,7 +6,6 @@ Nested keys in the environment use a double underscore: `PREFCRAFT_TASK__MODEL=h
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import tomllib
@@ -35,14 +34,11 @@ from pydantic_settings import (
 )
 
 from prefcraft.errors import ConfigError
-
-logger = logging.getLogger(__name__)
+from prefcraft.options import under_current_names
 
 ENV_PREFIX = "PREFCRAFT_"
-RENAMED_SETTINGS: dict[str | None, dict[str, str]] = {
-    None: {"num_threads": "threads", "experiment": "mlflow_experiment"},
-}
-"""Settings' former names (old: new), by table (None: the top level), taken for one release with a warning."""
+RENAMED_SETTINGS = {"num_threads": "threads", "experiment": "mlflow_experiment"}
+"""Top-level settings' former names (old: new), taken for one release with a warning."""
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct"
 SELF_HOSTED_PROVIDER = "hosted_vllm/"  # litellm's provider for any OpenAI-compatible server of one's own
 Dialect = Literal["json_schema", "llguidance", "vllm", "none"]
@@ -256,25 +252,7 @@ class Settings(BaseSettings):
     def _former_names(cls, given: Any) -> Any:
         """A setting given by its former name (in a file, a variable or `Settings(...)`) is taken under its new one,
         with a warning, for one release."""
-        if not isinstance(given, dict):
-            return given
-        given = dict(given)
-        for table, renamed in RENAMED_SETTINGS.items():
-            values = given if table is None else given.get(table)
-            if not isinstance(values, dict):
-                continue
-            values = dict(values)
-            for old, new in renamed.items():
-                if old in values:
-                    where = old if table is None else f"{table}.{old}"
-                    logger.warning("setting %s is now %s; %s goes in the next release", where,
-                                   new if table is None else f"{table}.{new}", where)
-                    values.setdefault(new, values.pop(old))
-            if table is None:
-                given = values
-            else:
-                given[table] = values
-        return given
+        return under_current_names(given, RENAMED_SETTINGS, "setting") if isinstance(given, dict) else given
 
     def model_for(self, role: Role) -> ModelSettings:
         return getattr(self, role) or self.task

@@ -2,7 +2,6 @@
 machine, against a stand-in server: the same requests, judgments and files as the local executor, the driver writing
 the JSON and the MLflow child runs, and a rerun that resumes and asks nothing."""
 
-import json
 import math
 
 import mlflow
@@ -12,27 +11,7 @@ from prefcraft import api
 from prefcraft.cli import make_parser
 from prefcraft.executors import ExecutorOptions, map_in_workers, process_map
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
-from prefcraft.settings import ModelSettings, Settings
-
-USERS = {"u1": (4, 2), "u2": (2, 2), "u3": (1, 1)}  # (train, val) pairs per user
-
-
-def write_data(path, user_with):
-    rows = [pair.model_dump() for user_id, (train, val) in USERS.items()
-            for user in [user_with(train, val, user_id=user_id)] for pair in user.train + user.val + user.test]
-    for row in rows:  # each user asks in their own words: no two users' calls are the same request
-        row["context"][0]["content"] = f"{row['user_id']} asks: {row['context'][0]['content']}"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
-
-
-def settings_for(server, tmp_path, name):
-    return Settings(task=ModelSettings(api_base=server.api_base), serve=False, cache_dir=tmp_path / f"cache-{name}",
-                    tracking_uri=f"sqlite:///{tmp_path}/mlflow-{name}.db")
-
-
-def requests(server):
-    return sorted(json.dumps(body, sort_keys=True) for body in server.bodies)
+from tests.worker_runs import USERS, requests, settings_for, write_data
 
 
 def test_processes_give_every_items_result_and_the_options_choose_them():

@@ -23,13 +23,12 @@ from prefcraft.executors import map_in_workers
 from prefcraft.experiments import load_experiment
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.settings import ModelSettings, Settings
+from prefcraft.settings import Settings
 from prefcraft.tracking import data_digest
 from tests.fakes import FakeTracker
+from tests.worker_runs import USERS, requests, settings_for, write_data
 
 ray = pytest.importorskip("ray", reason="the distributed extra is not installed")
-# (train, val) pairs per user
-USERS = {"u1": (4, 2), "u2": (2, 2), "u3": (1, 1)}
 METHODS = ["baseline", "memory", "persona", "synthesizeme"]
 
 
@@ -38,15 +37,6 @@ def server():
     standin = StandInServer()
     yield standin
     standin.close()
-
-
-def write_data(path, user_with):
-    users = [user_with(train, val, user_id=user_id) for user_id, (train, val) in USERS.items()]
-    rows = [pair.model_dump() for user in users for pair in user.train + user.val + user.test]
-    for row in rows:  # each user asks in their own words: no two users' calls are the same request
-        row["context"][0]["content"] = f"{row['user_id']} asks: {row['context'][0]['content']}"
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return path
 
 
 def fitted_judges(directory, data):
@@ -59,15 +49,6 @@ def fitted_judges(directory, data):
         judges[user_id] = save_compiled(judge, directory / f"{user_id}.json", program_name=PERSONAL_JUDGE,
                                         user_id=user_id, persona="Likes short answers.", data_digest=data_digest(data))
     return judges
-
-
-def settings_for(server, tmp_path, name):
-    return Settings(task=ModelSettings(api_base=server.api_base), serve=False, cache_dir=tmp_path / f"cache-{name}",
-                    tracking_uri=f"sqlite:///{tmp_path}/mlflow-{name}.db")
-
-
-def requests(server):
-    return sorted(json.dumps(body, sort_keys=True) for body in server.bodies)
 
 
 def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothing(two_ray_workers, server,
