@@ -14,14 +14,22 @@ from __future__ import annotations
 
 from harness import Measured, make_parser, measure_evaluation, step_row
 
-from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
+from prefcraft.components.component import StepRun
+from prefcraft.components.cupid.evaluation import evaluate, evaluated, select_instances
 from prefcraft.components.cupid.options import EvaluateOptions
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker
+from prefcraft.tracking import MLflowTracker, StepTracker
 
 
 def run(session: Settings, options: EvaluateOptions, instances: list) -> Measured:
-    outcome = evaluate_instances(session, MLflowTracker(), options, instances)
+    """The evaluation of `instances`, recorded as `prefcraft cupid evaluate` records it: in the "cupid-evaluate" run,
+    with that step's params, opened as the runner opens it."""
+    tracker = MLflowTracker()
+    step_run = StepRun(session, session, StepTracker(tracker), lambda line: None, evaluated(options, instances))
+    with open_step_run(COMPONENTS["cupid"], tracker, "evaluate", options, step_run):
+        outcome = evaluate(options, step_run)
     steps = [(inference.name, step, cost) for inference in outcome.inference for step, cost in inference.costs.items()]
     steps += [(f"respond {response.method}", step, cost) for response in outcome.responses
               for step, cost in response.costs.items()]

@@ -14,17 +14,23 @@ from __future__ import annotations
 
 from harness import Measured, make_parser, measure_evaluation, step_row
 
+from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import EvaluateOptions
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
 from prefcraft.small_model import field_bounds
-from prefcraft.tracking import MLflowTracker
+from prefcraft.tracking import MLflowTracker, StepTracker
 
 
 def run(session: Settings, options: EvaluateOptions) -> Measured:
     loaded = select_questions(options, options.questions_split)
     programs, compiled = method_programs(options, session.task.model)
-    outcome = evaluate_methods(session, MLflowTracker(), options, loaded, programs, compiled)
+    tracker = MLflowTracker()
+    step_run = StepRun(session, session, StepTracker(tracker), print, loaded)
+    with open_step_run(COMPONENTS["lampqa"], tracker, "evaluate", options, step_run):  # `lampqa evaluate`'s run
+        outcome = evaluate_methods(session, step_run.tracker, options, loaded, programs, compiled)
     return Measured(
         steps=[step_row(cost, outcome.questions, "question", method=name, step=step)
                for name, method in outcome.methods.items() for step, cost in method.cost.items()],

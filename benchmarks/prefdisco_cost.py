@@ -19,14 +19,20 @@ import json
 
 from harness import Measured, make_parser, measure_evaluation, step_row
 
+from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco.evaluation import DISCOVERY, evaluate_conditions, select_scenarios
 from prefcraft.components.prefdisco.options import EvaluateOptions
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker
+from prefcraft.tracking import MLflowTracker, StepTracker
 
 
 def run(session: Settings, options: EvaluateOptions, scenarios: list) -> Measured:
-    outcome = evaluate_conditions(session, MLflowTracker(), options, scenarios)
+    tracker = MLflowTracker()
+    step = StepRun(session, session, StepTracker(tracker), print, scenarios)
+    with open_step_run(COMPONENTS["prefdisco"], tracker, "evaluate", options, step):  # `prefdisco evaluate`'s run
+        outcome = evaluate_conditions(session, step.tracker, options, scenarios)
     dialogues = [json.loads(line) for line in outcome.results_path.read_text(encoding="utf-8").splitlines()]
     discovery = [row for row in dialogues if row["condition"] == DISCOVERY and row["failed"] != "generation"]
     predicted = {

@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -58,8 +59,9 @@ from prefcraft.components.sensejudge.results import (
 from prefcraft.components.sensejudge.simulate import read_simulated
 from prefcraft.flags import parse_step
 from prefcraft.options import Options, add_option_flags
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker
+from prefcraft.tracking import MLflowTracker, StepTracker
 
 STEPS = ["simulate", "select", "evaluate"]  # what `prefcraft sensejudge demo` runs
 DEMO_FLAGS = ("topics", "dev_dialogues", "test_dialogues", "max_pair_descriptions")
@@ -69,7 +71,7 @@ DemoFlags = create_model("DemoFlags", __base__=Options, **{
 
 
 class TimedTracker(MLflowTracker):
-    """MLflow runs, each top-level one timed: the demo opens one per step."""
+    """MLflow runs, each top-level one timed: the demo has the runner open one per step (`StepRun.open_step`)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -89,7 +91,10 @@ def run(session: Settings, options: DemoOptions, dialogues: list[Dialogue],
     """The demo's three steps once, in the session's cache: per-step cost, the vote counts and the evaluation (also
     appended to `evaluations`, for the tables)."""
     tracker = TimedTracker()
-    outcome = demo(options, StepRun(session, session, tracker, logging.getLogger("sensejudge").info, dialogues))
+    opener = partial(open_step_run, COMPONENT, tracker)  # as `prefcraft.runner.run_step` runs the demo
+    step_run = StepRun(session, session, StepTracker(tracker), logging.getLogger("sensejudge").info, dialogues, opener)
+    with opener("demo", options, step_run):  # the demo declares no run of its own: each step opens its own
+        outcome = demo(options, step_run)
     logging.getLogger("sensejudge").info("\n%s", format_demo(outcome))
     simulation, selection, evaluation = outcome.simulation, outcome.selection, outcome.evaluation
     evaluations.append(evaluation)

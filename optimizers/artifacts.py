@@ -97,16 +97,18 @@ def lost(metadata: dict[str, Any]) -> bool:
     return metadata.get("won") is False
 
 
-def shipped_compiled(program_name: str, model: str) -> Path | None:
+def shipped_compiled(program_name: str, model: str, *, warn: bool = True) -> Path | None:
     """The compiled `program_name` that prefcraft ships for task model `model`, if any (see compiled/index.json); a
-    listed file that a losing compile has since been written over is none, with a warning."""
+    listed file that a losing compile has since been written over is none, with a warning unless `warn` is False (a
+    run's params look the file up before the step's work, which warns)."""
     for entry in _read_index().get(program_name, []):
         if entry["model"] == model:
             path = COMPILED_DIR / entry["path"]
             if path.is_file() and lost(read_metadata(path)):
-                logger.warning("compiled/index.json lists %s as the shipped %s for %s, but a compile that did not beat "
-                               "its start has been written over it: it is not used; recompile, or restore the file",
-                               path, program_name, model)
+                if warn:
+                    logger.warning("compiled/index.json lists %s as the shipped %s for %s, but a compile that did not "
+                                   "beat its start has been written over it: it is not used; recompile, or restore "
+                                   "the file", path, program_name, model)
                 return None
             return path
     return None

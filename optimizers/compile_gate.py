@@ -11,7 +11,8 @@ that did not beat its start still loads by path, saying so (`prefcraft.optimizer
 winner is registered: inside the compiled package, as the task model's shipped default; in MLflow, as the `champion`
 version of its registered model (`prefcraft.model_registry`). Either is logged as an MLflow model.
 
-Tracking is passed in as a `prefcraft.tracking.Tracker`: MLflow's in the commands, a fake in tests.
+Tracking is passed in as a `prefcraft.tracking.StepTracker` over the step's run: MLflow's in the commands, a fake's in
+tests.
 """
 
 from __future__ import annotations
@@ -29,14 +30,14 @@ from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, d
 from prefcraft.optimizers.prompt_optimizer import Metric
 from prefcraft.runtime import check_servers
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker
+from prefcraft.tracking import StepTracker
 
 logger = logging.getLogger(__name__)
 
 
 def keep_if_better(
     session: Settings,
-    tracker: Tracker,
+    tracker: StepTracker,
     *,
     compiled: dspy.Module,
     uncompiled: dspy.Module,
@@ -73,11 +74,11 @@ def keep_if_better(
 
 
 def validation_score(
-    session: Settings, tracker: Tracker, name: str, program: dspy.Module, valset: list[dspy.Example], score: Metric
+    session: Settings, tracker: StepTracker, name: str, program: dspy.Module, valset: list[dspy.Example], score: Metric
 ) -> Validation:
     """The mean of `score` over `valset`, as the optimizer scores it, and the predictions' degenerate outputs; one
     child run named `<name>-on-val`."""
-    with tracker.run(f"{name}-on-val", nested=True):
+    with tracker.child(f"{name}-on-val"):
         scored, usage = evaluate_program(program, valset, score, model=session.task, num_threads=session.threads)
         validation = Validation(sum(value for _, _, value in scored) / len(scored), degenerate_outputs(program, scored))
         tracker.log_metrics({"val_score": validation.score, "degenerate_outputs": validation.degenerate,

@@ -1,10 +1,10 @@
-"""Every component's compile, one skeleton: a tracked run on the task model that meters its LM usage, the configured
-optimizer over a new program, then the ship gate (`prefcraft.optimizers.compile_gate.keep_if_better`).
+"""Every component's compile, one skeleton: the task model's context with its LM usage metered and logged to the run
+the runner opened (its params `compile_params`), the configured optimizer over a new program, then the ship gate
+(`prefcraft.optimizers.compile_gate.keep_if_better`).
 
 A component says only what differs: its program (`CompileStep.student`), its metric, its run's params and the metadata
-its saved program carries. `compile_and_gate` is the whole compile; `tracked_compile` and `optimize_and_gate` are its
-two halves, for a compile that prepares its metric inside the run (the persona prompt's judges each user's evidence
-first).
+its saved program carries. `compile_and_gate` is the whole compile; `metered_compile` and `optimize_and_gate` are its
+two halves, for a compile that prepares its metric first (the persona prompt's judges each user's evidence).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from prefcraft.optimizers.compile_selection import CompileOutcome, CompileVerdic
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, PromptOptimizer
 from prefcraft.settings import ModelSettings, Role, Settings
-from prefcraft.tracking import Tracker, logged_usage, model_params
+from prefcraft.tracking import StepTracker, logged_usage, model_params
 from prefcraft.usage import UsageMeter
 
 
@@ -54,32 +54,33 @@ class CompileStep:
     count_trials: bool = False
 
 
+def compile_params(session: Settings, program_name: str, config: OptimizerConfig,
+                   params: Mapping[str, Any]) -> dict[str, Any]:
+    """A compile run's params: the program's name, the component's `params`, the optimizer's settings and the
+    models'."""
+    return {"program": program_name, **params, **config.as_params(), **model_params(session)}
+
+
 def compile_and_gate(
-    session: Settings, tracker: Tracker, step: CompileStep, metric: Metric, trainset: list[dspy.Example],
-    valset: list[dspy.Example], *, run_name: str, params: Mapping[str, Any], models: ModelAccess,
+    session: Settings, tracker: StepTracker, step: CompileStep, metric: Metric, trainset: list[dspy.Example],
+    valset: list[dspy.Example], *, models: ModelAccess,
 ) -> CompileOutcome:
-    """The optimizer over `step.student()` on `trainset`, selecting on `valset`, then the ship gate, in one tracked run
-    (`tracked_compile`); the outcome counts the two sets."""
-    with tracked_compile(session, tracker, models, run_name=run_name, program_name=step.program_name,
-                         config=step.config, params=params) as meter:
+    """The optimizer over `step.student()` on `trainset`, selecting on `valset`, then the ship gate, metered
+    (`metered_compile`); the outcome counts the two sets."""
+    with metered_compile(session, tracker, models) as meter:
         verdict = optimize_and_gate(session, tracker, step, metric, trainset, valset, models)
     return CompileOutcome(len(trainset), len(valset), verdict, meter.usage, step.config.name)
 
 
 @contextmanager
-def tracked_compile(
-    session: Settings, tracker: Tracker, models: ModelAccess, *, run_name: str, program_name: str,
-    config: OptimizerConfig, params: Mapping[str, Any],
-) -> Iterator[UsageMeter]:
-    """The run `run_name`, its params the program's name, the component's `params`, the optimizer's settings and the
-    models'; inside it the task model's context and a usage meter, whose totals are logged to the run."""
-    run_params = {"program": program_name, **params, **config.as_params(), **model_params(session)}
-    with tracker.run(run_name, run_params), models.lm_context(session, "task"), logged_usage(tracker) as meter:
+def metered_compile(session: Settings, tracker: StepTracker, models: ModelAccess) -> Iterator[UsageMeter]:
+    """The task model's context and a usage meter, whose totals are logged to the step's run."""
+    with models.lm_context(session, "task"), logged_usage(tracker) as meter:
         yield meter
 
 
 def optimize_and_gate(
-    session: Settings, tracker: Tracker, step: CompileStep, metric: Metric, trainset: list[dspy.Example],
+    session: Settings, tracker: StepTracker, step: CompileStep, metric: Metric, trainset: list[dspy.Example],
     valset: list[dspy.Example], models: ModelAccess,
 ) -> CompileVerdict:
     """The configured optimizer over a new `step.student()`, then `keep_if_better` against another: the compiled

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager, nullco
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from prefcraft.files import write_jsonl_atomic
+from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.settings import Settings
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
 
 
 @contextmanager
-def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
+def logged_usage(tracker: Tracker | StepTracker) -> Iterator[UsageMeter]:
     """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
     fails too: a failed run still shows what it cost."""
     from prefcraft.usage import metered  # DSPy's usage tracker: loaded by a step that calls a model
@@ -219,11 +219,44 @@ def logged_usage(tracker: Tracker) -> Iterator[UsageMeter]:
         yield meter
 
 
-def write_results(tracker: Tracker, path: Path, rows: Iterable[Any]) -> Path:
-    """A step's result rows, written once: a JSONL file (atomically), which the tracker logs to its run."""
-    written = write_jsonl_atomic(path, rows)
-    tracker.log_file(written)
-    return written
+class StepTracker:
+    """What a step's work records in the run the runner opened for it (`prefcraft.runner`): a child run per item
+    (a user, a method, an inferrer), metrics, result files and compiled programs. It opens no run of its own: a step
+    declares its run's name and params (`Step.run_name`, `StepCode.params`), and the runner opens that run."""
+
+    def __init__(self, tracker: Tracker) -> None:
+        self._tracker = tracker
+
+    def child(self, name: str, params: Mapping[str, Any] | None = None) -> AbstractContextManager[Any]:
+        """A child run of the step's run, for one item; a resumed run's child replaces the one its interrupted
+        attempt left."""
+        return self._tracker.run(name, params, nested=True)
+
+    def log_metrics(self, metrics: Mapping[str, float]) -> None:
+        self._tracker.log_metrics(metrics)
+
+    def log_file(self, path: Path) -> None:
+        """A file the step wrote by other means (a fitted judge), logged to its current run."""
+        self._tracker.log_file(path)
+
+    def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
+                    promote_as: str | None) -> str | None:
+        return self._tracker.log_program(path, name, request, metadata, promote_as)
+
+    def write_results(self, path: Path, rows: Iterable[Any]) -> Path:
+        """Result rows, written once: a JSONL file (atomically), logged to the current run."""
+        written = write_jsonl_atomic(path, rows)
+        self._tracker.log_file(written)
+        return written
+
+    def write_json(self, path: Path, obj: Any) -> Path:
+        """A result that is one object (a summary), as a JSON file written atomically and logged to the current run."""
+        written = write_text_atomic(path, json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+        self._tracker.log_file(written)
+        return written
+
+    def log_json(self, obj: Any, artifact_name: str) -> None:
+        log_json(self._tracker, obj, artifact_name)
 
 
 def log_json(tracker: Tracker, obj: Any, artifact_name: str) -> None:

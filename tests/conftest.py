@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import nullcontext
 
 # Before dspy is imported anywhere: keep the suite's cache out of the user's home and litellm offline.
 os.environ.setdefault("DSPY_CACHEDIR", tempfile.mkdtemp(prefix="prefcraft-test-cache-"))
@@ -103,3 +104,16 @@ def pair():
 @pytest.fixture
 def user_with():
     return _user_with
+
+
+@pytest.fixture
+def fake_runner(monkeypatch):
+    """`prefcraft.runner.run_step` with no server and no MLflow: its model session is the settings as given, and its
+    tracker the FakeTracker returned, which keeps every run the runner and the step opened."""
+    from prefcraft import runner
+    from tests.fakes import FakeTracker
+
+    fake = FakeTracker()
+    monkeypatch.setattr(runner, "model_session", nullcontext)
+    monkeypatch.setattr(runner, "start_tracking", lambda session: fake)
+    return fake

@@ -20,7 +20,7 @@ from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers import artifacts
 from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.settings import ModelSettings, Settings
-from prefcraft.tracking import MLflowTracker, start_tracking, tracked_run
+from prefcraft.tracking import MLflowTracker, StepTracker, start_tracking, tracked_run
 
 CUPID_EVALUATE = ["cupid", "evaluate", "--max-instances", "1", "--no-shipped", "--responses", "gold"]
 LAMPQA_EVALUATE = ["lampqa", "evaluate", "--categories", "Lifestyle_and_Personal_Development", "--max-questions", "1",
@@ -91,7 +91,7 @@ def test_a_compile_is_not_saved_when_a_server_stopped_answering_even_if_the_cach
     session = Settings().with_api_base(f"http://127.0.0.1:{free_port()}/v1")
     valset = [dspy.Example(question="q").with_inputs("question")]
     with pytest.raises(ServerUnreachableError):
-        keep_if_better(session, MLflowTracker(), compiled=Echo(), uncompiled=Echo(), valset=valset,
+        keep_if_better(session, StepTracker(MLflowTracker()), compiled=Echo(), uncompiled=Echo(), valset=valset,
                        score=lambda example, prediction: 1.0, program_name="program",
                        output=tmp_path / "program.json")
     assert not list(tmp_path.iterdir())

@@ -11,7 +11,8 @@ options model alone."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,25 +22,38 @@ if TYPE_CHECKING:
     from prefcraft.report_parts.blocks import Chart, Plot, Table
     from prefcraft.report_parts.records import RunRecord
     from prefcraft.settings import Settings
-    from prefcraft.tracking import Tracker
+    from prefcraft.tracking import StepTracker
 
 Emit = Callable[[str], None]
 
 
+def _opens_nothing(step: str, options: Any, run: StepRun) -> AbstractContextManager[Any]:
+    return nullcontext()
+
+
 @dataclass(frozen=True)
 class StepRun:
-    """What the runner hands a step's work."""
+    """What the runner hands a step's work: the settings, the run it opened (`tracker`: child runs, metrics, result
+    files), where progress goes and what the step's `load` read."""
 
     settings: Settings
     """The settings as given (a Ray worker starts from these)."""
     session: Settings
     """The settings with every model reachable: a served model's address filled in (the settings as given when the
     step runs no model)."""
-    tracker: Tracker
+    tracker: StepTracker
     emit: Emit
     """Progress lines while the step runs; its report is printed once it has finished."""
     loaded: Any = None
     """What the step's `load` read before any model started."""
+    open_run: Callable[[str, Any, StepRun], AbstractContextManager[Any]] = _opens_nothing
+    """The runner's: opens the run another step of the component declares (`open_step`)."""
+
+    def open_step(self, step: str, options: Any, loaded: Any = None) -> AbstractContextManager[Any]:
+        """The run that `step` of this component declares, with its params for `options` (and for `loaded`, what that
+        step's `load` would have read, where it differs from this step's), opened by the runner: how a step that runs
+        others (a demo) records each of them as its own run."""
+        return self.open_run(step, options, self if loaded is None else replace(self, loaded=loaded))
 
 
 def failed_items(outcome: Any) -> int:
@@ -55,6 +69,10 @@ def failed_items(outcome: Any) -> int:
 
 def _nothing_to_load(options: Any) -> None:
     return None
+
+
+def _no_params(options: Any, run: StepRun) -> Mapping[str, Any]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,9 @@ class StepCode:
     load: Callable[[Any], Any] = _nothing_to_load
     """What the step reads before any model starts (its data), so that bad input stops it before a server starts;
     its work finds it in `StepRun.loaded`."""
+    params: Callable[[Any, StepRun], Mapping[str, Any]] = _no_params
+    """The params of the run the runner opens for the step (`Step.run_name`), from its options and what its `load`
+    read: what `--resume` compares to find the run to continue."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,9 @@ class Step:
     """It is tracked in MLflow (a step that neither runs a model nor writes results is not)."""
     settings_defaults: Mapping[str, Any] = field(default_factory=dict)
     """Settings flags' defaults on its command line, by dest (`task_timeout_s`): a flag given still wins."""
+    run_name: str | None = None
+    """The MLflow run the runner opens around its work, with the step's `params`; None for a step that opens none (an
+    untracked one, or one that runs other steps, each in its own run: `StepRun.open_step`)."""
 
     @property
     def options(self) -> type[Options]:
@@ -114,6 +138,10 @@ class Step:
     @property
     def load(self) -> Callable[[Any], Any]:
         return self.import_code().load
+
+    @property
+    def params(self) -> Callable[[Any, StepRun], Mapping[str, Any]]:
+        return self.import_code().params
 
 
 @dataclass(frozen=True)
@@ -163,8 +191,6 @@ class Component:
     """The name in tables and reports."""
     help: str
     steps: Mapping[str, Step]
-    run_names: tuple[str, ...]
-    """The MLflow runs its steps open, by name."""
     demo: Demo
     sweepable: bool = False
     """Its `compile` step returns a compile outcome (a ship verdict and its usage), so a sweep can search over it."""
@@ -172,6 +198,12 @@ class Component:
     """Imports what its runs add to the HTML report (`charts`)."""
     import_programs: Callable[[], Mapping[str, Callable[[dict[str, Any]], Any]]] = dict
     """Imports the programs its steps save compiled (`programs`)."""
+
+    @property
+    def run_names(self) -> tuple[str, ...]:
+        """The MLflow runs the runner opens for its steps, by name (once each: a demo may open its evaluation's): what
+        the HTML report reads as its runs."""
+        return tuple(dict.fromkeys(step.run_name for step in self.steps.values() if step.run_name))
 
     @property
     def charts(self) -> ReportCharts:

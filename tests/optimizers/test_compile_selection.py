@@ -13,7 +13,7 @@ from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, ship_decision
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker
+from prefcraft.tracking import MLflowTracker, StepTracker
 from tests.fakes import FakeTracker
 
 
@@ -73,7 +73,7 @@ def _gate(signature, standin, tmp_path, score, tracker):
     compiled = dspy.Predict(signature.with_instructions("Answer the question in one word."))
     valset = [dspy.Example(question=f"question {n}").with_inputs("question") for n in range(3)]
     with tracker.run("compile") as run, lm_context(session, "task"):
-        verdict = keep_if_better(session, tracker, compiled=compiled, uncompiled=uncompiled, valset=valset,
+        verdict = keep_if_better(session, StepTracker(tracker), compiled=compiled, uncompiled=uncompiled, valset=valset,
                                  score=score, program_name="program", output=tmp_path / "program.json")
     return verdict, run
 

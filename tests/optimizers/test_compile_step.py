@@ -7,9 +7,16 @@ import dspy
 import pytest
 
 from prefcraft.optimizers import compile_gate
-from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, optimize_and_gate, tracked_compile
+from prefcraft.optimizers.compile_step import (
+    CompileStep,
+    ModelAccess,
+    compile_params,
+    metered_compile,
+    optimize_and_gate,
+)
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 
@@ -39,11 +46,11 @@ def models():
     return ModelAccess(build_lm=lambda model: lm, lm_context=lm_context), roles
 
 
-def test_the_tracked_run_holds_every_param_runs_on_the_task_model_and_logs_its_usage(models):
+def test_the_compile_params_hold_every_param_and_the_compile_runs_on_the_task_model_and_logs_its_usage(models):
     access, roles = models
     tracker, session = FakeTracker(), Settings()
-    with tracked_compile(session, tracker, access, run_name="example-compile", program_name="example",
-                         config=MIPROv2Config(num_trials=2), params={"data": "rows.jsonl"}):
+    params = compile_params(session, "example", MIPROv2Config(num_trials=2), {"data": "rows.jsonl"})
+    with tracker.run("example-compile", params), metered_compile(session, StepTracker(tracker), access):
         dspy.Predict("question -> answer")(question="2 + 2?")
 
     run = tracker.named("example-compile")
@@ -69,7 +76,7 @@ def test_the_saved_program_carries_the_metadata_and_the_demos_the_step_asks_for(
                        tmp_path / "example.json", {"data": "rows.jsonl"}, prompt_demos_only, count_trials)
     tracker = FakeTracker()
     with tracker.run("example-compile"), access.lm_context(Settings(), "task"):
-        verdict = optimize_and_gate(Settings(threads=1), tracker, step, right, trainset, valset, access)
+        verdict = optimize_and_gate(Settings(threads=1), StepTracker(tracker), step, right, trainset, valset, access)
 
     saved = json.loads(verdict.path.read_text())
     metadata = saved["prefcraft"]

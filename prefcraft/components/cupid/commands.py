@@ -1,7 +1,8 @@
 """`prefcraft cupid`: the CUPID component and its steps, each its options (`options`), work and report.
 
-Steps: `compile` (MIPROv2 over the preference inferrer), `evaluate` (inference P / R / F1 and response scores on
-held-out instances) and `demo` (both on the bundled synthetic data with the embedded model, small budget).
+Steps: `compile` (MIPROv2 over the preference inferrer; its run "cupid-compile"), `evaluate` (inference P / R / F1
+and response scores on held-out instances; its run "cupid-evaluate") and `demo` (the evaluation on the bundled
+synthetic data with the embedded model, small budget, recorded in the run `evaluate` declares).
 """
 
 from __future__ import annotations
@@ -38,15 +39,21 @@ def _demo_options() -> type[Options]:
 
 
 def _compile_code() -> StepCode:
-    from prefcraft.components.cupid.compilation import compile_inferrer, load_compiled_on
+    from prefcraft.components.cupid.compilation import compile_inferrer, compile_run_params, load_compiled_on
     from prefcraft.components.cupid.report import format_compile
-    return StepCode(compile_inferrer, format_compile, load_compiled_on)
+    return StepCode(compile_inferrer, format_compile, load_compiled_on, compile_run_params)
 
 
 def _evaluate_code() -> StepCode:
-    from prefcraft.components.cupid.evaluation import evaluate, load_evaluated
+    from prefcraft.components.cupid.evaluation import evaluate, evaluation_params, load_evaluated
     from prefcraft.components.cupid.report import format_evaluation
-    return StepCode(evaluate, format_evaluation, load_evaluated)
+    return StepCode(evaluate, format_evaluation, load_evaluated, evaluation_params)
+
+
+def _demo_code() -> StepCode:
+    from prefcraft.components.cupid.evaluation import demo, load_evaluated
+    from prefcraft.components.cupid.report import format_evaluation
+    return StepCode(demo, format_evaluation, load_evaluated)
 
 
 def _charts() -> ReportCharts:
@@ -63,13 +70,14 @@ COMPONENT = Component(
     name="cupid", title="CUPID", help=HELP,
     steps={
         "compile": Step("optimize the preference inferrer (MIPROv2 by default), F1 (decomposer + matcher) as the "
-                        "metric", _compile_options, _compile_code),
+                        "metric", _compile_options, _compile_code, run_name="cupid-compile"),
         "evaluate": Step("P / R / F1 of inferred preferences and judge scores of responses on held-out instances",
-                         _evaluate_options, _evaluate_code),
+                         _evaluate_options, _evaluate_code, run_name="cupid-evaluate"),
+        # The demo declares no run of its own: it records in the one `evaluate` declares (`evaluation.demo`).
         "demo": Step("evaluate on the bundled synthetic instances with the embedded model, small budget",
-                     _demo_options, _evaluate_code,
+                     _demo_options, _demo_code,
                      settings_defaults={"task_timeout_s": 600.0}),  # a loaded 2-core machine: about 10 minutes here
     },
-    run_names=("cupid-compile", "cupid-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
+    demo=Demo(lambda _: ["demo"], compare), sweepable=True,
     import_charts=_charts, import_programs=_programs,
 )

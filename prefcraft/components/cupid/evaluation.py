@@ -11,6 +11,9 @@ paper's); the report gives the mean score over all instances and per instance ty
 95% bootstrap interval over responses. Every step runs its instances in parallel through `evaluate_program`, and each
 inferrer and response method is a child run. Results go to JSONL under the output directory.
 
+The instances are read and chosen before any model starts (`load_evaluated`); the runner then opens the step's MLflow
+run ("cupid-evaluate", its params `evaluation_params`), and the work records into it (`evaluate_chosen`).
+
 Failures count as in the reference code (see `prefcraft.components.cupid.metrics`): a failed inference is left out of
 the scores; when grading fails, the inferred preference's checklist is asked for again (the decomposer alone, a cache
 hit when the grading got that far) so that a failed matcher keeps the inferred items in the precision denominator,
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -72,7 +75,7 @@ from prefcraft.programs.cupid import (
     decomposer,
 )
 from prefcraft.settings import Role, Settings
-from prefcraft.tracking import Tracker, data_digest, model_params, write_results
+from prefcraft.tracking import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 
@@ -85,14 +88,48 @@ Ran = tuple[dspy.Example, dspy.Prediction | None, str | None]
 """An example, its prediction (None: the call failed), and why the call failed."""
 
 
-def load_evaluated(options: JudgingOptions) -> Selected:
-    """The instances the evaluation reads, before any model starts."""
-    return select_instances(options, options.split)
+@dataclass(frozen=True)
+class Evaluated:
+    """What an evaluation reads before any model starts (`load_evaluated`, or `evaluated` for given instances): the
+    instances it evaluates, the invalid rows skipped, and in the oracle setting how many instances were left out; then
+    the inferrers it compares, chosen once (`chosen_inferrers`) for both the run's params and the work."""
+
+    instances: list[CupidInstance]
+    skipped: int = 0
+    oracle_left_out: int | None = None
+    """In the oracle setting, the instances with no prior session that shares their current preference; None outside
+    it."""
+    inferrers: dict[str, dspy.Module] = field(default_factory=dict, compare=False, repr=False)
+    """Filled by `chosen_inferrers`, the first time the run's params or the work asks."""
+
+
+def load_evaluated(options: JudgingOptions) -> Evaluated:
+    """The instances the evaluation reads (`select_instances`, then `evaluated`), before any model starts."""
+    instances, skipped = select_instances(options, options.split)
+    return evaluated(options, instances, skipped)
+
+
+def evaluation_params(options: JudgingOptions, run: StepRun) -> dict[str, Any]:
+    """The evaluate run's params: the data and the instances `load_evaluated` read (`run.loaded`), the inferrers
+    compared (`chosen_inferrers`), how the responses are judged and failures counted, and the models."""
+    chosen: Evaluated = run.loaded
+    session = run.session
+    return {"program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source),
+            "split": options.split, "instances": len(chosen.instances), "skipped_rows": chosen.skipped,
+            "sessions": "oracle" if options.oracle_sessions else "all", "oracle_left_out": chosen.oracle_left_out,
+            "inferrers": list(chosen_inferrers(session, options, chosen)), "judge_prompt": options.judge_prompt,
+            "context_overflow": options.context_overflow, **model_params(session)}
 
 
 def evaluate(options: JudgingOptions, run: StepRun) -> EvaluationOutcome:
-    instances, skipped = run.loaded
-    return evaluate_instances(run.session, run.tracker, options, instances, skipped)
+    return evaluate_chosen(run.session, run.tracker, options, run.loaded)
+
+
+def demo(options: JudgingOptions, run: StepRun) -> EvaluationOutcome:
+    """The evaluation on the bundled sample, recorded as `evaluate` records it: in the run that step declares
+    ("cupid-evaluate"), which the runner opens with that step's params."""
+    with run.open_step("evaluate", options):
+        return evaluate(options, run)
 
 
 def select_instances(data: DataOptions, split: str) -> Selected:
@@ -109,37 +146,55 @@ def select_instances(data: DataOptions, split: str) -> Selected:
     return chosen[: data.max_instances], len(loaded.skipped)
 
 
-def evaluate_instances(
-    session: Settings, tracker: Tracker, options: JudgingOptions, instances: Sequence[CupidInstance], skipped: int = 0
-) -> EvaluationOutcome:
+def evaluated(options: JudgingOptions, instances: Sequence[CupidInstance], skipped: int = 0) -> Evaluated:
+    """The instances to evaluate: all of them, or in the oracle setting those with a prior session that shares their
+    current preference (`_with_relevant_sessions`); none is a ConfigError."""
     if not instances:
         raise ConfigError(f"no instances in the {options.split} split", "use --split all or fewer validation personas")
-    without_relevant = None
-    if options.oracle_sessions:
-        instances, without_relevant = _with_relevant_sessions(instances)
-    examples = [instance.example(options.oracle_sessions) for instance in instances]
-    inferrers = _inferrers(session, options)
-    params = {"program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source),
-              "split": options.split, "instances": len(instances), "skipped_rows": skipped,
-              "sessions": "oracle" if options.oracle_sessions else "all", "oracle_left_out": without_relevant,
-              "inferrers": list(inferrers), "judge_prompt": options.judge_prompt,
-              "context_overflow": options.context_overflow, **model_params(session)}
-    with tracker.run("cupid-evaluate", params):
-        inference = []
-        for name, inferrer in inferrers.items():
-            inference.append(infer_and_match(session, tracker, name, inferrer, examples, options.context_overflow))
-            _write_inference(tracker, options.output_dir, inference[-1])
-        inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
-        responses = [respond_and_judge(session, tracker, method, examples, inferred, options.judge_prompt,
-                                       options.context_overflow)
-                     for method in options.responses]
-        if responses:
-            rows = [asdict(result) for response in responses for result in response.results]
-            write_results(tracker, options.output_dir / "responses.jsonl", rows)
-        outcome = EvaluationOutcome(str(options.source), len(instances), skipped, options.split, inference, responses,
-                                    options.output_dir, without_relevant, options.judge_prompt,
-                                    options.context_overflow)
-    return outcome
+    if not options.oracle_sessions:
+        return Evaluated(list(instances), skipped)
+    kept, without_relevant = _with_relevant_sessions(instances)
+    return Evaluated(kept, skipped, without_relevant)
+
+
+def chosen_inferrers(session: Settings, options: JudgingOptions, chosen: Evaluated) -> dict[str, dspy.Module]:
+    """The inferrers the evaluation of `chosen` compares (`_inferrers`), built once: the run's params name them before
+    the work runs them, and a compiled inferrer is read (and said to be) only once."""
+    if not chosen.inferrers:
+        chosen.inferrers.update(_inferrers(session, options))
+    return chosen.inferrers
+
+
+def evaluate_instances(
+    session: Settings, tracker: StepTracker, options: JudgingOptions, instances: Sequence[CupidInstance],
+    skipped: int = 0,
+) -> EvaluationOutcome:
+    """The evaluation of `instances` (`evaluated`, then `evaluate_chosen`), for a caller that has them in hand (a
+    benchmark, a test); it opens no run: the caller opens the one it records in."""
+    return evaluate_chosen(session, tracker, options, evaluated(options, instances, skipped))
+
+
+def evaluate_chosen(
+    session: Settings, tracker: StepTracker, options: JudgingOptions, chosen: Evaluated
+) -> EvaluationOutcome:
+    """Each inferrer, then each response method, on the chosen instances; each a child run of the run `tracker`
+    records in (the evaluate run, `evaluation_params`), which gets the result files."""
+    examples = [instance.example(options.oracle_sessions) for instance in chosen.instances]
+    inferrers = chosen_inferrers(session, options, chosen)
+    inference = []
+    for name, inferrer in inferrers.items():
+        inference.append(infer_and_match(session, tracker, name, inferrer, examples, options.context_overflow))
+        _write_inference(tracker, options.output_dir, inference[-1])
+    inferred = [result.preference or "" for result in inference[-1].results]  # the compiled one, if any
+    responses = [respond_and_judge(session, tracker, method, examples, inferred, options.judge_prompt,
+                                   options.context_overflow)
+                 for method in options.responses]
+    if responses:
+        rows = [asdict(result) for response in responses for result in response.results]
+        tracker.write_results(options.output_dir / "responses.jsonl", rows)
+    return EvaluationOutcome(str(options.source), len(chosen.instances), chosen.skipped, options.split, inference,
+                             responses, options.output_dir, chosen.oracle_left_out, options.judge_prompt,
+                             options.context_overflow)
 
 
 def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[CupidInstance], int]:
@@ -155,11 +210,11 @@ def _with_relevant_sessions(instances: Sequence[CupidInstance]) -> tuple[list[Cu
 
 
 def infer_and_match(
-    session: Settings, tracker: Tracker, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example],
+    session: Settings, tracker: StepTracker, name: str, inferrer: dspy.Module, examples: Sequence[dspy.Example],
     context_overflow: ContextOverflow = "zero",
 ) -> InferenceOutcome:
     """One inferrer on every example (task model), then its preferences graded (judge model). A child run."""
-    with tracker.run(f"infer-{name}", {"inferrer": name}, nested=True):
+    with tracker.child(f"infer-{name}", {"inferrer": name}):
         inferred, infer_cost = _run_step(session, inferrer, examples, "task")
         gradings, redecomposed, grading_costs = _grade(session, inferred)
         results = [_instance_result(ran, grading, checklist, context_overflow)
@@ -184,12 +239,12 @@ def _by_type(results: Sequence[Any], summarize: Callable[[list[Any], int], Any],
 
 
 def respond_and_judge(
-    session: Settings, tracker: Tracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str],
+    session: Settings, tracker: StepTracker, method: str, examples: Sequence[dspy.Example], inferred: Sequence[str],
     judge_prompt: JudgePrompt, context_overflow: ContextOverflow = "zero",
 ) -> ResponseOutcome:
     """Responses of one method (task model) judged 1-10 against the gold preference and checklist (judge model),
     scored over all instances and per instance type. A child run."""
-    with tracker.run(f"respond-{method}", {"response_method": method}, nested=True):
+    with tracker.child(f"respond-{method}", {"response_method": method}):
         requests = [_response_example(example, method, preference) for example, preference in
                     zip(examples, inferred, strict=True)]
         generator = FROM_SESSIONS.get(method, ResponseGenerator)()
@@ -386,6 +441,6 @@ def _cost_metrics(costs: dict[str, StepCost]) -> dict[str, float]:
     return {name: value for step, cost in costs.items() for name, value in cost.as_metrics(f"{step}_").items()}
 
 
-def _write_inference(tracker: Tracker, output_dir: Path, inference: InferenceOutcome) -> None:
+def _write_inference(tracker: StepTracker, output_dir: Path, inference: InferenceOutcome) -> None:
     slug = inference.name.replace(" ", "-")
-    write_results(tracker, output_dir / f"inference-{slug}.jsonl", map(asdict, inference.results))
+    tracker.write_results(output_dir / f"inference-{slug}.jsonl", map(asdict, inference.results))

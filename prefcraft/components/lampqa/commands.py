@@ -1,8 +1,9 @@
-"""`prefcraft lampqa`: the LaMP-QA component and its steps, each its options (`options`), work and report.
+"""`prefcraft lampqa`: the LaMP-QA component and its steps, each its options (`options`), the MLflow run the runner
+opens for it (`run_name`), its work and report.
 
-Steps: `compile` (MIPROv2 over PlanPers' planner + answerer, the aspect score as metric), `evaluate` (the methods on
-held-out questions, scored by the aspect judge) and `demo` (evaluate on the bundled synthetic questions with the
-embedded model, small budget).
+Steps: `compile` (MIPROv2 over PlanPers' planner + answerer, the aspect score as metric; run `lampqa-compile`),
+`evaluate` (the methods on held-out questions, scored by the aspect judge; run `lampqa-evaluate`) and `demo` (evaluate
+on the bundled synthetic questions with the embedded model, small budget; recorded as evaluate's run).
 """
 
 from __future__ import annotations
@@ -38,15 +39,15 @@ def _demo_options() -> type[Options]:
 
 
 def _compile_code() -> StepCode:
-    from prefcraft.components.lampqa.compilation import compile_planpers, load_compiled_on
+    from prefcraft.components.lampqa.compilation import compile_planpers, compile_run_params, load_compiled_on
     from prefcraft.components.lampqa.report import format_compile
-    return StepCode(compile_planpers, format_compile, load_compiled_on)
+    return StepCode(compile_planpers, format_compile, load_compiled_on, compile_run_params)
 
 
 def _evaluate_code() -> StepCode:
-    from prefcraft.components.lampqa.evaluation import evaluate, load_evaluated
+    from prefcraft.components.lampqa.evaluation import evaluate, evaluation_params, load_evaluated
     from prefcraft.components.lampqa.report import format_evaluation
-    return StepCode(evaluate, format_evaluation, load_evaluated)
+    return StepCode(evaluate, format_evaluation, load_evaluated, evaluation_params)
 
 
 def _charts() -> ReportCharts:
@@ -63,13 +64,13 @@ COMPONENT = Component(
     name="lampqa", title="LaMP-QA", help=HELP,
     steps={
         "compile": Step("MIPROv2 over PlanPers (planner + answerer) against the aspect score",
-                        _compile_options, _compile_code),
+                        _compile_options, _compile_code, run_name="lampqa-compile"),
         "evaluate": Step("the baseline (no personalization), RAG (over the user's or a random user's profile) and "
                          "PlanPers (and a compiled PlanPers) on held-out questions",
-                         _evaluate_options, _evaluate_code),
+                         _evaluate_options, _evaluate_code, run_name="lampqa-evaluate"),
         "demo": Step("evaluate on the bundled SYNTHETIC questions with the embedded model, small budget",
-                     _demo_options, _evaluate_code),
+                     _demo_options, _evaluate_code, run_name="lampqa-evaluate"),
     },
-    run_names=("lampqa-compile", "lampqa-evaluate"), demo=Demo(lambda _: ["demo"], compare), sweepable=True,
+    demo=Demo(lambda _: ["demo"], compare), sweepable=True,
     import_charts=_charts, import_programs=_programs,
 )

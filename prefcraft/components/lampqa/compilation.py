@@ -10,6 +10,7 @@ task model.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dspy
 
@@ -21,13 +22,13 @@ from prefcraft.components.lampqa.options import CompileOptions
 from prefcraft.errors import ConfigError
 from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_selection import CompileOutcome
-from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate
+from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate, compile_params
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.programs.lampqa import PLANPERS_RETRIES, PlanPers
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest
+from prefcraft.tracking import StepTracker, data_digest
 
 METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · #aspects), judge on the judge model"
 Splits = tuple[list[dspy.Example], list[dspy.Example]]
@@ -45,6 +46,15 @@ def load_compiled_on(options: CompileOptions) -> Splits:
     return trainset, valset
 
 
+def compile_run_params(options: CompileOptions, run: StepRun) -> dict[str, Any]:
+    """The `lampqa-compile` run's params: the data and the sizes of the two splits (`run.loaded`), the retrieval, the
+    retries, the optimizer's settings and the models."""
+    trainset, valset = run.loaded
+    params = {**_data(options), "train": len(trainset), "val": len(valset), **retrieval_params(options),
+              **retry_params(options)}
+    return compile_params(run.session, PROGRAM_NAME, optimizer_config(options, run.session), params)
+
+
 def compile_planpers(options: CompileOptions, run: StepRun) -> CompileOutcome:
     trainset, valset = run.loaded
     return compile_and_select(run.session, options, trainset, valset, run.tracker)
@@ -52,13 +62,13 @@ def compile_planpers(options: CompileOptions, run: StepRun) -> CompileOutcome:
 
 def compile_and_select(
     session: Settings, options: CompileOptions, trainset: list[dspy.Example], valset: list[dspy.Example],
-    tracker: Tracker,
+    tracker: StepTracker,
 ) -> CompileOutcome:
     """The optimizer over a new PlanPers (both predictors), then the ship gate: save it with its verdict, ship only a
-    winner."""
+    winner; recorded in the step's run, which the runner opened (its params `compile_run_params`)."""
     metric = AspectScore(lambda: lm_context(session, "judge"), options.judge_retries)
     retries = options.retries_for(PLANPERS_RETRIES)
-    data = {"data": str(options.source), "data_digest": data_digest(options.source)}
+    data = _data(options)
     step = CompileStep(
         PROGRAM_NAME, lambda: PlanPers(build_retriever(options), retries=retries), optimizer_config(options, session),
         options.output,
@@ -66,6 +76,8 @@ def compile_and_select(
          "split": {"train": len(trainset), "val": len(valset), "max_questions": options.max_questions},
          "metric": METRIC},
     )  # fmt: skip
-    params = {**data, "train": len(trainset), "val": len(valset), **retrieval_params(options), **retry_params(options)}
-    return compile_and_gate(session, tracker, step, metric, trainset, valset, run_name="lampqa-compile", params=params,
-                            models=ModelAccess(build_lm, lm_context))
+    return compile_and_gate(session, tracker, step, metric, trainset, valset, models=ModelAccess(build_lm, lm_context))
+
+
+def _data(options: CompileOptions) -> dict[str, str]:
+    return {"data": str(options.source), "data_digest": data_digest(options.source)}

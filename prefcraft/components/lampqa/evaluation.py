@@ -4,9 +4,10 @@ Per method, two steps, each a `dspy.Evaluate` pass with questions in parallel: `
 task model: retrieval, the planner for PlanPers, the answerer) and `judge` (one judge call per gold aspect of each
 question, on the judge model). PlanPers' plan is judged on its own too (`coverage`: the share of the gold aspects its
 plan covers, scored like an answer). `rag_random` is the paper's control (Table 2): RAG over another user's profile,
-drawn at random (seeded) for each question from the profiles of the other questions evaluated. One MLflow parent run,
-one child run per method; per-question results go to `<output-dir>/lampqa-<method>.jsonl` and the summary to
-`<output-dir>/lampqa-summary.json`, both written atomically and logged to their run.
+drawn at random (seeded) for each question from the profiles of the other questions evaluated. The runner opens the
+step's MLflow run (`lampqa-evaluate`, its params `evaluation_params`); one child run per method; per-question results
+go to `<output-dir>/lampqa-<method>.jsonl` and the summary to `<output-dir>/lampqa-summary.json`, both written
+atomically and logged to their run.
 
 A question whose answer or judgment fails (the server refused a prompt over its context, a reply that still does not
 parse after its retries) scores 0, as the reference scores it, with its reason in the results and counted by kind in
@@ -15,7 +16,6 @@ the summary; the run goes on, unless a call timed out or the model's server no l
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -37,7 +37,6 @@ from prefcraft.components.lampqa.options import DataOptions, Method, MethodOptio
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, run_pipeline_step
-from prefcraft.files import write_text_atomic
 from prefcraft.item_failures import failure_reason, is_item_failure
 from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
@@ -55,7 +54,7 @@ from prefcraft.programs.lampqa import (
     Retriever,
 )
 from prefcraft.settings import Role, Settings
-from prefcraft.tracking import Tracker, data_digest, model_params, write_results
+from prefcraft.tracking import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +72,19 @@ def load_evaluated(options: MethodOptions) -> LoadedQuestions:
     if options.compiled is not None:
         load_planpers(options.compiled)
     return loaded
+
+
+def evaluation_params(options: MethodOptions, run: StepRun) -> dict[str, Any]:
+    """The `lampqa-evaluate` run's params: the questions (`run.loaded`), the methods with the compiled PlanPers that
+    the work compares (`compiled_planpers`, for the task model as given), the retrieval, the retries and the
+    models."""
+    loaded: LoadedQuestions = run.loaded
+    compiled = compiled_planpers(options, run.settings.task.model, warn=False)
+    return {"program": "lampqa", "data": str(options.source), "data_digest": data_digest(options.source),
+            "split": options.questions_split, "questions": len(loaded.questions),
+            "skipped_posts": loaded.skipped_posts, "empty_profiles": loaded.empty_profiles,
+            "methods": method_names(options, compiled), "compiled": str(compiled or ""), **retrieval_params(options),
+            **retry_params(options), **model_params(run.session)}
 
 
 def evaluate(options: MethodOptions, run: StepRun) -> EvaluationOutcome:
@@ -144,39 +156,48 @@ def method_programs(
     builders = {BASELINE: lambda: NoPersonalization(answer_retries), "rag": rag, RANDOM_PROFILE_METHOD: rag,
                 "planpers": lambda: PlanPers(build_retriever(options), post_chars, planpers_retries)}
     programs = {name: builders[name]() for name in options.methods}
-    compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, task_model) if options.use_shipped else None)
+    compiled = compiled_planpers(options, task_model)
     if compiled is not None:
         programs[COMPILED_METHOD] = load_planpers(compiled, build_retriever(options), post_chars, planpers_retries)[0]
     return programs, compiled
 
 
+def compiled_planpers(options: MethodOptions, task_model: str, *, warn: bool = True) -> Path | None:
+    """The compiled PlanPers to compare: `--compiled`, else the one compiled/index.json registers for `task_model`
+    (unless `--no-shipped`). `warn=False` keeps quiet about a registered file that a losing compile has written over:
+    the run's params look it up before the work, which says so."""
+    if options.compiled or not options.use_shipped:
+        return options.compiled
+    return shipped_compiled(PROGRAM_NAME, task_model, warn=warn)
+
+
+def method_names(options: MethodOptions, compiled: Path | None) -> list[str]:
+    """The methods `method_programs` builds, in its order: those asked for, then the compiled PlanPers if any."""
+    return [*dict.fromkeys(options.methods), *([COMPILED_METHOD] if compiled is not None else [])]
+
+
 def evaluate_methods(
-    session: Settings, tracker: Tracker, options: MethodOptions, loaded: LoadedQuestions,
+    session: Settings, tracker: StepTracker, options: MethodOptions, loaded: LoadedQuestions,
     programs: dict[str, dspy.Module], compiled: Path | None,
 ) -> EvaluationOutcome:
-    split = options.questions_split
+    """Each method on the questions, in a child run of the step's run (which the runner opened); the summary and the
+    gains over the baseline go to the step's run."""
     examples = [question.example() for question in loaded.questions]
-    params = {"program": "lampqa", "data": str(options.source), "data_digest": data_digest(options.source),
-              "split": split, "questions": len(examples), "skipped_posts": loaded.skipped_posts,
-              "empty_profiles": loaded.empty_profiles,
-              "methods": list(programs), "compiled": str(compiled or ""), **retrieval_params(options),
-              **retry_params(options), **model_params(session)}
     inputs = {name: with_random_profiles(examples, session.seed) if name == RANDOM_PROFILE_METHOD else examples
               for name in programs}
     outcomes: dict[str, MethodOutcome] = {}
-    with tracker.run("lampqa-evaluate", params):
-        for name, program in programs.items():
-            with tracker.run(f"lampqa-{name}", {"method": name}, nested=True):
-                outcomes[name] = evaluate_method(session, name, program, inputs[name], options.judge_retries)
-                _log_method(tracker, outcomes[name], loaded.questions, options.output_dir)
-        if BASELINE in outcomes:
-            for outcome in outcomes.values():
-                outcome.gain = relative_gain(outcome.report.overall.mean, outcomes[BASELINE].report.overall.mean)
-        result = EvaluationOutcome(split, len(examples), loaded.skipped_posts, outcomes, compiled,
-                                   loaded.empty_profiles)
-        tracker.log_file(write_text_atomic(options.output_dir / "lampqa-summary.json", _json(_summary(result))))
-        tracker.log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items()
-                             if method.gain == method.gain})
+    for name, program in programs.items():
+        with tracker.child(f"lampqa-{name}", {"method": name}):
+            outcomes[name] = evaluate_method(session, name, program, inputs[name], options.judge_retries)
+            _log_method(tracker, outcomes[name], loaded.questions, options.output_dir)
+    if BASELINE in outcomes:
+        for outcome in outcomes.values():
+            outcome.gain = relative_gain(outcome.report.overall.mean, outcomes[BASELINE].report.overall.mean)
+    result = EvaluationOutcome(options.questions_split, len(examples), loaded.skipped_posts, outcomes, compiled,
+                               loaded.empty_profiles)
+    tracker.write_json(options.output_dir / "lampqa-summary.json", _summary(result))
+    tracker.log_metrics({f"{name}_gain": method.gain for name, method in outcomes.items()
+                         if method.gain == method.gain})
     return result
 
 
@@ -294,7 +315,7 @@ def _scored(example: dspy.Example, prediction: dspy.Prediction) -> float:
 
 
 def _log_method(
-    tracker: Tracker, outcome: MethodOutcome, questions: Sequence[LampQAQuestion], output_dir: Path
+    tracker: StepTracker, outcome: MethodOutcome, questions: Sequence[LampQAQuestion], output_dir: Path
 ) -> None:
     metrics = outcome.report.as_metrics()
     for step, cost in outcome.cost.items():
@@ -311,7 +332,7 @@ def _log_method(
                      "retrieved": getattr(prediction, "retrieved", None), "scores": list(result.scores),
                      "score": result.score, "answer_failure": result.answer_failure,
                      "judge_failures": list(result.judge_failures)})
-    path = write_results(tracker, output_dir / f"lampqa-{outcome.name}.jsonl", rows)
+    path = tracker.write_results(output_dir / f"lampqa-{outcome.name}.jsonl", rows)
     logger.info("wrote %d results of %s to %s", len(rows), outcome.name, path)
 
 
@@ -331,7 +352,3 @@ def _summary(outcome: EvaluationOutcome) -> dict[str, object]:
             for name, method in outcome.methods.items()
         },
     }
-
-
-def _json(value: object) -> str:
-    return json.dumps(value, indent=2, default=str) + "\n"

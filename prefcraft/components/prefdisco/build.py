@@ -25,7 +25,7 @@ from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco.options import BuildOptions
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
-from prefcraft.tracking import NOT_TRACKED, Tracker, data_digest, write_results
+from prefcraft.tracking import NOT_TRACKED, StepTracker, data_digest
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +70,7 @@ CONFIDENCE = {"low": "confident", "medium": "confident with familiar topics, uns
               "high": "doubts their own answers"}
 ANXIETY_TRIGGERS = {"low": "few; rarely anxious", "medium": "time pressure", "high": "being wrong in front of others"}
 MAX_SHARED_TRAITS = 0.75  # a persona sharing more of its traits with an earlier one is a near-duplicate
+UNTRACKED = StepTracker(NOT_TRACKED)
 
 
 @dataclass(frozen=True)
@@ -141,15 +142,18 @@ def load_problems(options: BuildOptions) -> list[dict[str, Any]]:
     return read_problems(problems_file(options))
 
 
+def build_params(options: BuildOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `prefdisco-build-scenarios` run: the problems, the sampling's sizes and the seed."""
+    source = problems_file(options)
+    return {"problems": str(source), "data_digest": data_digest(source), "personas": options.personas,
+            "personas_per_problem": options.personas_per_problem, "attributes_per_profile": options.attributes,
+            "seed": run.settings.seed}
+
+
 def build(options: BuildOptions, run: StepRun) -> BuildOutcome:
-    """Build and write the scenarios in one MLflow run, with a child run per task."""
-    source, seed = problems_file(options), run.settings.seed
-    params = {"problems": str(source), "data_digest": data_digest(source), "personas": options.personas,
-              "personas_per_problem": options.personas_per_problem, "attributes_per_profile": options.attributes,
-              "seed": seed}
-    with run.tracker.run("prefdisco-build-scenarios", params):
-        outcome = build_scenario_file(run.loaded, options, seed, run.tracker)
-        run.tracker.log_metrics({"scenarios": outcome.scenarios, "rejected_personas": outcome.rejected_personas})
+    """Build and write the scenarios in the run the runner opened, with a child run per task."""
+    outcome = build_scenario_file(run.loaded, options, run.settings.seed, run.tracker)
+    run.tracker.log_metrics({"scenarios": outcome.scenarios, "rejected_personas": outcome.rejected_personas})
     return outcome
 
 
@@ -160,9 +164,9 @@ def format_build(outcome: BuildOutcome) -> str:
 
 
 def build_scenario_file(problems: Sequence[dict[str, Any]], options: BuildOptions, seed: int,
-                        tracker: Tracker = NOT_TRACKED) -> BuildOutcome:
-    """The scenarios of `problems` written to `options.output`, seeded by `seed`; a child run of `tracker` per task
-    counts its scenarios, and the file is logged to the tracker's run."""
+                        tracker: StepTracker = UNTRACKED) -> BuildOutcome:
+    """The scenarios of `problems` written to `options.output`, seeded by `seed`; a child run of the step's run per
+    task counts its scenarios, and the file is logged to the step's run."""
     rng = random.Random(seed)
     personas, rejected = sample_personas(options.personas, rng)
     rows: list[dict[str, Any]] = [{"type": "metadata", "synthetic": True, "generator": "prefcraft build-scenarios",
@@ -173,9 +177,9 @@ def build_scenario_file(problems: Sequence[dict[str, Any]], options: BuildOption
             rows.append(scenario_row(problem, persona, options.attributes, rng))
         per_task[problem["task"]] = per_task.get(problem["task"], 0) + options.personas_per_problem
     for task, count in per_task.items():
-        with tracker.run(f"task-{task}", {"task": task}, nested=True):
+        with tracker.child(f"task-{task}", {"task": task}):
             tracker.log_metrics({"scenarios": count})
-    path = write_results(tracker, options.output, rows)
+    path = tracker.write_results(options.output, rows)
     return BuildOutcome(path, len(problems), len(personas), rejected, len(rows) - 1, options.personas_per_problem)
 
 

@@ -1,4 +1,5 @@
-"""`prefcraft prefdisco evaluate`: Baseline, Discovery and Oracle on the same scenarios. One MLflow run.
+"""`prefcraft prefdisco evaluate`: Baseline, Discovery and Oracle on the same scenarios, in the one MLflow run that the
+runner opens (`prefdisco-evaluate`, its params `evaluation_params`).
 
 Baseline answers from the problem alone; Oracle answers with the hidden profile given up front; Discovery is the
 question asker (uncompiled, and the compiled one when there is one) eliciting from the passive user simulator within
@@ -10,12 +11,11 @@ Discovery variant: NormAlign of the conditions' means (the paper's Table 2) and,
 NormAlign (undefined where Oracle equals Baseline, counted); over all tasks, the share of tasks whose NormAlign is
 negative (the paper's 29.0% figure is this share over model-task pairs). Every dialogue, with its hidden profile,
 grades and scores, goes to `dialogues.jsonl` under the output directory; the summary to `summary.json`; both are
-logged to the run.
+logged to that run.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import time
@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import dspy
 
@@ -42,7 +42,6 @@ from prefcraft.components.prefdisco.options import ConditionsOptions, DataOption
 from prefcraft.components.prefdisco.results import ConditionResult, ConditionSummary, EvaluationOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
-from prefcraft.files import write_text_atomic
 from prefcraft.item_failures import FailureLog
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
@@ -60,7 +59,7 @@ from prefcraft.programs.prefdisco import (
 )
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, model_params, write_results
+from prefcraft.tracking import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +77,24 @@ def load_evaluated(options: ConditionsOptions) -> list[Scenario]:
 
 def evaluate(options: ConditionsOptions, run: StepRun) -> EvaluationOutcome:
     return evaluate_conditions(run.session, run.tracker, options, run.loaded)
+
+
+def evaluation_params(options: ConditionsOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `prefdisco-evaluate` run: the data, the scenarios `load` read, the conditions' settings, the
+    compiled asker compared (if any) and the models."""
+    compiled = compiled_asker(options, run.session, warn=False)  # the work looks it up again, and warns then
+    return {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": data_digest(options.source),
+            "split": options.split, "scenarios": len(run.loaded), "max_turns": options.max_turns,
+            "forced_questions": options.forced_questions, "collaborative": options.collaborative,
+            "correctness_temperature": correctness_temperature(options),
+            "compiled": str(compiled or ""), **model_params(run.session)}
+
+
+def compiled_asker(options: ConditionsOptions, session: Settings, *, warn: bool = True) -> Path | None:
+    """The compiled asker to compare: `--compiled`, else (unless `--no-shipped`) the one shipped for the task model."""
+    if options.compiled or not options.use_shipped:
+        return options.compiled
+    return shipped_compiled(PROGRAM_NAME, session.task.model, warn=warn)
 
 
 def select_scenarios(data: DataOptions, split: str) -> list[Scenario]:
@@ -119,15 +136,11 @@ def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) 
     return asker
 
 
-def evaluate_conditions(session: Settings, tracker: Tracker, options: ConditionsOptions,
+def evaluate_conditions(session: Settings, tracker: StepTracker, options: ConditionsOptions,
                         scenarios: Sequence[Scenario]) -> EvaluationOutcome:
-    compiled = options.compiled or (shipped_compiled(PROGRAM_NAME, session.task.model) if options.use_shipped
-                                    else None)
-    params = {"program": PROGRAM_NAME, "data": str(options.source), "data_digest": data_digest(options.source),
-              "split": options.split, "scenarios": len(scenarios), "max_turns": options.max_turns,
-              "forced_questions": options.forced_questions, "collaborative": options.collaborative,
-              "correctness_temperature": correctness_temperature(options),
-              "compiled": str(compiled or ""), **model_params(session)}
+    """Every condition on `scenarios`, each in a child run of the step's run; the dialogues, the summary and its figures
+    go to the step's run."""
+    compiled = compiled_asker(options, session)
     users = simulated_users(session, scenarios, options.collaborative)
     conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
         BASELINE: (Responder(), [_responder_example(s, "") for s in scenarios]),
@@ -140,18 +153,17 @@ def evaluate_conditions(session: Settings, tracker: Tracker, options: Conditions
                                 conditions[DISCOVERY][1])
     results: dict[str, list[ConditionResult]] = {}
     costs: dict[str, dict[str, StepCost]] = {}
-    with tracker.run("prefdisco-evaluate", params):
-        for condition, (program, examples) in conditions.items():
-            with tracker.run(slug(condition), {"condition": condition}, nested=True):
-                results[condition], costs[condition] = run_condition(
-                    session, condition, program, examples, scenarios, correctness_temperature(options))
-                tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
-                                     for name, value in _cost_metrics(cost).items()})
-        summaries = summarize(results, session.seed)
-        outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs,
-                                    options.output_dir / "dialogues.jsonl",
-                                    sum(row.failed is not None for rows in results.values() for row in rows))
-        _write_results(tracker, outcome, results, options.output_dir)
+    for condition, (program, examples) in conditions.items():
+        with tracker.child(slug(condition), {"condition": condition}):
+            results[condition], costs[condition] = run_condition(
+                session, condition, program, examples, scenarios, correctness_temperature(options))
+            tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
+                                 for name, value in _cost_metrics(cost).items()})
+    summaries = summarize(results, session.seed)
+    outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs,
+                                options.output_dir / "dialogues.jsonl",
+                                sum(row.failed is not None for rows in results.values() for row in rows))
+    _write_results(tracker, outcome, results, options.output_dir)
     return outcome
 
 
@@ -283,19 +295,19 @@ def _cost_metrics(cost: StepCost) -> dict[str, float]:
     return {**cost.usage.as_metrics(), "seconds": cost.seconds, "failures": float(cost.failures)}
 
 
-def _write_results(tracker: Tracker, outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]],
+def _write_results(tracker: StepTracker, outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]],
                    output_dir: Path) -> None:
     """The dialogues (JSONL) and the summary (JSON), each written once and logged to the run; the summary's figures
     as the run's metrics."""
     rows = [asdict(row) for condition_rows in results.values() for row in condition_rows]
-    write_results(tracker, outcome.results_path, rows)
+    tracker.write_results(outcome.results_path, rows)
     per_scenario = {condition: _norm_aligns(rows, results)
                     for condition, rows in results.items() if condition not in (BASELINE, ORACLE)}
     summary = {"scenarios": outcome.scenarios, "split": outcome.split,
                "summaries": [asdict(summary) for summary in outcome.summaries], "norm_align": per_scenario,
                "costs": {condition: {step: asdict(cost) for step, cost in steps.items()}
                          for condition, steps in outcome.costs.items()}}
-    tracker.log_file(write_text_atomic(output_dir / "summary.json", json.dumps(summary, indent=2, default=str) + "\n"))
+    tracker.write_json(output_dir / "summary.json", summary)
     metrics = {}
     for item in outcome.summaries:
         prefix = f"{item.task}_{slug(item.condition)}_"

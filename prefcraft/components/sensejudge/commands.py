@@ -1,8 +1,8 @@
 """`prefcraft sensejudge`: the SenseJudge component and its steps, each its options (`options`), work (`simulate`,
-`selection`, `evaluation`, `demo`) and report: preference descriptions written from a user's dev pairs, the subset
-whose majority vote judges best, and the selected judge's accuracy, consistency and position bias on test pairs; the
-response models ranked by the majority vote of random descriptions per topic (the paper's way) or by the selected
-judge."""
+`selection`, `evaluation`, `demo`), MLflow run (its name here, its params beside its work) and report: preference
+descriptions written from a user's dev pairs, the subset whose majority vote judges best, and the selected judge's
+accuracy, consistency and position bias on test pairs; the response models ranked by the majority vote of random
+descriptions per topic (the paper's way) or by the selected judge."""
 
 from __future__ import annotations
 
@@ -50,20 +50,20 @@ def _demo_options() -> type[Options]:
 
 def _simulate_code() -> StepCode:
     from prefcraft.components.sensejudge.report import format_simulation
-    from prefcraft.components.sensejudge.simulate import read_simulated, simulate
-    return StepCode(simulate, format_simulation, read_simulated)
+    from prefcraft.components.sensejudge.simulate import read_simulated, simulate, simulate_params
+    return StepCode(simulate, format_simulation, read_simulated, simulate_params)
 
 
 def _select_code() -> StepCode:
     from prefcraft.components.sensejudge.report import format_selection
-    from prefcraft.components.sensejudge.selection import read_dev_pairs, select
-    return StepCode(select, format_selection, read_dev_pairs)
+    from prefcraft.components.sensejudge.selection import read_dev_pairs, select, selection_params
+    return StepCode(select, format_selection, read_dev_pairs, selection_params)
 
 
 def _evaluate_code() -> StepCode:
-    from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
+    from prefcraft.components.sensejudge.evaluation import evaluate, evaluation_params, read_held_out_pairs
     from prefcraft.components.sensejudge.report import format_evaluation
-    return StepCode(evaluate, format_evaluation, read_held_out_pairs)
+    return StepCode(evaluate, format_evaluation, read_held_out_pairs, evaluation_params)
 
 
 def _demo_code() -> StepCode:
@@ -87,13 +87,14 @@ COMPONENT = Component(
     name="sensejudge", title="SenseJudge", help=HELP,
     steps={
         "simulate": Step("responses to real SenseBench requests, labelled by a SIMULATED annotator persona",
-                         _simulate_options, _simulate_code),
+                         _simulate_options, _simulate_code, run_name="sensejudge-simulate"),
         "select": Step("write preference descriptions from each topic's dev pairs and select the subset whose vote is "
-                       "best", _select_options, _select_code),
+                       "best", _select_options, _select_code, run_name="sensejudge-select"),
         "evaluate": Step("accuracy, consistency and position bias of a selected judge on the test pairs, and the "
-                         "model ranking", _evaluate_options, _evaluate_code),
+                         "model ranking", _evaluate_options, _evaluate_code, run_name="sensejudge-evaluate"),
+        # each of its three steps in the run that step declares (`StepRun.open_step`): none of its own
         "demo": Step("simulate, select and evaluate on the embedded model", _demo_options, _demo_code),
     },
-    run_names=("sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"), demo=Demo(_demo_argv, compare),
+    demo=Demo(_demo_argv, compare),
     import_charts=_charts, import_programs=_programs,
 )

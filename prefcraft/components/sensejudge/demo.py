@@ -1,5 +1,6 @@
-"""`prefcraft sensejudge demo`: simulate, select and evaluate, each its own MLflow run, in one model session; it reads
-the dialogues before any model starts, and the pairs once the simulation has written them."""
+"""`prefcraft sensejudge demo`: simulate, select and evaluate, each in its own MLflow run (the run that step declares,
+opened by the runner: `StepRun.open_step`), in one model session; it reads the dialogues before any model starts, and
+the pairs once the simulation has written them."""
 
 from __future__ import annotations
 
@@ -12,9 +13,16 @@ from prefcraft.components.sensejudge.simulation import sample_dialogues, simulat
 
 
 def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
-    """Simulate, select and evaluate, each its own run, on the pairs the simulation writes to `options.data`."""
+    """Simulate, select and evaluate, each in the run its step declares, on the pairs the simulation writes to
+    `options.data`. The select and evaluate runs' params read what those steps' `load` reads, so each is opened with
+    it."""
     pools = sample_dialogues(run.loaded, options, run.session.seed)
-    simulation = simulate_pairs(run.session, run.tracker, pools, options.sensebench, options.data, options)
-    selection = select_descriptions(run.session, run.tracker, options, read_dev_pairs(options))
-    evaluation = evaluate_judge(run.session, run.tracker, options, read_held_out_pairs(options))
+    with run.open_step("simulate", options):
+        simulation = simulate_pairs(run.session, run.tracker, pools, options.data, options)
+    dev_pairs = read_dev_pairs(options)
+    with run.open_step("select", options, loaded=dev_pairs):
+        selection = select_descriptions(run.session, run.tracker, options, dev_pairs)
+    held_out = read_held_out_pairs(options)
+    with run.open_step("evaluate", options, loaded=held_out):
+        evaluation = evaluate_judge(run.session, run.tracker, options, held_out)
     return DemoOutcome(simulation, selection, evaluation)

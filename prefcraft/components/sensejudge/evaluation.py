@@ -1,4 +1,5 @@
-"""`prefcraft sensejudge evaluate`: a selected judge on the annotator's test pairs. One MLflow run.
+"""`prefcraft sensejudge evaluate`: a selected judge on the annotator's test pairs. One MLflow run, which the runner
+opens ("sensejudge-evaluate", `evaluation_params`).
 
 It judges each topic's test pairs in both orders under every candidate description of the topic, so that each single
 description, the headline (the reference's score: the mean over the dev-tied-best subsets, or the inverted tied-worst
@@ -36,7 +37,7 @@ from prefcraft.optimizers.sensejudge import collect_votes, reference_score
 from prefcraft.programs.sensejudge import SelectedJudge, description_judge
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, log_json, model_params, write_results
+from prefcraft.tracking import StepTracker, model_params
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -91,18 +92,27 @@ def read_held_out_pairs(options: EvaluatingOptions) -> HeldOutPairs:
     return HeldOutPairs(metadata, pairs, test, selections)
 
 
+def evaluation_params(options: EvaluatingOptions, run: StepRun) -> dict[str, Any]:
+    """The evaluate run's params: the judge's file, the test pairs `read_held_out_pairs` read (`run.loaded`) and the
+    models."""
+    held_out: HeldOutPairs = run.loaded
+    pairs = held_out.pairs
+    return {"program": SENSEJUDGE, "judge_file": str(options.judge_file), "data": str(pairs.source),
+            "data_digest": pairs.digest, **pairs.params, "annotator": pairs.annotator.user_id,
+            "test_pairs": len(pairs.annotator.test), "scope": held_out.scope, "topics": len(held_out.test),
+            **model_params(run.session)}
+
+
 def evaluate_judge(
-    session: Settings, tracker: Tracker, options: EvaluatingOptions, held_out: HeldOutPairs
+    session: Settings, tracker: StepTracker, options: EvaluatingOptions, held_out: HeldOutPairs
 ) -> EvaluationOutcome:
     """Test accuracy, consistency and position bias per description and for the selection, per topic, as the mean
-    of topics and pooled; model ranking."""
+    of topics and pooled; model ranking. Its metrics and files go to the run `tracker` records in (the evaluate run,
+    `evaluation_params`)."""
     pairs, test, selections, scope = held_out.pairs, held_out.test, held_out.selections, held_out.scope
     annotator, topic_of = pairs.annotator, pairs.topic_of
     examples = {topic: judge_set(topic_pairs) for topic, topic_pairs in test.items()}
-    params = {"program": SENSEJUDGE, "judge_file": str(options.judge_file), "data": str(pairs.source),
-              "data_digest": pairs.digest, **pairs.params, "annotator": annotator.user_id,
-              "test_pairs": len(annotator.test), "scope": scope, "topics": len(test), **model_params(session)}
-    with tracker.run("sensejudge-evaluate", params), lm_context(session, "task"):
+    with lm_context(session, "task"):
         with metered() as every_description:
             votes = {topic: collect_votes([description_judge(d) for d in selections[topic]["candidate_descriptions"]],
                                           examples[topic], num_threads=session.threads) for topic in test}
@@ -160,7 +170,7 @@ def _row(name: str, judged: list[Judgment], topic_of: dict[str, str], seed: int)
                     {topic: sum(right) / len(right) for topic, right in sorted(by_topic_right.items())})
 
 
-def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judged: list[Judgment], output_dir: Path) -> None:
+def _log_evaluation(tracker: StepTracker, outcome: EvaluationOutcome, judged: list[Judgment], output_dir: Path) -> None:
     """The evaluation's metrics, its ranking and the like (a JSON artifact), and the selected judge's judgments (a
     result file)."""
     metrics = {}
@@ -181,8 +191,8 @@ def _log_evaluation(tracker: Tracker, outcome: EvaluationOutcome, judged: list[J
     for step, usage in outcome.usage.items():
         metrics.update(usage.as_metrics(f"{step}_"))
     tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing measured
-    log_json(tracker, {"labels": outcome.labels, "scope": outcome.scope, "reference_scores": outcome.reference_scores,
-                       "reference_strategies": outcome.reference_strategies,
-                       "ranking": ranking and asdict(ranking)}, "sensejudge-evaluation.json")
-    path = write_results(tracker, output_dir / "sensejudge-judgments.jsonl", map(asdict, judged))
+    tracker.log_json({"labels": outcome.labels, "scope": outcome.scope, "reference_scores": outcome.reference_scores,
+                      "reference_strategies": outcome.reference_strategies,
+                      "ranking": ranking and asdict(ranking)}, "sensejudge-evaluation.json")
+    path = tracker.write_results(output_dir / "sensejudge-judgments.jsonl", map(asdict, judged))
     logger.info("wrote %d judgments of the selected judge to %s", len(judged), path)

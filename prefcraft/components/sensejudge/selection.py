@@ -1,6 +1,7 @@
 """`prefcraft sensejudge select`: preference descriptions written from one annotator's dev pairs (SenseBench's human
 labels, `human_labels`, split as the reference splits them, or a file of pairs such as `simulate` writes, `data`), and
-the subset whose majority vote judges them best. One MLflow run.
+the subset whose majority vote judges them best. One MLflow run, which the runner opens ("sensejudge-select",
+`selection_params`).
 
 As the paper does (§4.1.2), per topic by default (`scope`): the preference extractor writes each topic's candidate
 descriptions from that topic's dev pairs (the annotator's train and val pairs) on the prompt model (the task model
@@ -34,7 +35,7 @@ from prefcraft.optimizers.sensejudge import (
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, model_params
+from prefcraft.tracking import StepTracker, model_params
 from prefcraft.usage import LMUsage
 
 logger = logging.getLogger(__name__)
@@ -68,19 +69,29 @@ def read_dev_pairs(options: SelectingOptions) -> DevPairs:
     return DevPairs(pairs, groups)
 
 
+def selection_params(options: SelectingOptions, run: StepRun) -> dict[str, object]:
+    """The select run's params: the dev pairs `read_dev_pairs` read (`run.loaded`), how the descriptions are written
+    and selected, and the models."""
+    dev: DevPairs = run.loaded
+    pairs, session = dev.pairs, run.session
+    annotator = pairs.annotator
+    return {"program": SENSEJUDGE, "data": str(pairs.source), "data_digest": pairs.digest, **pairs.params,
+            "annotator": annotator.user_id, "dev_pairs": len(annotator.context_pairs), "scope": options.scope,
+            "topics": len(dev.groups), "max_pair_descriptions": options.max_pair_descriptions,
+            "description_length": options.description_length,
+            **_settings_of(options.selection(session.threads)), **model_params(session)}
+
+
 def select_descriptions(
-    session: Settings, tracker: Tracker, options: SelectingOptions, dev: DevPairs
+    session: Settings, tracker: StepTracker, options: SelectingOptions, dev: DevPairs
 ) -> SelectionOutcome:
     """Extract candidate descriptions from the dev pairs and select a subset, per topic or once over all of them (as
-    `options.scope` says); save the SelectedJudge to `options.judge_file`."""
+    `options.scope` says); save the SelectedJudge to `options.judge_file`, logged with the metrics to the run
+    `tracker` records in (the select run, `selection_params`)."""
     pairs, groups = dev.pairs, dev.groups
     annotator = pairs.annotator
     config = options.selection(session.threads)
-    params = {"program": SENSEJUDGE, "data": str(pairs.source), "data_digest": pairs.digest, **pairs.params,
-              "annotator": annotator.user_id, "dev_pairs": len(annotator.context_pairs), "scope": options.scope,
-              "topics": len(groups), "max_pair_descriptions": options.max_pair_descriptions,
-              "description_length": options.description_length, **_settings_of(config), **model_params(session)}
-    with tracker.run("sensejudge-select", params), lm_context(session, "task"):
+    with lm_context(session, "task"):
         selections = select_per_topic(
             groups, config=config, max_pair_descriptions=options.max_pair_descriptions,
             description_length=options.description_length,

@@ -35,7 +35,7 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.responder import Responder
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest, log_json, model_params, write_results
+from prefcraft.tracking import StepTracker, data_digest, model_params
 from prefcraft.usage import metered
 
 logger = logging.getLogger(__name__)
@@ -114,12 +114,19 @@ def sample_dialogues(dialogues: list[Dialogue], config: SimulationConfig, seed: 
     return {topic: by_topic[topic] for topic in config.topics or sorted(by_topic)}
 
 
+def simulation_params(session: Settings, source: Path, config: SimulationConfig) -> dict[str, object]:
+    """The simulate run's params: the dialogues' file and digest, the labels' kind, the simulation's settings and
+    seed (`SimulationConfig.params`) and the models'."""
+    return {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS,
+            **config.params(session.seed), **model_params(session)}
+
+
 def simulate_pairs(
-    session: Settings, tracker: Tracker, pools: dict[str, list[Dialogue]], source: Path, output: Path,
-    config: SimulationConfig,
+    session: Settings, tracker: StepTracker, pools: dict[str, list[Dialogue]], output: Path, config: SimulationConfig,
 ) -> SimulationSummary:
     """Write labelled pairs to `output` (JSON lines) from the first dialogues of each topic's pool
-    (`sample_dialogues`) that yield at least one pair; `session` has reachable models. One run of `tracker`.
+    (`sample_dialogues`) that yield at least one pair; `session` has reachable models. Its metrics and files go to
+    the run `tracker` records in (the simulate run, `simulation_params`).
 
     A dialogue whose pairs all fail or come out identical is replaced by the next one of its topic, up to as many
     replacements as dialogues wanted per topic; identical responses are found before labelling, so they cost no
@@ -131,30 +138,27 @@ def simulate_pairs(
     rng = random.Random(session.seed)
     positions = dict.fromkeys(pools, 0)
     limit = 2 * (config.dev_dialogues + config.test_dialogues)
-    params = {"dialogues": str(source), "dialogues_digest": data_digest(source), "labels": LABELS,
-              **config.params(session.seed), **model_params(session)}
-    with tracker.run("sensejudge-simulate", params):
-        while batch := _next_round(pools, wanted, positions, limit):
-            for dialogue, dialogue_rows in zip(batch, _simulate(session, batch, config, rng, summary), strict=True):
-                if not dialogue_rows:
-                    summary.replaced_dialogues += 1
-                    continue
-                split = "train" if wanted[dialogue.topic]["train"] else "test"
-                wanted[dialogue.topic][split] -= 1
-                summary.dialogues.append(dialogue.index)
-                rows += [{**row, "split": split} for row in dialogue_rows]
-        summary.dev_pairs = sum(row["split"] == "train" for row in rows)
-        summary.test_pairs = len(rows) - summary.dev_pairs
-        summary.topics = {topic: [sum(row["topic"] == topic and row["split"] == split for row in rows)
-                                  for split in ("train", "test")] for topic in pools}
-        write_results(tracker, output, rows)
-        tracker.log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
-                             "replaced_dialogues": summary.replaced_dialogues,
-                             "failed_responses": summary.failed_responses, "failed_labels": summary.failed_labels,
-                             "identical_pairs": summary.identical_pairs,
-                             **summary.usage["responses"].as_metrics("responses_"),
-                             **summary.usage["labels"].as_metrics("labels_")})
-        log_json(tracker, {"dialogue_indices": summary.dialogues, "topics": summary.topics}, "dialogues.json")
+    while batch := _next_round(pools, wanted, positions, limit):
+        for dialogue, dialogue_rows in zip(batch, _simulate(session, batch, config, rng, summary), strict=True):
+            if not dialogue_rows:
+                summary.replaced_dialogues += 1
+                continue
+            split = "train" if wanted[dialogue.topic]["train"] else "test"
+            wanted[dialogue.topic][split] -= 1
+            summary.dialogues.append(dialogue.index)
+            rows += [{**row, "split": split} for row in dialogue_rows]
+    summary.dev_pairs = sum(row["split"] == "train" for row in rows)
+    summary.test_pairs = len(rows) - summary.dev_pairs
+    summary.topics = {topic: [sum(row["topic"] == topic and row["split"] == split for row in rows)
+                              for split in ("train", "test")] for topic in pools}
+    tracker.write_results(output, rows)
+    tracker.log_metrics({"dev_pairs": summary.dev_pairs, "test_pairs": summary.test_pairs,
+                         "replaced_dialogues": summary.replaced_dialogues,
+                         "failed_responses": summary.failed_responses, "failed_labels": summary.failed_labels,
+                         "identical_pairs": summary.identical_pairs,
+                         **summary.usage["responses"].as_metrics("responses_"),
+                         **summary.usage["labels"].as_metrics("labels_")})
+    tracker.log_json({"dialogue_indices": summary.dialogues, "topics": summary.topics}, "dialogues.json")
     empty = {topic: counts for topic, counts in summary.topics.items() if 0 in counts}
     if empty:
         raise DataError(output, None, None, "topics left without dev or test pairs (dev, test): " +

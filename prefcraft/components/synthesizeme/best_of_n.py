@@ -1,10 +1,12 @@
 """`prefcraft synthesizeme best-of-n`: a fitted user's judge picks the best of each request's candidate responses
-(`rerank.best_of_n`); one result row per request, with the judge calls it took."""
+(`rerank.best_of_n`); one result row per request, with the judge calls it took, in the `best-of-n` run the runner
+opens (its params `best_of_n_params`)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -14,7 +16,6 @@ from prefcraft.components.synthesizeme.personal_judge import load_judge
 from prefcraft.components.synthesizeme.rerank import Choice, best_of_n
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import Message, read_rows
-from prefcraft.tracking import write_results
 
 
 class Request(BaseModel):
@@ -60,19 +61,22 @@ def load_requests(options: BestOfNOptions) -> list[Request]:
     return requests
 
 
+def best_of_n_params(options: BestOfNOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `best-of-n` run: the judge, the tournament and the requests (`load_requests` read them)."""
+    return {"judge_file": str(options.judge_file), "tournament": options.tournament, "requests": len(run.loaded)}
+
+
 def choose(options: BestOfNOptions, run: StepRun) -> BestOfNOutcome:
     judge = load_judge(options.judge_file)
     choices = []
-    with run.tracker.run("best-of-n", {"judge_file": str(options.judge_file), "tournament": options.tournament,
-                                       "requests": len(run.loaded)}):
-        for request in run.loaded:
-            conversation = request.conversation if isinstance(request.conversation, str) else \
-                [message.model_dump() for message in request.conversation]
-            choices.append(best_of_n(judge.prefers, conversation, request.candidates, options.tournament))
-        rows = [{"request": index, "best": choice.best, "response": request.candidates[choice.best], **asdict(choice)}
-                for index, (request, choice) in enumerate(zip(run.loaded, choices, strict=True))]
-        outcome = BestOfNOutcome(choices, write_results(run.tracker, options.output, rows), options.tournament)
-        run.tracker.log_metrics({"judge_calls": outcome.calls, "judge_calls_failed": outcome.failed})
+    for request in run.loaded:
+        conversation = request.conversation if isinstance(request.conversation, str) else \
+            [message.model_dump() for message in request.conversation]
+        choices.append(best_of_n(judge.prefers, conversation, request.candidates, options.tournament))
+    rows = [{"request": index, "best": choice.best, "response": request.candidates[choice.best], **asdict(choice)}
+            for index, (request, choice) in enumerate(zip(run.loaded, choices, strict=True))]
+    outcome = BestOfNOutcome(choices, run.tracker.write_results(options.output, rows), options.tournament)
+    run.tracker.log_metrics({"judge_calls": outcome.calls, "judge_calls_failed": outcome.failed})
     return outcome
 
 

@@ -60,21 +60,25 @@ def _best_of_n_options() -> type[Options]:
 
 def _fit_code() -> StepCode:
     from prefcraft.components.synthesizeme.evaluation import load_users
-    from prefcraft.components.synthesizeme.fit import fit
+    from prefcraft.components.synthesizeme.fit import fit, fit_params
     from prefcraft.components.synthesizeme.report import format_fit_summary
-    return StepCode(fit, format_fit_summary, load_users)
+    return StepCode(fit, format_fit_summary, load_users, fit_params)
 
 
 def _evaluate_code() -> StepCode:
-    from prefcraft.components.synthesizeme.evaluation import evaluate, load_evaluated
+    from prefcraft.components.synthesizeme.evaluation import evaluate, evaluate_params, load_evaluated
     from prefcraft.components.synthesizeme.report import format_evaluation
-    return StepCode(evaluate, format_evaluation, load_evaluated)
+    return StepCode(evaluate, format_evaluation, load_evaluated, evaluate_params)
 
 
 def _compile_persona_code() -> StepCode:
-    from prefcraft.components.synthesizeme.compile_persona import compile_persona, load_persona_users
+    from prefcraft.components.synthesizeme.compile_persona import (
+        compile_persona,
+        compile_persona_params,
+        load_persona_users,
+    )
     from prefcraft.components.synthesizeme.report import format_compile_persona
-    return StepCode(compile_persona, format_compile_persona, load_persona_users)
+    return StepCode(compile_persona, format_compile_persona, load_persona_users, compile_persona_params)
 
 
 def _import_persona_prompt_code() -> StepCode:
@@ -91,8 +95,8 @@ def _demo_code() -> StepCode:
 
 
 def _best_of_n_code() -> StepCode:
-    from prefcraft.components.synthesizeme.best_of_n import choose, format_choices, load_requests
-    return StepCode(choose, format_choices, load_requests)
+    from prefcraft.components.synthesizeme.best_of_n import best_of_n_params, choose, format_choices, load_requests
+    return StepCode(choose, format_choices, load_requests, best_of_n_params)
 
 
 def _charts() -> ReportCharts:
@@ -108,19 +112,20 @@ def _programs() -> dict[str, Any]:
 COMPONENT = Component(
     name="synthesizeme", title="SynthesizeMe", help=HELP,
     steps={
-        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", _fit_options, _fit_code),
+        "fit": Step("fit SynthesizeMe personal judges, one compiled JSON per user", _fit_options, _fit_code,
+                    run_name="fit-synthesizeme"),
         "evaluate": Step("judge a split's pairs in both orders and report accuracy", _evaluate_options,
-                         _evaluate_code),
+                         _evaluate_code, run_name="evaluate"),
         "compile-persona": Step("optimize the persona prompt (MIPROv2 by default), once",
-                                _compile_persona_options, _compile_persona_code),
+                                _compile_persona_options, _compile_persona_code, run_name="compile-persona"),
         "import-persona-prompt": Step("import a persona prompt released with the paper, for fit --persona-prompt",
                                       _import_persona_prompt_options, _import_persona_prompt_code, models=False,
                                       tracked=False),
+        # The demo opens no run of its own: its fit and its evaluation each run in their step's run (`open_step`).
         "demo": Step("fit sample users, compare with the baseline judge", _demo_options, _demo_code),
         "best-of-n": Step("pick the best of each request's candidate responses with a user's fitted judge",
-                          _best_of_n_options, _best_of_n_code),
+                          _best_of_n_options, _best_of_n_code, run_name="best-of-n"),
     },
-    run_names=("fit-synthesizeme", "evaluate", "compile-persona"),
     demo=Demo(lambda _: ["demo", "--users", *TOUR_USERS], compare),
     import_charts=_charts, import_programs=_programs,
 )

@@ -4,7 +4,7 @@ once, over training users, then the ship gate every compile goes through (`prefc
 A compiled prompt that beats the uncompiled one on the validation users, saved under compiled/persona_synthesizer/, is
 registered in compiled/index.json and becomes the default persona prompt of every `prefcraft synthesizeme fit` on the
 same task model; one that does not is saved to the requested output too, its verdict in its metadata, and never
-registered.
+registered. The runner opens the `compile-persona` run around it (its params `compile_persona_params`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,13 @@ from prefcraft.loaders.personal_reward_bench import (
     train_val_split,
 )
 from prefcraft.optimizers.compile_selection import CompileVerdict
-from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, optimize_and_gate, tracked_compile
+from prefcraft.optimizers.compile_step import (
+    CompileStep,
+    ModelAccess,
+    compile_params,
+    metered_compile,
+    optimize_and_gate,
+)
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines, persona_examples
 from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
@@ -41,7 +47,7 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import Tracker, data_digest
+from prefcraft.tracking import StepTracker, data_digest
 
 logger = logging.getLogger(__name__)
 
@@ -62,26 +68,35 @@ def load_persona_users(options: CompilePersonaOptions) -> tuple[Users, Users]:
     return train, val
 
 
+def compile_persona_params(options: CompilePersonaOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `compile-persona` run, which the runner opens around `compile_persona` (`compile_params`):
+    the persona synthesizer, the data, the training and validation users (`load_persona_users` read them), the persona
+    metric, the fits' search, the optimizer's settings and the models."""
+    train, val = run.loaded
+    session = run.session
+    params = {"data": str(options.source), "data_digest": data_digest(options.source), "train_users": ",".join(train),
+              "val_users": ",".join(val), "persona_metric": options.persona_metric,
+              "fit_val_fraction": VAL_FRACTION, "fit_val_orders": options.val_orders,
+              **{f"fit_{key}": value for key, value in asdict(options.search_config(session)).items()}}
+    return compile_params(session, PERSONA_SYNTHESIZER, persona_optimizer_config(options, session), params)
+
+
 def compile_persona(options: CompilePersonaOptions, run: StepRun) -> CompileVerdict:
     """The persona evidence of the training and validation users (`load_persona_users`), then the optimizer over the
-    persona prompt and the ship gate (`select_persona_prompt`); the optimizer runs with the settings' seed."""
+    persona prompt and the ship gate (`select_persona_prompt`), on the task model with its usage metered; the optimizer
+    runs with the settings' seed."""
     train, val = run.loaded
     session, tracker = run.session, run.tracker
     fit_config = options.search_config(session)
     prompt_config = persona_optimizer_config(options, session)
-    digest = data_digest(options.source)
-    params = {"data": str(options.source), "data_digest": digest, "train_users": ",".join(train),
-              "val_users": ",".join(val), "persona_metric": options.persona_metric,
-              "fit_val_fraction": VAL_FRACTION, "fit_val_orders": options.val_orders,
-              **{f"fit_{key}": value for key, value in asdict(fit_config).items()}}
-    with tracked_compile(session, tracker, ModelAccess(build_lm, lm_context), run_name="compile-persona",
-                         program_name=PERSONA_SYNTHESIZER, config=prompt_config, params=params):
+    with metered_compile(session, tracker, ModelAccess(build_lm, lm_context)):
         fitter = SynthesizeMe(PersonaSynthesizer(), fit_config)
         train_evidence, val_evidence = (_collect_evidence(fitter, users, options.val_orders) for users in (train, val))
         score = persona_metric(options, {**train, **val}, [*train_evidence, *val_evidence])
         return select_persona_prompt(
-            session, tracker, train_evidence, val_evidence, prompt_config, score, options.output, data_digest=digest,
-            train_users=list(train), val_users=list(val), metric=METRIC_DESCRIPTIONS[options.persona_metric],
+            session, tracker, train_evidence, val_evidence, prompt_config, score, options.output,
+            data_digest=data_digest(options.source), train_users=list(train), val_users=list(val),
+            metric=METRIC_DESCRIPTIONS[options.persona_metric],
         )  # fmt: skip
 
 
@@ -110,7 +125,7 @@ def persona_metric(options: CompilePersonaOptions, users: Users, evidence: list[
 
 
 def select_persona_prompt(
-    session: Settings, tracker: Tracker, train: list[PersonaEvidence], val: list[PersonaEvidence],
+    session: Settings, tracker: StepTracker, train: list[PersonaEvidence], val: list[PersonaEvidence],
     prompt_config: OptimizerConfig, score: PersonaMetric, output: Path, **metadata: Any,
 ) -> CompileVerdict:
     """The optimizer over the persona prompt, then the ship gate (`optimize_and_gate`): the compiled prompt is saved to

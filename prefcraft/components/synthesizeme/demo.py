@@ -1,5 +1,6 @@
 """`prefcraft synthesizeme demo`: fit the demo's users, then judge their test pairs with the baseline judge (no user
-context) and with their fitted ones, in one model session."""
+context) and with their fitted ones, in one model session; each part in the run its step opens (`fit-synthesizeme`,
+then `evaluate`)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ class DemoOutcome:
 
 
 def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
-    """The demo's users (`load_users` read them) fitted, then judged by each of DEMO_METHODS."""
-    summary = fit_users(run, options, run.loaded, options.search_config(run.session))
+    """The demo's users (`load_users` read them) fitted in the `fit` step's run, then judged by each of DEMO_METHODS
+    in the `evaluate` step's run (its params read what it judges, the `Selection`, as `evaluate`'s do)."""
+    with run.open_step("fit", options):
+        summary = fit_users(run, options, run.loaded, options.search_config(run.session))
     selection = select_judged(options, DEMO_METHODS, summary.judges, {})
-    return DemoOutcome(summary, evaluate_methods(run, options, DEMO_METHODS, selection))
+    with run.open_step("evaluate", options, loaded=selection):
+        methods = evaluate_methods(run, options, DEMO_METHODS, selection)
+    return DemoOutcome(summary, methods)

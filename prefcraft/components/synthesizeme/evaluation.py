@@ -6,6 +6,9 @@ release); `demographics` (Dong et al.'s judge told the user's PRISM survey profi
 it); `memory` (insights from each context pair's conversation, appended in order);
 from the user's fitted JSON: `demos` (the step-1 demos, no persona), `persona` (the persona, no demos) and
 `synthesizeme` (persona + searched demos).
+
+The runner opens the `evaluate` run (its params `evaluate_params`); the judgments, metrics and one child run per user
+are recorded in it.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dspy
 from tqdm import tqdm
@@ -36,7 +40,7 @@ from prefcraft.programs.judge import PreferenceJudge, ProfileJudge
 from prefcraft.programs.memory import MemoryBuilder
 from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import Tracker, data_digest, model_params, write_results
+from prefcraft.tracking import StepTracker, data_digest, model_params
 from prefcraft.usage import LMUsage, metered
 
 logger = logging.getLogger(__name__)
@@ -116,6 +120,8 @@ class Selection:
     """Each user's demographic profile."""
     demographics_judge: DemographicsJudge = "dong"
     """The demographics method's judge (`judge_for`)."""
+    methods: tuple[str, ...] = ()
+    """The methods it judges with (`select_judged`)."""
 
     def users_of(self, method: str) -> dict[str, UserPairs]:
         """The users `method` judges: for demographics, those with a profile."""
@@ -191,6 +197,16 @@ def evaluate(options: EvaluateOptions, run: StepRun) -> dict[str, MethodOutcome]
     return evaluate_methods(run, options, options.methods, run.loaded)
 
 
+def evaluate_params(options: JudgedOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `evaluate` run, which the runner opens around `evaluate_methods` (for `demo` too): the methods
+    and the users of what it judges (`run.loaded`, a `Selection`), the data, the split, the models."""
+    selection: Selection = run.loaded
+    return {"methods": ",".join(selection.methods), "data": str(options.source),
+            "data_digest": data_digest(options.source), "population": options.population, "split": options.split,
+            "allow_fitted_pairs": options.allow_fitted_pairs, "users": len(selection.users),
+            **model_params(run.session)}
+
+
 def select_judged(
     options: JudgedOptions, methods: Sequence[str], fitted: dict[str, Path], profiles: dict[str, str],
     demographics_judge: DemographicsJudge = "dong",
@@ -208,7 +224,7 @@ def select_judged(
     users = load_users(options)
     if set(methods) & NEEDS_FIT:
         users, fitted = _with_fitted_judges(users, fitted, options.source)
-    selection = Selection(users, fitted, profiles, demographics_judge)
+    selection = Selection(users, fitted, profiles, demographics_judge, tuple(methods))
     if "demographics" in methods:
         with_profile = selection.users_of("demographics")
         if not with_profile:
@@ -226,14 +242,11 @@ def evaluate_methods(
     """Judge each selected user's pairs of the options' split with every method: here, method after method and user
     after user (`local`), or each user and method as a task of a worker process (`processes`) or of Ray (`ray`, on the
     cluster at the options' address). Either way the driver writes each method's judgments, its metrics and one MLflow
-    child run per user, and the outcomes are the same."""
+    child run per user, in the run the caller opened (`evaluate`, its params `evaluate_params`), and the outcomes are
+    the same."""
     session, tracker = run.session, run.tracker
     outcomes: dict[str, MethodOutcome] = {}
-    params = {"methods": ",".join(methods), "data": str(options.source), "data_digest": data_digest(options.source),
-              "population": options.population, "split": options.split,
-              "allow_fitted_pairs": options.allow_fitted_pairs,
-              "users": len(selection.users), **model_params(session)}
-    with tracker.run("evaluate", params), lm_context(session, "task"):
+    with lm_context(session, "task"):
 
         def judgings(method: str) -> Iterable[UserJudging]:  # lazily: each judge is loaded when its turn comes
             for user in selection.users_of(method).values():
@@ -245,8 +258,8 @@ def evaluate_methods(
         def finish(method: str, outcome: MethodOutcome) -> None:
             outcomes[method] = outcome
             # each method's results as soon as they exist: a later failure keeps them
-            path = write_results(tracker, options.output_dir / f"judgments-{method}.jsonl",
-                                 map(asdict, outcome.judgments))
+            path = tracker.write_results(options.output_dir / f"judgments-{method}.jsonl",
+                                         map(asdict, outcome.judgments))
             logger.info("wrote %d judgments to %s", len(outcome.judgments), path)
             cache_metrics = outcome.prompt_cache.as_metrics(f"{method}_") if outcome.prompt_cache else {}
             tracker.log_metrics({**outcome.report.as_metrics(f"{method}_"), **outcome.usage.as_metrics(f"{method}_"),
@@ -399,9 +412,9 @@ def _evaluate_in_workers(
         finish_if_done(method)
 
 
-def _log_per_user(tracker: Tracker, outcomes: dict[str, MethodOutcome]) -> None:
+def _log_per_user(tracker: StepTracker, outcomes: dict[str, MethodOutcome]) -> None:
     users = sorted({user for outcome in outcomes.values() for user in outcome.report.per_user})
     for user_id in users:
-        with tracker.run(user_id, {"user_id": user_id}, nested=True):
+        with tracker.child(user_id, {"user_id": user_id}):
             tracker.log_metrics({f"{method}_accuracy": outcome.report.per_user[user_id].mean
                                  for method, outcome in outcomes.items() if user_id in outcome.report.per_user})

@@ -1,11 +1,12 @@
-"""`prefcraft synthesizeme fit`: SynthesizeMe per user, one compiled JSON per user, resumable, one MLflow child run
-per user."""
+"""`prefcraft synthesizeme fit`: SynthesizeMe per user, one compiled JSON per user, resumable; in the run the runner
+opens (`fit-synthesizeme`, its params `fit_params`), one MLflow child run per user."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -27,7 +28,7 @@ from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
 from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import Tracker, data_digest, model_params
+from prefcraft.tracking import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 
@@ -77,12 +78,17 @@ def default_persona_prompt(model: str) -> Path | None:
 
 
 def load_persona_synthesizer(path: Path | None) -> tuple[PersonaSynthesizer, str]:
-    """The compiled persona prompt at `path`, or the uncompiled synthesizer when `path` is None."""
+    """The compiled persona prompt at `path`, or the uncompiled synthesizer when `path` is None; with its source
+    (`persona_prompt_source`)."""
     synthesizer = PersonaSynthesizer()
-    if path is None:
-        return synthesizer, "uncompiled"
-    load_compiled(synthesizer, path, program_name=PERSONA_SYNTHESIZER)
-    return synthesizer, str(path)
+    if path is not None:
+        load_compiled(synthesizer, path, program_name=PERSONA_SYNTHESIZER)
+    return synthesizer, persona_prompt_source(path)
+
+
+def persona_prompt_source(path: Path | None) -> str:
+    """What a fit's run and its fitted files say its persona prompt was: the path, or `uncompiled`."""
+    return "uncompiled" if path is None else str(path)
 
 
 @dataclass
@@ -111,28 +117,43 @@ def fit(options: FitOptions, run: StepRun) -> FitSummary:
     return fit_users(run, options, run.loaded, options.search_config(run.session))
 
 
+def fit_params(options: FittedOptions, run: StepRun) -> dict[str, Any]:
+    """The params of the `fit-synthesizeme` run, which the runner opens around `fit_users` (for `demo` too): the data,
+    its users (`load_users` read them), the persona prompt, the validation and the options' search, the models."""
+    session, users = run.session, run.loaded
+    config = capped(session, options.search_config(session))
+    persona_prompt = options.persona_prompt or shipped_compiled(  # the work looks it up again, and warns then
+        PERSONA_SYNTHESIZER, session.task.model, warn=False)
+    return {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": data_digest(options.source),
+            "population": options.population, "users": len(users),
+            "persona_prompt": persona_prompt_source(persona_prompt), "val_fraction": VAL_FRACTION,
+            "val_orders": options.val_orders, **asdict(config), **model_params(session)}
+
+
+def capped(session: Settings, config: SynthesizeMeConfig) -> SynthesizeMeConfig:
+    """`config`, without `max_demos` given the small-model profile's when the profile is on (`demo_cap`)."""
+    return replace(config, max_demos=demo_cap(session, config.max_demos))
+
+
 def fit_users(
     run: StepRun, options: FittedOptions, users: dict[str, UserPairs], config: SynthesizeMeConfig
 ) -> FitSummary:
     """Fit every user of `users` not fitted yet, here (`local`), in worker processes of this machine (`processes`) or
-    as Ray tasks (`ray`, on the cluster at the options' address).
+    as Ray tasks (`ray`, on the cluster at the options' address), in the run the caller opened (`fit-synthesizeme`,
+    its params `fit_params`).
 
     Either way the driver writes each user's JSON into the options' `fitted_dir` and one MLflow child run per user. A
     config without `max_demos` gets the small-model profile's when the profile is on (`demo_cap`).
     """
     session, tracker = run.session, run.tracker
-    config = replace(config, max_demos=demo_cap(session, config.max_demos))
+    config = capped(session, config)
     digest = data_digest(options.source)
     summary = FitSummary()
     persona_prompt = options.persona_prompt or default_persona_prompt(session.task.model)
     synthesizer, prompt_source = load_persona_synthesizer(persona_prompt)
-    params = {"program": PERSONAL_JUDGE, "data": str(options.source), "data_digest": digest,
-              "population": options.population, "users": len(users), "persona_prompt": prompt_source,
-              "val_fraction": VAL_FRACTION, "val_orders": options.val_orders, **asdict(config),
-              **model_params(session)}
     metadata = {"data_digest": digest, "model": session.task.model, "persona_prompt": prompt_source,
                 "optimizer": fit_settings(config, options.val_orders)}  # what a fitted file must match to be resumed
-    with tracker.run("fit-synthesizeme", params), lm_context(session, "task"):
+    with lm_context(session, "task"):
         fits = {}
         for user_id, user in users.items():
             path = fitted_path(options.fitted_dir, user_id)
@@ -183,7 +204,7 @@ def compile_judge_in_worker(job: WorkerFit) -> PreferenceJudge | FitFailure | st
 def _fit_here(fits: dict[str, UserFit], finish: _FitWriter) -> None:
     for user_id, fit in tqdm(fits.items(), desc="fitting users", unit="user"):
         try:
-            with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
+            with finish.tracker.child(user_id, {"user_id": user_id}):
                 with metered_prompt_cache(fit.model.api_base) as server:
                     judge = attempt_fit(fit)
                 finish.record(fit.user, judge, server.usage)
@@ -201,7 +222,7 @@ def _fit_in_workers(jobs: list[WorkerFit], finish: _FitWriter, where: ExecutorOp
         if isinstance(judge, str):
             finish.skip(user_id, judge)
             continue
-        with finish.tracker.run(user_id, {"user_id": user_id}, nested=True):
+        with finish.tracker.child(user_id, {"user_id": user_id}):
             finish.record(job.fit.user, judge, None)
 
 
@@ -210,7 +231,7 @@ class _FitWriter:
     """What the driver does with each user's outcome: the JSON, the child run's metrics, the summary."""
 
     session: Settings
-    tracker: Tracker
+    tracker: StepTracker
     output_dir: Path
     summary: FitSummary
     metadata: dict[str, object]

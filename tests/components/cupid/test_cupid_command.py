@@ -11,18 +11,30 @@ import mlflow
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft import evaluation
+from prefcraft import evaluation, runner
 from prefcraft.cli import main, make_parser
+from prefcraft.components.component import StepRun
 from prefcraft.components.cupid import evaluation as cupid
 from prefcraft.components.cupid.charts import CHARTS
 from prefcraft.components.cupid.commands import compare
-from prefcraft.components.cupid.evaluation import evaluate_instances, select_instances
-from prefcraft.components.cupid.options import EvaluateOptions
+from prefcraft.components.cupid.compilation import compile_run_params, load_compiled_on
+from prefcraft.components.cupid.evaluation import (
+    evaluate,
+    evaluate_instances,
+    evaluated,
+    load_evaluated,
+    select_instances,
+)
+from prefcraft.components.cupid.options import CompileOptions, DemoOptions, EvaluateOptions
 from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
 from prefcraft.components.cupid.results import EvaluationOutcome
+from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
+from prefcraft.optimizers.options import optimizer_config
+from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker, data_digest, model_params
 from tests.fakes import FakeTracker
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
 
@@ -36,11 +48,76 @@ def role_models(monkeypatch):
     return models
 
 
+def evaluate_in_run(session, options, instances, fake=None):
+    """The evaluation of `instances` recorded as the runner records `prefcraft cupid evaluate`: in the run the step
+    declares, opened with its params (`open_step_run`); `fake` keeps the runs."""
+    fake = FakeTracker() if fake is None else fake
+    run = StepRun(session, session, StepTracker(fake), lambda line: None, evaluated(options, instances))
+    with runner.open_step_run(COMPONENTS["cupid"], fake, "evaluate", options, run):
+        return evaluate(options, run)
+
+
+def test_the_runner_opens_the_evaluate_run_with_its_params_and_the_evaluation_records_into_it(
+    role_models, fake_runner, tmp_path, monkeypatch
+):
+    chosen = []
+    inferrers = cupid._inferrers
+    monkeypatch.setattr(cupid, "_inferrers", lambda session, options: chosen.append(1) or inferrers(session, options))
+    options = EvaluateOptions(max_instances=1, no_shipped=True, output_dir=tmp_path, responses=["gold"])
+    settings = Settings(threads=1)
+
+    outcome = runner.run_step("cupid", "evaluate", options, settings, emit=lambda line: None)
+
+    top, *children = fake_runner.runs
+    assert (top.name, top.nested) == ("cupid-evaluate", False)
+    assert top.params == {
+        "program": "cupid", "data": str(options.source), "data_digest": data_digest(options.source), "split": "test",
+        "instances": 1, "skipped_rows": 0, "sessions": "all", "oracle_left_out": None, "inferrers": ["all"],
+        "judge_prompt": "reference", "context_overflow": "zero", **model_params(settings)}
+    assert [(child.name, child.params, child.nested) for child in children] == [
+        ("infer-all", {"inferrer": "all"}, True), ("respond-gold", {"response_method": "gold"}, True)]
+    assert top.files == [tmp_path / "inference-all.jsonl", tmp_path / "responses.jsonl"]
+    assert "f1" in children[0].metrics and "score" in children[1].metrics
+    assert chosen == [1]  # the params and the work share one choice of inferrers
+    assert outcome.instances == 1 and outcome.failed_items == 0
+
+
+def test_the_demo_records_in_the_run_evaluate_declares_with_its_params(role_models, fake_runner, tmp_path):
+    assert COMPONENTS["cupid"].steps["demo"].run_name is None
+    assert COMPONENTS["cupid"].run_names == ("cupid-compile", "cupid-evaluate")
+    options = DemoOptions(max_instances=1, no_shipped=True, output_dir=tmp_path, responses=["gold"])
+
+    runner.run_step("cupid", "demo", options, Settings(threads=1), emit=lambda line: None)
+
+    top, *children = fake_runner.runs
+    assert (top.name, top.nested, [child.nested for child in children]) == ("cupid-evaluate", False, [True, True])
+    assert (top.params["data"], top.params["instances"], top.params["inferrers"]) == (
+        str(options.source), 1, ["all"])
+    assert top.files == [tmp_path / "inference-all.jsonl", tmp_path / "responses.jsonl"]
+
+
+def test_the_compile_run_is_declared_with_the_compiles_params():
+    step = COMPONENTS["cupid"].steps["compile"]
+    assert step.run_name == "cupid-compile" and step.params is compile_run_params
+    options, settings = CompileOptions(trials=3), Settings()
+    trainset, valset = load_compiled_on(options)
+    run = StepRun(settings, settings, StepTracker(FakeTracker()), lambda line: None, (trainset, valset))
+    assert compile_run_params(options, run) == {
+        "program": "cupid_inferrer", "inferrer": "all", "data": str(options.source),
+        "data_digest": data_digest(options.source), "train": len(trainset), "val": len(valset),
+        **optimizer_config(options, settings).as_params(), **model_params(settings)}
+
+
+def test_an_empty_split_stops_the_evaluation_before_any_server_starts():
+    with pytest.raises(ConfigError, match="no instances in the val split"):
+        load_evaluated(EvaluateOptions(split="val", val_personas=0))
+
+
 def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_model(role_models, tmp_path):
     instances = [marked_instance(), marked_instance(sessions=2)]
     options = EvaluateOptions(inferrers=["all", "relevant"], no_shipped=True, output_dir=tmp_path,
                               responses=["baseline", "sessions", "inferred"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances)
+    outcome = evaluate_in_run(Settings(threads=1), options, instances)
 
     assert [inference.name for inference in outcome.inference] == ["all", "relevant"]
     for inference in outcome.inference:
@@ -70,7 +147,7 @@ def test_evaluation_scores_every_instance_and_keeps_gold_away_from_the_task_mode
 
 def test_only_the_gold_response_method_hands_the_gold_preference_to_the_generator(role_models, tmp_path):
     options = EvaluateOptions(output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_in_run(Settings(threads=1), options, [marked_instance()])
     generator_prompts = json.dumps([entry["messages"] for entry in role_models["task"].history[-1:]])
     assert "GOLD-CURRENT-PREFERENCE" in generator_prompts  # the ceiling: by definition it is given the gold
     assert "GOLD-CHECK" not in generator_prompts and outcome.responses[0].score.mean == 7
@@ -86,7 +163,7 @@ def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, t
 
     monkeypatch.setattr(prefcraft.evaluation, "check_reachable", lambda model: None)
     options = EvaluateOptions(output_dir=tmp_path, responses=[])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_in_run(Settings(threads=1), options, [marked_instance()])
     (inference,) = outcome.inference
     assert inference.overall.inference_failures == 1 and inference.results[0].failed == "inference"
     assert inference.overall.instances == 0 and math.isnan(inference.overall.recall.mean)
@@ -104,7 +181,7 @@ class FailingGrader(dspy.Module):
 def test_a_failed_matcher_keeps_the_inferred_items_and_counts_them_not_covered(role_models, tmp_path, monkeypatch):
     monkeypatch.setattr(cupid, "PreferenceMatch", FailingGrader)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    (inference,) = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()]).inference
+    (inference,) = evaluate_in_run(Settings(threads=1), options, [marked_instance()]).inference
     # The decomposer alone still gives REPLY's 2-item checklist: 2 inferred and 2 gold items, none covered.
     (result,) = inference.results
     assert result.failed == "matching" and result.checklist == REPLY["checklist"]
@@ -119,7 +196,7 @@ def test_a_failed_decomposition_counts_as_a_failed_inference(role_models, tmp_pa
     monkeypatch.setattr(cupid, "decomposer", lambda cap: dspy.Predict(dspy.Signature("preference -> missing_field")))
     role_models["judge"] = DummyLM([{"other": "x"}] * 20, adapter=dspy.JSONAdapter())
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    (inference,) = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()]).inference
+    (inference,) = evaluate_in_run(Settings(threads=1), options, [marked_instance()]).inference
     assert inference.results[0].failed == "decomposition" and inference.results[0].reason is not None
     assert inference.overall.instances == 0 and inference.overall.inference_failures == 1
 
@@ -140,7 +217,7 @@ def test_unparseable_and_failed_judge_scores_count_zero(role_models, tmp_path, m
     monkeypatch.setattr(cupid, "ResponseJudge", ScriptedJudge)
     instances = [marked_instance(), marked_instance(sessions=2), marked_instance(sessions=1)]
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances)
+    outcome = evaluate_in_run(Settings(threads=1), options, instances)
     (response,) = outcome.responses
     assert [result.score for result in response.results] == [8.0, 0.0, 0.0]
     assert [result.failed for result in response.results] == [None, "unparseable score", "judging"]
@@ -185,7 +262,7 @@ def test_response_scores_are_reported_per_instance_type_as_the_reference_aggrega
                  of_type("changing", "ten"), of_type("changing", "generation fails", 1)]
     tracker = FakeTracker()
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    (response,) = evaluate_instances(Settings(threads=1), tracker, options, instances).responses
+    (response,) = evaluate_in_run(Settings(threads=1), options, instances, tracker).responses
 
     # All: (8 + 0 + 6 + 0 + 10) / 5; consistent (8 + 0) / 2; contrastive (6 + 0) / 2; changing 10 / 1.
     assert response.score.mean == pytest.approx(4.8) and response.score.n == 5
@@ -219,7 +296,7 @@ def test_the_judge_prompt_option_chooses_the_reference_codes_prompt_or_the_paper
     if prompt == "paper":
         role_models["judge"] = DummyLM([REPLY] * 20, adapter=dspy.JSONAdapter())  # Figure 16 asks for no label
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"], judge_prompt=prompt)
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_in_run(Settings(threads=1), options, [marked_instance()])
     judge_system = role_models["judge"].history[-1]["messages"][0]["content"]
     assert rubric in judge_system and absent not in judge_system
     assert ("`label`" in judge_system) is (prompt == "reference")
@@ -238,8 +315,7 @@ def with_current_preference_in(instance, *numbers):
 def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_preference(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["sessions"], oracle_sessions=True)
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options,
-                                 [relevant, marked_instance(sessions=2)])
+    outcome = evaluate_in_run(Settings(threads=1), options, [relevant, marked_instance(sessions=2)])
 
     assert outcome.instances == 1 and outcome.oracle_left_out == 1  # the second has no session with its preference
     inference_prompt, response_prompt = (json.dumps(entry["messages"]) for entry in role_models["task"].history)
@@ -251,7 +327,7 @@ def test_the_oracle_setting_gives_only_the_sessions_that_share_the_current_prefe
 
 def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path):
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["summaries"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
+    outcome = evaluate_in_run(Settings(threads=1), options, [marked_instance()])
     (response,) = outcome.responses
     assert response.method == "summaries" and response.score.mean == 7
     assert response.costs["generate"].usage.calls == 2  # the summaries' call and the response's, one instance
@@ -263,13 +339,13 @@ def test_responses_from_summaries_summarise_the_log_first(role_models, tmp_path)
 def test_the_oracle_setting_with_no_relevant_session_anywhere_is_one_clear_error(role_models, tmp_path):
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[], oracle_sessions=True)
     with pytest.raises(cupid.ConfigError, match="oracle setting has nothing to give"):
-        evaluate_instances(Settings(threads=1), FakeTracker(), options, [marked_instance()])
+        evaluate_instances(Settings(threads=1), StepTracker(FakeTracker()), options, [marked_instance()])
 
 
 def test_outside_the_oracle_setting_every_session_reaches_the_inferrer(role_models, tmp_path):
     relevant = with_current_preference_in(marked_instance(sessions=3), 1)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, [relevant])
+    outcome = evaluate_in_run(Settings(threads=1), options, [relevant])
     assert outcome.oracle_left_out is None and "Oracle setting" not in format_evaluation(outcome)
     prompt = json.dumps(role_models["task"].history[0]["messages"])
     assert all(f"dialogue-{number}" in prompt for number in range(3))

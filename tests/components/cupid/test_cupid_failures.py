@@ -9,13 +9,12 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft import evaluation
-from prefcraft.components.cupid.evaluation import evaluate_instances
 from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.components.cupid.report import format_evaluation
 from prefcraft.item_failures import CONTEXT_OVERFLOW, reason_kind
 from prefcraft.programs.cupid import DECOMPOSER_MAX_TOKENS
 from prefcraft.settings import ModelSettings, Settings
-from tests.fakes import FakeTracker
+from tests.components.cupid.test_cupid_command import evaluate_in_run
 from tests.programs.test_cupid_programs import REPLY, marked_instance
 
 VLLM_OVERFLOW = ("This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (31808 in "
@@ -62,7 +61,7 @@ def instances():
 
 def test_an_instance_over_the_context_window_is_kept_with_recall_0_and_its_response_scored_0(models, tmp_path):
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances())
+    outcome = evaluate_in_run(Settings(threads=1), options, instances())
     (inference,) = outcome.inference
     kept, overflowed = inference.results
     assert (overflowed.failed, reason_kind(overflowed.reason), overflowed.checklist) == (
@@ -91,7 +90,7 @@ def test_the_leave_out_rule_leaves_an_overflowing_instance_out_and_counts_it(mod
     models["task"] = FailingOn("LONG request", bad_request())  # vLLM's HTTP 400, not mapped by litellm
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"],
                               context_overflow="leave-out")
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances())
+    outcome = evaluate_in_run(Settings(threads=1), options, instances())
     (inference,) = outcome.inference
     assert reason_kind(inference.results[1].reason) == CONTEXT_OVERFLOW and inference.results[1].recall is None
     assert (inference.overall.instances, inference.overall.inference_failures) == (1, 1)
@@ -104,7 +103,7 @@ def test_the_leave_out_rule_leaves_an_overflowing_instance_out_and_counts_it(mod
 def test_any_other_failed_call_is_left_out_with_its_reason_and_the_run_goes_on(models, tmp_path):
     models["task"] = FailingOn("LONG request", bad_request("Internal error in the sampler"))
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=["gold"])
-    outcome = evaluate_instances(Settings(threads=1), FakeTracker(), options, instances())
+    outcome = evaluate_in_run(Settings(threads=1), options, instances())
     (inference,) = outcome.inference
     assert inference.results[1].failed == "inference" and "Internal error in the sampler" in inference.results[1].reason
     assert inference.overall.inference_failures == 1 and inference.overall.context_overflows == 0
@@ -114,7 +113,7 @@ def test_any_other_failed_call_is_left_out_with_its_reason_and_the_run_goes_on(m
 def test_the_decomposer_is_capped_at_the_references_4096_tokens_below_the_judges_8192(models, tmp_path):
     judge = ModelSettings(model="openai/gpt-4o-2024-11-20", max_tokens=8192)
     options = EvaluateOptions(no_shipped=True, output_dir=tmp_path, responses=[])
-    evaluate_instances(Settings(threads=1, judge=judge), FakeTracker(), options, [marked_instance()])
+    evaluate_in_run(Settings(threads=1, judge=judge), options, [marked_instance()])
     caps = [(entry["messages"][0]["content"], entry["kwargs"].get("max_tokens")) for entry in models["judge"].history]
     decomposer_caps = {cap for system, cap in caps if "`checklist`" in system and "`coverage`" not in system}
     assert decomposer_caps == {DECOMPOSER_MAX_TOKENS}

@@ -2,7 +2,7 @@
 that answers every output field (JSON, as the schema adapter asks), and exact call counts."""
 
 import json
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from typing import get_args
 
 import dspy
@@ -10,6 +10,7 @@ import pytest
 
 from prefcraft import evaluation, runner
 from prefcraft.cli import main, make_parser
+from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa import compilation as lampqa_compile
 from prefcraft.components.lampqa.charts import CHARTS
 from prefcraft.components.lampqa.compilation import compile_and_select
@@ -26,9 +27,14 @@ from prefcraft.components.lampqa.report import format_compile, format_evaluation
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
 from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
-from prefcraft.optimizers import compile_gate
+from prefcraft.optimizers import artifacts, compile_gate
+from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.optimizers.lampqa import PROGRAM_NAME
+from prefcraft.programs.lampqa import PlanPers
+from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}
@@ -51,13 +57,23 @@ def fake_lm(monkeypatch):
     return lm
 
 
+@contextmanager
+def step_run(step, options, loaded):
+    """The run the runner opens for `step` (its name, and its params from `options` and `loaded`), recorded by a
+    `FakeTracker`: the work, called directly inside it, records into it through `run.tracker`."""
+    tracker, session = FakeTracker(), Settings(threads=1)
+    run = StepRun(session, session, StepTracker(tracker), print, loaded)
+    with runner.open_step_run(COMPONENTS["lampqa"], tracker, step, options, run):
+        yield tracker, run
+
+
 def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_path):
     options = EvaluateOptions(max_questions=1, no_shipped=True, output_dir=tmp_path, k=3)
     loaded = select_questions(options, "test")
     aspects = sum(len(question.rubric_aspects) for question in loaded.questions)
     programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
-    tracker = FakeTracker()
-    outcome = evaluate_methods(Settings(threads=1), tracker, options, loaded, programs, compiled)  # no warm-up
+    with step_run("evaluate", options, loaded) as (tracker, run):
+        outcome = evaluate_methods(run.session, run.tracker, options, loaded, programs, compiled)  # no warm-up
 
     assert list(outcome.methods) == ["baseline", "rag", "planpers"] and outcome.questions == 3
     for method in outcome.methods.values():
@@ -78,6 +94,8 @@ def test_evaluate_answers_judges_every_aspect_and_writes_results(fake_lm, tmp_pa
 
     parent = tracker.named("lampqa-evaluate")  # one parent run, a child run per method, each result written once
     assert parent.params["split"] == "test" and parent.params["k"] == 3 and parent.params["kind"] == "bm25"
+    assert parent.params["questions"] == 3 and parent.params["methods"] == ["baseline", "rag", "planpers"]
+    assert parent.params["compiled"] == "" and not parent.nested
     assert parent.files == [tmp_path / "lampqa-summary.json"] and parent.metrics["planpers_gain"] == 0.0
     for name in ("baseline", "rag", "planpers"):
         child = tracker.named(f"lampqa-{name}")
@@ -93,8 +111,8 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
                              output=tmp_path / "compiled.json", output_dir=tmp_path, k=3)
     trainset = [q.example() for q in select_questions(options, "train").questions]
     valset = [q.example() for q in select_questions(options, "validation").questions]
-    tracker = FakeTracker()
-    outcome = compile_and_select(Settings(threads=1), options, trainset, valset, tracker)
+    with step_run("compile", options, (trainset, valset)) as (tracker, run):
+        outcome = compile_and_select(run.session, options, trainset, valset, run.tracker)
 
     # The fake LM answers every prompt alike, so no candidate can beat the starting program: nothing ships.
     verdict = outcome.verdict
@@ -104,7 +122,8 @@ def test_compile_keeps_a_program_only_when_it_wins_on_validation(fake_lm, tmp_pa
     assert json.loads(verdict.path.read_text())["prefcraft"]["won"] is False
     assert outcome.usage.calls > 0 and "NOT shipped" in format_compile(outcome)
     run = tracker.named("lampqa-compile")
-    assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2
+    assert run.params["name"] == "miprov2" and run.params["num_trials"] == 2 and run.params["program"] == PROGRAM_NAME
+    assert (run.params["train"], run.params["val"], run.params["k"]) == (len(trainset), len(valset), 3)
     assert run.metrics["won"] == 0 and run.metrics["lm_calls"] == outcome.usage.calls
     assert run.programs == [(verdict.path, "lampqa_planner", None)]  # logged as a model, not promoted
 
@@ -174,6 +193,7 @@ def test_the_demo_runs_through_the_runner_in_one_tracked_run_and_reports_once(fa
 
     assert emitted == [format_evaluation(outcome)] and outcome.split == "test" and outcome.questions == 3
     assert [run.name for run in tracker.runs] == ["lampqa-evaluate", "lampqa-baseline", "lampqa-rag", "lampqa-planpers"]
+    assert tracker.runs[0].params["questions"] == 3 and tracker.runs[0].params["k"] == 3
     assert sorted(path.name for path in tmp_path.iterdir()) == [
         "lampqa-baseline.jsonl", "lampqa-planpers.jsonl", "lampqa-rag.jsonl", "lampqa-summary.json"]
 
@@ -225,7 +245,8 @@ def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tm
         with_random_profiles(examples[:1], seed=0)
 
     programs, compiled = method_programs(options, "hosted_vllm/SmolLM2-135M-Instruct")
-    outcome = evaluate_methods(Settings(threads=1), FakeTracker(), options, loaded, programs, compiled)
+    with step_run("evaluate", options, loaded) as (_, run):
+        outcome = evaluate_methods(run.session, run.tracker, options, loaded, programs, compiled)
     assert list(outcome.methods) == ["rag_random"] and outcome.methods["rag_random"].report.overall.mean == 0.5
     rows = [json.loads(line) for line in (tmp_path / "lampqa-rag_random.jsonl").read_text().splitlines()]
     for row, question, example in zip(rows, loaded.questions, drawn, strict=True):
@@ -233,3 +254,31 @@ def test_rag_random_answers_each_question_from_another_users_profile(fake_lm, tm
         assert row["id"] == question.id
     assert "RAG (random user's profile)" in format_evaluation(outcome)
     assert make_parser().parse_args(["lampqa", "evaluate", "--methods", "rag_random"]).methods == ["rag_random"]
+
+
+def test_the_evaluate_run_names_the_shipped_planpers_and_a_shipped_file_since_lost_is_said_once(
+    fake_lm, tmp_path, monkeypatch, caplog
+):
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # the fake LM needs no server
+    monkeypatch.setattr(artifacts, "COMPILED_DIR", tmp_path / "compiled")
+    monkeypatch.setattr(artifacts, "COMPILED_INDEX", tmp_path / "compiled" / "index.json")
+    settings = Settings(threads=1)
+    path = save_compiled(PlanPers(), tmp_path / "compiled" / "planner.json", program_name=PROGRAM_NAME, won=True, k=3)
+    assert register_compiled(PROGRAM_NAME, settings.task.model, path)
+    options = EvaluateOptions(max_questions=1, methods=["baseline"], output_dir=tmp_path / "results", k=3)
+
+    tracker = FakeTracker()
+    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
+    outcome = runner.run_step("lampqa", "evaluate", options, settings, lambda line: None)
+    params = tracker.named("lampqa-evaluate").params
+    assert list(outcome.methods) == params["methods"] == ["baseline", "planpers_compiled"]
+    assert outcome.compiled == path and params["compiled"] == str(path)
+
+    save_compiled(PlanPers(), path, program_name=PROGRAM_NAME, won=False, verdict="no better")  # a losing compile
+    tracker = FakeTracker()
+    with caplog.at_level("WARNING"):
+        outcome = runner.run_step("lampqa", "evaluate", options, settings, lambda line: None)
+    params = tracker.named("lampqa-evaluate").params
+    assert list(outcome.methods) == params["methods"] == ["baseline"]
+    assert outcome.compiled is None and params["compiled"] == ""
+    assert caplog.text.count("has been written over it") == 1  # by the work; the run's params looked it up quietly

@@ -8,13 +8,16 @@ import dspy
 import pytest
 from dspy import lm15
 
-from prefcraft import evaluation
+from prefcraft import evaluation, runner
+from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa import evaluation as lampqa_evaluation
 from prefcraft.components.lampqa.data import load_file
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs
 from prefcraft.components.lampqa.options import EvaluateOptions
 from prefcraft.components.lampqa.report import format_evaluation
+from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 OVER_THE_CONTEXT = "What is the longest question?"
@@ -66,8 +69,10 @@ def test_a_failed_question_is_recorded_with_its_reason_and_the_run_goes_on(monke
     checked = []
     monkeypatch.setattr(lampqa_evaluation, "check_reachable", lambda model, role: checked.append(role))
     options = EvaluateOptions(methods=["baseline", "rag"], no_shipped=True, output_dir=tmp_path, judge_retries=1)
-    outcome = evaluate_methods(Settings(threads=1), FakeTracker(), options, questions[0],
-                               *method_programs(options, "m"))
+    tracker, session = FakeTracker(), Settings(threads=1)
+    run = StepRun(session, session, StepTracker(tracker), print, questions[0])
+    with runner.open_step_run(COMPONENTS["lampqa"], tracker, "evaluate", options, run):  # the runner's run
+        outcome = evaluate_methods(session, run.tracker, options, questions[0], *method_programs(options, "m"))
 
     for name in ("baseline", "rag"):
         method = outcome.methods[name]

@@ -6,7 +6,8 @@ import pytest
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import AdapterParseError, LMUnexpectedError
 
-from prefcraft import evaluation, load
+from prefcraft import evaluation, load, runner
+from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import CompileOptions, EvaluateOptions
 from prefcraft.optimizers.artifacts import save_compiled
@@ -21,7 +22,9 @@ from prefcraft.programs.lampqa import (
     ProfilePost,
     RubricAspect,
 )
+from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 UNPARSEABLE = {"not_a_field": "x"}  # the reply lacks the signature's output: the adapter cannot parse it
@@ -126,8 +129,10 @@ def test_evaluate_retries_the_judge_as_its_options_say(monkeypatch, tmp_path, ju
                               no_shipped=True, output_dir=tmp_path, **given)
     loaded = select_questions(options, "test")
     aspects = len(loaded.questions[0].rubric_aspects)
-    tracker = FakeTracker()
-    outcome = evaluate_methods(Settings(threads=1), tracker, options, loaded, *method_programs(options, "m"))
+    tracker, session = FakeTracker(), Settings(threads=1)
+    run = StepRun(session, session, StepTracker(tracker), print, loaded)
+    with runner.open_step_run(COMPONENTS["lampqa"], tracker, "evaluate", options, run):  # the runner's run
+        outcome = evaluate_methods(session, run.tracker, options, loaded, *method_programs(options, "m"))
 
     report = outcome.methods["baseline"].report
     assert report.overall.mean == pytest.approx(score) and report.failed_judgments == failed * aspects

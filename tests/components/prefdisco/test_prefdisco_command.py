@@ -1,37 +1,47 @@
 """`prefcraft prefdisco` without a model server (scripted LMs), and once end to end on the embedded server."""
 
 import json
+from contextlib import nullcontext
 
 import dspy
 import mlflow
 import pytest
 from dspy.utils import DummyLM
 
+from prefcraft import runner
 from prefcraft.cli import main, make_parser
 from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco import evaluation as prefdisco
 from prefcraft.components.prefdisco.build import (
     SAMPLE_PROBLEMS,
-    build,
     build_scenario_file,
     format_build,
-    load_problems,
     read_problems,
 )
 from prefcraft.components.prefdisco.commands import COMPONENT
+from prefcraft.components.prefdisco.compilation import compile_run_params, load_compiled_on
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
 from prefcraft.components.prefdisco.evaluation import (
     BASELINE,
     DISCOVERY,
     ORACLE,
-    evaluate_conditions,
+    compiled_asker,
+    evaluation_params,
+    load_evaluated,
     select_scenarios,
 )
-from prefcraft.components.prefdisco.options import BuildOptions, EvaluateOptions
+from prefcraft.components.prefdisco.options import BuildOptions, CompileOptions, EvaluateOptions
 from prefcraft.components.prefdisco.report import format_evaluation
 from prefcraft.errors import ConfigError
 from prefcraft.experiments import load_experiment
+from prefcraft.optimizers import artifacts
+from prefcraft.optimizers.artifacts import register_compiled, save_compiled
+from prefcraft.optimizers.compile_step import compile_params
+from prefcraft.optimizers.options import optimizer_config
+from prefcraft.optimizers.prefdisco import PROGRAM_NAME
+from prefcraft.programs.prefdisco import QuestionAsker
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker, data_digest
 from tests.fakes import FakeTracker
 
 # One reply holding every output field of every PrefDisco signature; each call keeps its own fields.
@@ -46,10 +56,12 @@ def offline(monkeypatch, lm):
 def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp_path):
     lm = DummyLM([REPLY] * 500, adapter=dspy.JSONAdapter())
     offline(monkeypatch, lm)
+    tracker, printed = FakeTracker(), []
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # no server: the scripted LM answers
+    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
     options = EvaluateOptions(max_scenarios=3, max_turns=2, no_shipped=True, output_dir=tmp_path)
     scenarios = select_scenarios(options, "test")
-    tracker = FakeTracker()
-    outcome = evaluate_conditions(Settings(threads=1), tracker, options, scenarios)
+    outcome = runner.run_step("prefdisco", "evaluate", options, Settings(threads=1), printed.append)
     rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     assert [row["condition"] for row in rows] == [BASELINE] * 3 + [ORACLE] * 3 + [DISCOVERY] * 3
     discovery = rows[-1]
@@ -60,16 +72,20 @@ def test_the_three_conditions_run_and_every_dialogue_is_written(monkeypatch, tmp
     [summary] = [s for s in outcome.summaries if s.task == "all" and s.condition == DISCOVERY]
     assert summary.norm_align.undefined == summary.norm_align.scenarios == 3 and summary.questions == 2
     table = format_evaluation(outcome)
-    assert "3/3" in table and "- (undefined)" in table
+    assert "3/3" in table and "- (undefined)" in table and printed == [table]
     summary_file = json.loads((tmp_path / "summary.json").read_text())
     assert summary_file["scenarios"] == 3
     assert summary_file["norm_align"][DISCOVERY] == {s.scenario_id: None for s in scenarios}
     # Calls: per scenario 1 + 1 answers, 2 x (asker + simulator) + 1 answer, and (criteria + 1) grading calls x 3.
     graded_calls = 3 * sum(len(s.criteria) + 1 for s in scenarios)
     assert len(lm.history) == 3 * (1 + 1 + 5) + graded_calls
-    # One run with a child run per condition; the dialogues and the summary are logged to it once each.
+    # One run, opened by the runner with the step's params, with a child run per condition; the dialogues and the
+    # summary are logged to it once each.
     assert [run.name for run in tracker.runs] == ["prefdisco-evaluate", BASELINE, ORACLE, DISCOVERY]
     run = tracker.named("prefdisco-evaluate")
+    assert not run.nested and all(child.nested for child in tracker.runs[1:])
+    assert run.params["scenarios"] == 3 and run.params["split"] == "test" and run.params["compiled"] == ""
+    assert run.params["max_turns"] == 2 and "task_model" in run.params
     assert run.files == [outcome.results_path, tmp_path / "summary.json"]
     assert run.metrics["all_discovery_questions"] == 2 and "generation_lm_calls" in tracker.named(DISCOVERY).metrics
 
@@ -146,20 +162,53 @@ def test_the_builder_is_seeded_and_writes_loadable_scenarios(tmp_path):
     assert SAMPLE_SCENARIOS.read_bytes() == bundled  # the bundled file is regenerable
 
 
-def test_building_is_one_tracked_run_with_a_child_run_per_task_and_runs_no_model(tmp_path):
+def test_building_is_one_tracked_run_with_a_child_run_per_task_and_runs_no_model(monkeypatch, tmp_path):
     step = COMPONENT.steps["build-scenarios"]
-    assert not step.models and step.tracked
+    assert not step.models and step.tracked and step.run_name == "prefdisco-build-scenarios"
     options, tracker, settings = BuildOptions(output=tmp_path / "s.jsonl"), FakeTracker(), Settings(seed=3)
-    outcome = build(options, StepRun(settings, settings, tracker, print, load_problems(options)))
+    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
+    outcome = runner.run_step("prefdisco", "build-scenarios", options, settings, lambda line: None)
     assert outcome.path.read_bytes() == build_scenario_file(
         read_problems(SAMPLE_PROBLEMS), BuildOptions(output=tmp_path / "again.jsonl"), seed=3).path.read_bytes()
     run = tracker.named("prefdisco-build-scenarios")
-    assert run.params["seed"] == 3 and run.params["problems"] == str(SAMPLE_PROBLEMS)
+    assert not run.nested and run.params["seed"] == 3 and run.params["problems"] == str(SAMPLE_PROBLEMS)
     assert run.metrics == {"scenarios": 24, "rejected_personas": outcome.rejected_personas}
     assert run.files == [outcome.path]
     assert [(child.name, child.nested, child.metrics) for child in tracker.runs[1:]] == [
         (f"task-{task}", True, {"scenarios": 8}) for task in ("math", "science", "social")]
     assert format_build(outcome).startswith("wrote 24 SYNTHETIC scenarios (12 problems x 2 of 8 personas; ")
+
+
+def test_each_step_declares_its_run_and_the_compile_runs_params_come_from_its_data(tmp_path):
+    assert {name: step.run_name for name, step in COMPONENT.steps.items()} == {
+        "build-scenarios": "prefdisco-build-scenarios", "compile": "prefdisco-compile",
+        "evaluate": "prefdisco-evaluate", "demo": "prefdisco-evaluate"}
+    assert COMPONENT.run_names == ("prefdisco-build-scenarios", "prefdisco-compile", "prefdisco-evaluate")
+    options, settings = CompileOptions(max_turns=2, output=tmp_path / "asker.json"), Settings()
+    train, val = load_compiled_on(options)
+    params = compile_run_params(options, StepRun(settings, settings, StepTracker(FakeTracker()), print, (train, val)))
+    assert params == compile_params(settings, PROGRAM_NAME, optimizer_config(options, settings),
+                                    {"data": str(SAMPLE_SCENARIOS), "data_digest": data_digest(SAMPLE_SCENARIOS),
+                                     "train": len(train), "val": len(val), "max_turns": 2})
+
+
+def test_the_evaluate_runs_params_name_the_compiled_asker_and_warn_nothing_the_work_warns_again(
+        monkeypatch, tmp_path, caplog):
+    (tmp_path / "compiled").mkdir()
+    monkeypatch.setattr(artifacts, "COMPILED_DIR", tmp_path / "compiled")
+    monkeypatch.setattr(artifacts, "COMPILED_INDEX", tmp_path / "compiled" / "index.json")
+    settings = Settings()
+    shipped = save_compiled(QuestionAsker(2), tmp_path / "compiled" / "asker.json", program_name=PROGRAM_NAME,
+                            won=True)
+    assert register_compiled(PROGRAM_NAME, settings.task.model, shipped)
+    options = EvaluateOptions(max_scenarios=2)
+    run = StepRun(settings, settings, StepTracker(FakeTracker()), print, load_evaluated(options))
+    params = evaluation_params(options, run)
+    assert params["compiled"] == str(shipped) and params["scenarios"] == 2 and params["program"] == PROGRAM_NAME
+    assert evaluation_params(EvaluateOptions(max_scenarios=2, no_shipped=True), run)["compiled"] == ""
+    save_compiled(QuestionAsker(2), shipped, program_name=PROGRAM_NAME, won=False, verdict="no better")
+    assert evaluation_params(options, run)["compiled"] == "" and "written over" not in caplog.text
+    assert compiled_asker(options, settings) is None and caplog.text.count("written over") == 1
 
 
 def test_the_command_line_builds_each_step():

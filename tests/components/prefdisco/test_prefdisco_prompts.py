@@ -4,21 +4,17 @@ user turn in the Baseline and the Oracle."""
 
 import json
 import re
+from contextlib import nullcontext
 from pathlib import Path
 
 import dspy
 import pytest
 from dspy.utils import DummyLM
 
+from prefcraft import runner
 from prefcraft.adapter import output_schema
 from prefcraft.components.prefdisco import evaluation
-from prefcraft.components.prefdisco.evaluation import (
-    DISCOVERY,
-    discovery_asker,
-    evaluate_conditions,
-    load_asker,
-    select_scenarios,
-)
+from prefcraft.components.prefdisco.evaluation import DISCOVERY, discovery_asker, load_asker
 from prefcraft.components.prefdisco.options import EvaluateOptions
 from prefcraft.experiments import load_experiment
 from prefcraft.lm import build_adapter
@@ -94,7 +90,9 @@ def test_a_forced_count_puts_the_fixed_count_asker_in_the_evaluation(monkeypatch
     lm = DummyLM([reply] * 100, adapter=dspy.JSONAdapter())
     monkeypatch.setattr(evaluation, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
     options = EvaluateOptions(max_scenarios=1, forced_questions=2, no_shipped=True, output_dir=tmp_path)
-    outcome = evaluate_conditions(Settings(threads=1), FakeTracker(), options, select_scenarios(options, "test"))
+    monkeypatch.setattr(runner, "model_session", nullcontext)  # no server: the scripted LM answers
+    monkeypatch.setattr(runner, "start_tracking", lambda session: FakeTracker())
+    outcome = runner.run_step("prefdisco", "evaluate", options, Settings(threads=1), lambda report: None)
     rows = [json.loads(line) for line in outcome.results_path.read_text().splitlines()]
     [discovery] = [row for row in rows if row["condition"] == DISCOVERY]
     assert discovery["turns"] == [{"question": "How detailed?", "reply": "Little."}] * 2

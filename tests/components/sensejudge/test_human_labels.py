@@ -8,24 +8,22 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft.components.component import StepRun
+from prefcraft import runner
 from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
 from prefcraft.components.sensejudge import human_labels
 from prefcraft.components.sensejudge import selection as sensejudge_selection
 from prefcraft.components.sensejudge.commands import COMPONENT
-from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
+from prefcraft.components.sensejudge.evaluation import read_held_out_pairs
 from prefcraft.components.sensejudge.human_labels import LabelSplit, annotator_file, load_human_labels
 from prefcraft.components.sensejudge.options import EvaluateOptions, SelectOptions
 from prefcraft.components.sensejudge.pairs import read_annotator_pairs
 from prefcraft.components.sensejudge.report import NO_MODELS, SIMULATED_NOTE, format_evaluation
-from prefcraft.components.sensejudge.selection import read_dev_pairs, select
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.programs.sensejudge import PreferenceExtractor
 from prefcraft.settings import Settings
 from prefcraft.signatures.sensejudge import AGGREGATE_ONE_SENTENCE, EXTRACT_ONE_SENTENCE, ExtractPreference
-from tests.fakes import FakeTracker
 
 
 def turn(speaker, text):
@@ -147,6 +145,11 @@ def test_the_annotator_is_chosen_in_the_folder_and_must_match_a_single_file(tmp_
 
 
 @pytest.fixture
+def tracker(fake_runner):
+    return fake_runner
+
+
+@pytest.fixture
 def scripted(monkeypatch):
     lm = DummyLM([{"preference": f"Prefers {i}.", "analysis": "a", "decision": "Response A" if i % 3 else "Response B"}
                   for i in range(500)], adapter=dspy.JSONAdapter())
@@ -155,18 +158,15 @@ def scripted(monkeypatch):
     return lm
 
 
-def step_run(load, options, tracker):
-    settings = Settings(threads=1)
-    return StepRun(settings, settings, tracker, lambda text: None, load(options))
+def run_step(step, options):
+    return runner.run_step("sensejudge", step, options, Settings(threads=1), lambda text: None)
 
 
-def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(scripted, tmp_path):
+def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(scripted, tracker, tmp_path):
     folder = write_labels(tmp_path / "human_label", lambda annotator: two_topics(count=3))
     given = {"human_labels": folder, "annotator": "1", "dev_pairs_per_topic": 2,
              "judge_file": tmp_path / "judge.json"}
-    tracker = FakeTracker()
-    chosen = SelectOptions(**given, max_pair_descriptions=1)
-    selection = select(chosen, step_run(read_dev_pairs, chosen, tracker))
+    selection = run_step("select", SelectOptions(**given, max_pair_descriptions=1))
     assert list(selection.topics) == ["Math", "QA"]
     assert [selection.records[topic].examples for topic in ("Math", "QA")] == [4, 4]  # 2 dev pairs, both orders
     assert selection.usage["extraction"].calls == 4  # per topic: one dev pair's description and the aggregate
@@ -175,7 +175,7 @@ def test_select_and_evaluate_run_per_topic_on_one_annotators_human_labels(script
     assert params["description_length"] == "one_sentence" and params["annotator"] == "sense-label1"
 
     evaluated = EvaluateOptions(**given, output_dir=tmp_path / "out")
-    outcome = evaluate(evaluated, step_run(read_held_out_pairs, evaluated, tracker))
+    outcome = run_step("evaluate", evaluated)
     assert outcome.labels == "human (sense-label1)" and outcome.ranking is None
     assert outcome.selected.report.accuracy.n == 4 and set(outcome.selected.topics) == {"Math", "QA"}
     text = format_evaluation(outcome)

@@ -11,14 +11,13 @@ from dspy.utils import DummyLM
 from sensebench_files import write_dialogues
 
 import prefcraft
+from prefcraft import runner
 from prefcraft.cli import main, make_parser
-from prefcraft.components.component import StepRun
 from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
 from prefcraft.components.sensejudge import selection as sensejudge_selection
 from prefcraft.components.sensejudge import simulation as sensejudge_simulation
 from prefcraft.components.sensejudge.commands import COMPONENT
-from prefcraft.components.sensejudge.demo import demo
-from prefcraft.components.sensejudge.evaluation import evaluate, read_held_out_pairs
+from prefcraft.components.sensejudge.evaluation import read_held_out_pairs
 from prefcraft.components.sensejudge.options import (
     DEMO_TOPICS,
     DemoOptions,
@@ -34,8 +33,8 @@ from prefcraft.components.sensejudge.report import (
     format_selection,
     format_simulation,
 )
-from prefcraft.components.sensejudge.selection import description_names, read_dev_pairs, select
-from prefcraft.components.sensejudge.simulate import read_simulated, simulate
+from prefcraft.components.sensejudge.selection import description_names, read_dev_pairs
+from prefcraft.components.sensejudge.simulate import read_simulated
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues
 from prefcraft.components.sensejudge.topics import ALL_TOPICS
 from prefcraft.errors import ConfigError, DataError
@@ -47,11 +46,15 @@ from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
 from prefcraft.usage import LMUsage
-from tests.fakes import FakeTracker
 
 
 @pytest.fixture
-def scripted(monkeypatch):
+def tracker(fake_runner):
+    return fake_runner
+
+
+@pytest.fixture
+def scripted(monkeypatch, tracker):
     """No server; every call answers from one long script (JSON, as the schema adapter asks), so every response
     differs."""
     lm = DummyLM([{"response": f"Answer {i}.", "reasoning": "r", "preference": "First" if i % 3 else "Second",
@@ -66,38 +69,36 @@ def offline(monkeypatch, lm):
         monkeypatch.setattr(module, "lm_context", lambda *args: dspy.context(lm=lm, adapter=dspy.JSONAdapter()))
 
 
-def step_run(load, options, tracker=None):
-    """What the runner hands a step's work, on one thread and no server: its data read by its `load`."""
-    settings = Settings(threads=1)
-    return StepRun(settings, settings, tracker or FakeTracker(), lambda text: None, load(options))
+def run_step(step, options):
+    """`prefcraft sensejudge <step>` through the runner, on one thread (no server, no MLflow: `tracker`)."""
+    return runner.run_step("sensejudge", step, options, Settings(threads=1), lambda text: None)
 
 
-def simulate_two_topics(tmp_path, tracker=None):
+def simulate_two_topics(tmp_path):
     """One dev and one test dialogue in each of two topics, three response models: three dev and three test pairs a
     topic."""
     source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
                               response_models=["plain", "concise", "detailed"])
-    return simulate(options, step_run(read_simulated, options, tracker))
+    return run_step("simulate", options)
 
 
-def select_in(tmp_path, pairs, tracker=None, **options):
+def select_in(tmp_path, pairs, **options):
     """`select` on `pairs`, writing the judge in `tmp_path`; two dev pairs of each topic get a description."""
     chosen = SelectOptions(data=pairs, judge_file=tmp_path / "sensejudge.json",
                            **{"max_pair_descriptions": 2, **options})
-    return select(chosen, step_run(read_dev_pairs, chosen, tracker))
+    return run_step("select", chosen)
 
 
-def evaluate_in(tmp_path, pairs, tracker=None, **options):
+def evaluate_in(tmp_path, pairs, **options):
     """`evaluate` on `pairs` of the judge `select_in` wrote, the judgments written under `tmp_path / "out"`."""
     chosen = EvaluateOptions(data=pairs, judge_file=tmp_path / "sensejudge.json", output_dir=tmp_path / "out",
                              **options)
-    return evaluate(chosen, step_run(read_held_out_pairs, chosen, tracker))
+    return run_step("evaluate", chosen)
 
 
-def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(scripted, tmp_path):
-    tracker = FakeTracker()
-    summary = simulate_two_topics(tmp_path, tracker)
+def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(scripted, tracker, tmp_path):
+    summary = simulate_two_topics(tmp_path)
     assert (summary.dev_pairs, summary.test_pairs) == (6, 6) and len(summary.dialogues) == 4
     assert summary.topics == {"Math": [3, 3], "QA": [3, 3]}  # every topic has dev and test pairs
     rows = [json.loads(line) for line in summary.path.read_text().splitlines()]
@@ -106,7 +107,7 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     text = format_simulation(summary)
     assert SIMULATED_NOTE in text and "Math 3 + 3, QA 3 + 3" in text
 
-    selection = select_in(tmp_path, summary.path, tracker)
+    selection = select_in(tmp_path, summary.path)
     assert selection.scope == "topic" and list(selection.topics) == ["Math", "QA"]
     for topic in ("Math", "QA"):  # none, two of the topic's dev pairs, the aggregate; its 3 pairs in both orders
         assert len(selection.topics[topic].descriptions) == 4 and selection.records[topic].examples == 6
@@ -120,7 +121,7 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert [len(loaded.program.for_topic(topic).judges) for topic in ("Math", "QA")] == [
         len(loaded.metadata["topics"][topic]["descriptions"]) for topic in ("Math", "QA")]
 
-    outcome = evaluate_in(tmp_path, summary.path, tracker)
+    outcome = evaluate_in(tmp_path, summary.path)
     assert [row.name for row in outcome.rows] == ["no description", "dev pair 1", "dev pair 2", "aggregate"]
     assert outcome.selected.report.accuracy.n == 12 and set(outcome.selected.topics) == {"Math", "QA"}
     assert outcome.selected.overall == sum(outcome.selected.topics.values()) / 2
@@ -140,7 +141,8 @@ def test_simulate_select_and_evaluate_run_per_topic_end_to_end_on_a_scripted_lm(
     assert "model ranking (judge: 5 random descriptions per topic" in text
     assert "  QA descriptions drawn: dev pair 1, dev pair 2, aggregate" in text
 
-    # One run per step, each with its params and metrics; every result file written once and logged to its run.
+    # One run per step, opened by the runner with the step's params; its metrics and every result file, written
+    # once, logged to it.
     assert [(run.name, run.nested) for run in tracker.runs] == [
         ("sensejudge-simulate", False), ("sensejudge-select", False), ("sensejudge-evaluate", False)]
     simulated, selected, evaluated = tracker.runs
@@ -187,7 +189,7 @@ def test_per_topic_selection_needs_the_pairs_topics(scripted, tmp_path):
     assert "--scope all" in error.value.hint
 
 
-def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(monkeypatch, tmp_path):
+def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(monkeypatch, tracker, tmp_path):
     def answer(response, preference="First"):
         return {"response": response, "reasoning": "r", "preference": preference}
 
@@ -200,7 +202,7 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
                               response_models=["plain", "concise"])
     pool = sample_dialogues(read_simulated(options), options, Settings().seed)["QA"]  # the order simulate draws
-    summary = simulate(options, step_run(read_simulated, options))
+    summary = run_step("simulate", options)
     assert (summary.dev_pairs, summary.test_pairs) == (1, 1)
     assert summary.identical_pairs == 1 and summary.replaced_dialogues == 1
     assert summary.dialogues == [pool[1].index, pool[2].index]
@@ -209,7 +211,8 @@ def test_a_dialogue_whose_responses_are_the_same_is_replaced_by_the_next_one(mon
     assert [row["conversation_id"] for row in rows] == [f"sensebench-{pool[i].index}" for i in (1, 2)]
 
 
-def test_two_response_models_that_answer_alike_make_one_pair_not_two_with_the_same_id(monkeypatch, tmp_path):
+def test_two_response_models_that_answer_alike_make_one_pair_not_two_with_the_same_id(monkeypatch, tracker,
+                                                                                       tmp_path):
     def answer(response, preference="First"):
         return {"response": response, "reasoning": "r", "preference": preference}
 
@@ -219,7 +222,7 @@ def test_two_response_models_that_answer_alike_make_one_pair_not_two_with_the_sa
     source = write_dialogues(tmp_path)
     options = SimulateOptions(sensebench=source, output=tmp_path / "pairs.jsonl", dev_dialogues=1, test_dialogues=1,
                               response_models=["plain", "concise", "detailed"])
-    summary = simulate(options, step_run(read_simulated, options))
+    summary = run_step("simulate", options)
     assert (summary.dev_pairs, summary.test_pairs, summary.identical_pairs) == (1, 3, 2)
     assert len({pair_id(pair) for pair in load_pairs(summary.path)}) == 4  # the loader refuses repeated pairs
 
@@ -333,13 +336,24 @@ def test_the_simulation_defaults_are_the_simulate_steps():
     assert options.output == Path("runs/sensejudge/pairs.jsonl") and options.topics is None
 
 
-def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(scripted, tmp_path):
+def test_the_demo_runs_its_three_steps_in_one_session_and_reports_each_in_order(scripted, tracker, tmp_path):
     source = write_dialogues(tmp_path, count=3, topics=("QA", "Math"))
     options = DemoOptions(sensebench=source, data=tmp_path / "pairs.jsonl", judge_file=tmp_path / "sensejudge.json",
                           output_dir=tmp_path / "out", max_pair_descriptions=1)
-    tracker = FakeTracker()
-    outcome = demo(options, step_run(read_simulated, options, tracker))
-    assert [run.name for run in tracker.runs] == ["sensejudge-simulate", "sensejudge-select", "sensejudge-evaluate"]
+    emitted = []
+    outcome = runner.run_step("sensejudge", "demo", options, Settings(threads=1), emitted.append)
+    # Each step in the run it declares, with the params it logs when run alone; the demo opens none of its own.
+    assert [(run.name, run.nested) for run in tracker.runs] == [
+        ("sensejudge-simulate", False), ("sensejudge-select", False), ("sensejudge-evaluate", False)]
+    simulated, selected, evaluated = tracker.runs
+    assert simulated.params["topics"] == DEMO_TOPICS and simulated.params["dialogues"] == str(source)
+    assert [path.name for path in simulated.files] == ["pairs.jsonl", "dialogues.json"]
+    assert selected.params["data"] == str(options.data) and selected.params["max_pair_descriptions"] == 1
+    assert selected.params["dev_pairs"] == outcome.simulation.dev_pairs and selected.files == [options.judge_file]
+    assert evaluated.params["test_pairs"] == outcome.simulation.test_pairs
+    assert evaluated.params["judge_file"] == str(options.judge_file)
+    assert evaluated.metrics["sensejudge_score"] == outcome.evaluation.headline
+    assert emitted == [format_demo(outcome)]
     assert outcome.simulation.path == options.data and outcome.selection.path == options.judge_file
     assert list(outcome.evaluation.selected.topics) == sorted(DEMO_TOPICS)
     report = format_demo(outcome)

@@ -10,17 +10,11 @@ from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.programs.judge import ProfileJudge
 from prefcraft.usage import LMUsage
-from tests.fakes import FakeTracker
 
 
 @pytest.fixture
-def tracker(monkeypatch):
-    """The runner with no server and no MLflow: its model session is the settings as given, and its tracker this
-    FakeTracker."""
-    tracker = FakeTracker()
-    monkeypatch.setattr(runner, "model_session", nullcontext)
-    monkeypatch.setattr(runner, "start_tracking", lambda session: tracker)
-    return tracker
+def tracker(fake_runner):
+    return fake_runner
 
 
 @pytest.fixture

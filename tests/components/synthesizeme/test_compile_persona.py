@@ -8,6 +8,7 @@ import random
 import dspy
 import pytest
 
+from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme import compile_persona as compile_module
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
 from prefcraft.components.synthesizeme.compile_persona import persona_optimizer_config, select_persona_prompt
@@ -18,7 +19,9 @@ from prefcraft.optimizers import compile_gate
 from prefcraft.optimizers.persona_prompt import PersonaMetric, default_judge_baselines
 from prefcraft.optimizers.prompt_optimizer import GEPAConfig, MIPROv2Config, thresholded
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 
@@ -83,18 +86,27 @@ def test_a_persona_prompt_that_does_not_beat_the_uncompiled_one_is_not_shipped(u
     monkeypatch.setattr(compile_module, "build_lm", lambda model: lm)
     monkeypatch.setattr(compile_gate, "register_compiled", lambda *args: registered.append(args) or True)
     monkeypatch.setattr(compile_gate, "check_servers", lambda session: None)  # the fake LM needs no server
-    train, val = ([evidence(user_with(2, 2, user_id=f"u{i}")) for i in users] for users in ((0, 1), (2,)))
+    users = [user_with(2, 2, user_id=f"u{i}") for i in range(3)]
+    train, val = ([evidence(user) for user in chosen] for chosen in (users[:2], users[2:]))
     config = MIPROv2Config(num_candidates=2, num_trials=2, max_bootstrapped_demos=1, max_labeled_demos=1,
                            num_threads=1)
     tracker = FakeTracker()
     output = tmp_path / "compiled" / "persona.json"
-    with tracker.run("compile-persona"), dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
+    settings = Settings(threads=1)
+    loaded = ({user.user_id: user for user in users[:2]}, {users[2].user_id: users[2]})
+    run = StepRun(settings, settings, StepTracker(tracker), print, loaded)
+    options = compile_options()  # its params read the users `load_persona_users` read: `loaded`
+    with open_step_run(SYNTHESIZEME, tracker, "compile-persona", options, run), \
+            dspy.context(lm=lm, adapter=dspy.JSONAdapter()):
         metric = PersonaMetric({prepared.user_id: prepared.val_examples for prepared in [*train, *val]})
-        verdict = select_persona_prompt(Settings(threads=1), tracker, train, val, config, metric, output)
+        verdict = select_persona_prompt(settings, run.tracker, train, val, config, metric, output)
 
     assert verdict.compiled_score == pytest.approx(verdict.uncompiled_score) == pytest.approx(0.5)
     assert not verdict.won and not registered
     assert verdict.path == output and json.loads(output.read_text())["prefcraft"]["won"] is False
     assert "NOT shipped" in format_compile_persona(verdict) and "persona metric" in format_compile_persona(verdict)
     assert {run.name for run in tracker.runs} >= {"uncompiled-on-val", "compiled-on-val"}
-    assert tracker.named("compile-persona").metrics["won"] == 0
+    compiled = tracker.named("compile-persona")
+    assert compiled.metrics["won"] == 0 and not compiled.nested
+    assert (compiled.params["program"], compiled.params["train_users"], compiled.params["val_users"]) == (
+        "persona_synthesizer", "u0,u1", "u2")

@@ -18,7 +18,10 @@ from prefcraft.components.synthesizeme.evaluation import (
 from prefcraft.components.synthesizeme.options import EvaluateOptions
 from prefcraft.errors import ConfigError
 from prefcraft.programs.judge import ProfileJudge
+from prefcraft.registry import COMPONENTS
+from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
+from prefcraft.tracking import StepTracker
 
 PROFILE = "Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom"
 
@@ -71,14 +74,17 @@ def test_demographics_without_a_survey_fails_before_any_model_call(no_models, da
 def test_users_without_a_profile_are_left_out_of_demographics_only(offline, tracker, data, caplog):
     with caplog.at_level(logging.WARNING):
         options, selection = demographics(data, {"u1": PROFILE})
-        outcomes = evaluate_methods(StepRun(Settings(), Settings(), tracker, print), options, options.methods,
-                                    selection)
+        run = StepRun(Settings(), Settings(), StepTracker(tracker), print, selection)
+        with open_step_run(COMPONENTS["synthesizeme"], tracker, "evaluate", options, run):
+            outcomes = evaluate_methods(run, options, options.methods, selection)
     assert list(outcomes["baseline"].report.per_user) == ["u1", "u2"]
     assert list(outcomes["demographics"].report.per_user) == ["u1"]
     [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
     assert "no demographic profile for 1 user(s), left out of demographics: ['u2']" in warning
     baseline_judge, demographics_judge = offline["u1"]
     assert PROFILE not in baseline_judge and PROFILE in demographics_judge
+    assert tracker.named("evaluate").params["methods"] == "baseline,demographics"
+    assert tracker.named("evaluate").metrics["demographics_users"] == 1
 
 
 def test_the_python_api_runs_the_demographics_method_from_a_survey_file(offline, data, tmp_path):

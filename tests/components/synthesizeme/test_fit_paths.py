@@ -11,7 +11,7 @@ import pytest
 from prefcraft.components.synthesizeme import fit
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.fit import fit_settings
-from prefcraft.components.synthesizeme.options import EvaluateOptions, FitOptions
+from prefcraft.components.synthesizeme.options import DemoOptions, EvaluateOptions, FitOptions
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
@@ -165,3 +165,31 @@ def test_a_config_without_a_demo_cap_gets_the_small_model_profiles_when_it_is_on
     fit_users(data, tmp_path / "off", off)
     fit_users(data, tmp_path / "given", off, max_demos=6)
     assert [config.max_demos for config in FakeFitter.configs] == [4, None, 6]
+
+
+def test_the_fit_run_is_the_runners_with_the_params_a_resumed_fit_compares(offline_fit, tracker, tmp_path, user_with):
+    data = write_pairs(tmp_path / "pairs.jsonl", ["u1", "u2"], user_with)
+    fit_users(data, tmp_path / "fitted", max_demos=3)
+    run = tracker.named("fit-synthesizeme")
+    assert not run.nested and [child.name for child in tracker.runs[1:]] == ["u1", "u2"]
+    config = FitOptions(max_demos=3).search_config(Settings(threads=1))
+    assert {key: run.params[key] for key in ("program", "data", "data_digest", "users", "persona_prompt",
+                                             "val_orders", "max_demos", "search", "task_model")} == {
+        "program": PERSONAL_JUDGE, "data": str(data), "data_digest": data_digest(data), "users": 2,
+        "persona_prompt": "uncompiled", "val_orders": "one_order", "max_demos": 3, "search": config.search,
+        "task_model": Settings().task.model}
+
+
+def test_the_demo_fits_and_judges_each_in_its_steps_run(offline_fit, offline, tracker, tmp_path, user_with):
+    data = write_pairs(tmp_path / "pairs.jsonl", ["u1", "u2"], user_with)
+    options = DemoOptions(data=str(data), fitted_dir=tmp_path / "fitted", output_dir=tmp_path / "results")
+    outcome = run_step("synthesizeme", "demo", options, Settings(threads=1), emit=lambda line: None)
+    assert set(outcome.fit.fitted) == {"u1", "u2"} and set(outcome.methods) == {"baseline", "synthesizeme"}
+    assert [(run.name, run.nested) for run in tracker.runs] == [
+        ("fit-synthesizeme", False), ("u1", True), ("u2", True), ("evaluate", False), ("u1", True), ("u2", True)]
+    fitted, judged = (run for run in tracker.runs if not run.nested)
+    assert (fitted.params["users"], fitted.params["search"]) == (2, "halving")
+    assert fitted.metrics["users_fitted"] == 2
+    assert (judged.params["methods"], judged.params["users"], judged.params["split"]) == ("baseline,synthesizeme", 2,
+                                                                                            "test")
+    assert judged.metrics["synthesizeme_users"] == 2 and len(judged.files) == 2

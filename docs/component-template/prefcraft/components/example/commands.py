@@ -21,13 +21,14 @@ def _evaluate_options() -> type[Options]:
 
 
 def _evaluate_code() -> StepCode:
-    from prefcraft.components.example.evaluation import evaluate, load_requests
+    from prefcraft.components.example.evaluation import evaluate, evaluation_params, load_requests
     from prefcraft.components.example.report import format_evaluation
-    return StepCode(evaluate, format_evaluation, load_requests)
+    return StepCode(evaluate, format_evaluation, load_requests, evaluation_params)
 
 
 COMPONENT = Component(
     name="example", title="Example", help=HELP,
-    steps={"evaluate": Step("answer each request and count the answers", _evaluate_options, _evaluate_code)},
-    run_names=("example-evaluate",), demo=Demo(lambda sensebench: ["evaluate"], compare),
+    steps={"evaluate": Step("answer each request and count the answers", _evaluate_options, _evaluate_code,
+                            run_name="example-evaluate")},
+    demo=Demo(lambda sensebench: ["evaluate"], compare),
 )
