@@ -25,9 +25,9 @@ from harness import configure_logging, make_parser, model_endpoint, session_sett
 import prefcraft
 from prefcraft.components.synthesizeme.rerank import TOURNAMENTS, best_of_n
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import metered
 from prefcraft.loaders.personal_reward_bench import UserPairs, group_by_user, load_pairs
-from prefcraft.runtime import lm_context
-from prefcraft.usage import metered
 
 Request = tuple[list[dict[str, str]], list[str]]  # the conversation, the candidates
 

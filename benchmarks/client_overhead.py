@@ -38,7 +38,7 @@ from typing import Any
 from harness import RESULTS, write_result
 
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
-from prefcraft.rehearsal.instant_server import fill, requested_schema
+from prefcraft.experiments.rehearsal.instant_server import fill, requested_schema
 from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 MODEL = f"hosted_vllm/{EMBEDDED_MODEL_NAME}"

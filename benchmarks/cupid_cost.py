@@ -20,7 +20,7 @@ from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker, StepTracker
+from prefcraft.tracking.runs import MLflowTracker, StepTracker
 
 
 def run(session: Settings, options: EvaluateOptions, instances: list) -> Measured:

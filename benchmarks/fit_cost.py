@@ -43,11 +43,11 @@ import dspy
 from dspy.utils.callback import BaseCallback
 from harness import configure_logging, make_parser, model_endpoint, write_result
 
-from prefcraft.backends.metrics import metered_prompt_cache
+from prefcraft.backends.counters import metered_prompt_cache
 from prefcraft.components.synthesizeme.fit import default_persona_prompt, load_persona_synthesizer
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
-from prefcraft.evaluation import judge_pairs
-from prefcraft.lm import build_adapter, build_lm, use_disk_cache
+from prefcraft.engine.evaluation import judge_pairs
+from prefcraft.engine.lm import build_adapter, build_lm, use_disk_cache
 from prefcraft.loaders.personal_reward_bench import group_by_user, judge_set, load_pairs, train_val_split
 from prefcraft.metrics.pairwise import pairwise_report
 from prefcraft.optimizers.candidate_search import CandidateScore, paper_winner

@@ -33,12 +33,12 @@ from typing import Any
 import pydantic
 
 from prefcraft.backends import managed_server
-from prefcraft.backends.metrics import metered_prompt_cache
-from prefcraft.evaluation import StepCost
+from prefcraft.backends.counters import metered_prompt_cache
+from prefcraft.engine.evaluation import StepCost
+from prefcraft.engine.lm import configure_cache
 from prefcraft.files import write_text_atomic
-from prefcraft.lm import configure_cache
 from prefcraft.settings import ModelSettings, ServerSettings, Settings, SmallModelProfile
-from prefcraft.tracking import start_tracking
+from prefcraft.tracking.runs import start_tracking
 
 RESULTS = Path(__file__).resolve().parent / "results"
 REPOSITORY = RESULTS.parent.parent

@@ -17,11 +17,11 @@ from harness import Measured, make_parser, measure_evaluation, step_row
 from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import EvaluateOptions
+from prefcraft.engine.small_model import field_bounds
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.small_model import field_bounds
-from prefcraft.tracking import MLflowTracker, StepTracker
+from prefcraft.tracking.runs import MLflowTracker, StepTracker
 
 
 def run(session: Settings, options: EvaluateOptions) -> Measured:

@@ -27,7 +27,7 @@ from harness import REPOSITORY, RESULTS, write_result
 from prefcraft.components.lampqa.data import CONFIGS
 from prefcraft.components.lampqa.evaluation import select_questions
 from prefcraft.components.lampqa.options import EvaluateOptions as LampQAOptions
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
 from prefcraft.options import Options
 
 EXPERIMENTS = REPOSITORY / "experiments"

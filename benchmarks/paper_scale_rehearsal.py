@@ -40,10 +40,10 @@ from typing import Any
 
 from harness import REPOSITORY, RESULTS, write_result
 
-from prefcraft.experiments import load_experiment
-from prefcraft.rehearsal.data import PRISM_USERS, scaled
-from prefcraft.rehearsal.instant_server import Faults
-from prefcraft.rehearsal.run import RehearsalOutcome, Serving, estimates, rehearse, served_context
+from prefcraft.experiments.files import load_experiment
+from prefcraft.experiments.rehearsal.data import PRISM_USERS, scaled
+from prefcraft.experiments.rehearsal.instant_server import Faults
+from prefcraft.experiments.rehearsal.run import RehearsalOutcome, Serving, estimates, rehearse, served_context
 
 EXPERIMENTS = REPOSITORY / "experiments"
 FILES = ("cupid-main", "sensejudge-subsets", "synthesizeme-table3", "lampqa-methods", "prefdisco-conditions")
@@ -206,7 +206,7 @@ def kill_and_resume(scale: float, threads: int, work: Path) -> dict[str, Any]:
 
 
 class InstantServerProcess:
-    """`python -m prefcraft.rehearsal.instant_server` on a fixed loopback port, appending to `log`."""
+    """`python -m prefcraft.experiments.rehearsal.instant_server` on a fixed loopback port, appending to `log`."""
 
     def __init__(self, log: Path) -> None:
         self.log = log
@@ -217,8 +217,8 @@ class InstantServerProcess:
     def start(self) -> InstantServerProcess:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "prefcraft.rehearsal.instant_server", "--port", str(self.port), "--request-log",
-             str(self.log)], stdout=subprocess.PIPE, text=True, cwd=REPOSITORY)
+            [sys.executable, "-m", "prefcraft.experiments.rehearsal.instant_server", "--port", str(self.port),
+             "--request-log", str(self.log)], stdout=subprocess.PIPE, text=True, cwd=REPOSITORY)
         assert self.process.stdout is not None
         self.process.stdout.readline()  # its base URL: it is listening
         return self
@@ -242,8 +242,9 @@ def _free_port() -> int:
 
 
 def rehearse_command(name: str, scale: float, threads: int, work: Path, url: str, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "prefcraft.cli", "experiment", "rehearse", str(EXPERIMENTS / f"{name}.toml"),
-            "--scale", str(scale), "--threads", str(threads), "--work-dir", str(work), "--server-url", url, *extra]
+    return [sys.executable, "-m", "prefcraft.commands.main", "experiment", "rehearse",
+            str(EXPERIMENTS / f"{name}.toml"), "--scale", str(scale), "--threads", str(threads),
+            "--work-dir", str(work), "--server-url", url, *extra]
 
 
 def start_rehearsal(name: str, scale: float, threads: int, work: Path, url: str) -> subprocess.Popen[str]:

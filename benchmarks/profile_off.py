@@ -45,8 +45,8 @@ COMMANDS = {
 
 def run_command(argv: list[str], usage_file: Path) -> int:
     """In the child process: the command, metered as a whole; its usage is written to `usage_file`."""
-    from prefcraft.cli import main
-    from prefcraft.usage import metered
+    from prefcraft.commands.main import main
+    from prefcraft.engine.usage import metered
 
     with metered() as meter:
         code = main(argv)

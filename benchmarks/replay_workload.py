@@ -64,7 +64,7 @@ from typing import Any
 from dspy.utils.callback import BaseCallback
 from harness import DEFAULT_PROFILE, load_profile
 
-from prefcraft.adapter import DIALECTS, constraint_in_server_field
+from prefcraft.engine.adapter import DIALECTS, constraint_in_server_field
 
 RESULTS = Path(__file__).parent / "results"
 POLICIES = ("recorded", "candidate-major", "interleaved", "warm-interleaved", "steps-candidate-major",
@@ -119,11 +119,11 @@ def record(args: argparse.Namespace) -> None:
 
     from prefcraft.backends import managed_server
     from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
-    from prefcraft.lm import build_adapter, build_lm
+    from prefcraft.engine.lm import build_adapter, build_lm
+    from prefcraft.engine.usage import metered
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.optimizers import candidate_search
     from prefcraft.settings import ModelSettings, ServerSettings
-    from prefcraft.usage import metered
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
     dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=True, disk_cache_dir=tempfile.mkdtemp())
@@ -150,10 +150,10 @@ def throughput(args: argparse.Namespace) -> None:
     import dspy
 
     from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
-    from prefcraft.lm import build_adapter, build_lm
+    from prefcraft.engine.lm import build_adapter, build_lm
+    from prefcraft.engine.usage import metered
     from prefcraft.loaders.personal_reward_bench import group_by_user, load_pairs
     from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
-    from prefcraft.usage import metered
 
     users = group_by_user(load_pairs(SAMPLE_USERS))
     rows, requests = [], []
@@ -208,7 +208,7 @@ def fit_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict
 
 
 def evaluate_job(users: dict[str, Any], model: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from prefcraft.evaluation import judge_pairs
+    from prefcraft.engine.evaluation import judge_pairs
     from prefcraft.programs.judge import PreferenceJudge
 
     chosen = sorted(users)[:4]
@@ -226,9 +226,9 @@ def ordered(requests: list[dict[str, Any]], policy: str) -> list[list[dict[str, 
 
     The flat policies ignore the fit's steps (an upper bound on what any order of these requests can do); the `steps-`
     policies keep them, as a fit must: `steps-candidate-major` orders each step as prefcraft did before (candidate
-    after candidate), `steps-prefcraft` as it does now (`prefcraft.scheduling`).
+    after candidate), `steps-prefcraft` as it does now (`prefcraft.engine.scheduling`).
     """
-    from prefcraft.scheduling import interleave, warm_then_interleave
+    from prefcraft.engine.scheduling import interleave, warm_then_interleave
 
     if policy.startswith("steps-"):
         steps: dict[int, list[dict[str, Any]]] = {}
@@ -246,7 +246,7 @@ def ordered(requests: list[dict[str, Any]], policy: str) -> list[list[dict[str, 
 
 
 def ordered_step(step: list[dict[str, Any]], policy: str) -> list[list[dict[str, Any]]]:
-    from prefcraft.scheduling import interleave, warm_then_interleave
+    from prefcraft.engine.scheduling import interleave, warm_then_interleave
 
     groups = list(prefix_groups(step).values())
     if policy == "steps-candidate-major":
@@ -302,7 +302,7 @@ def sharing_limit(base_url: str, requests: list[dict[str, Any]]) -> tuple[int, f
 
 
 def replay_once(base_url: str, engine: str, model: str, phases: list[list[dict[str, Any]]], clients: int) -> dict:
-    from prefcraft.backends.metrics import read_prompt_cache
+    from prefcraft.backends.counters import read_prompt_cache
 
     before = read_prompt_cache(base_url)
     prompt_tokens = failures = 0

@@ -61,7 +61,7 @@ from prefcraft.flags import parse_step
 from prefcraft.options import Options, add_option_flags
 from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker, StepTracker
+from prefcraft.tracking.runs import MLflowTracker, StepTracker
 
 STEPS = ["simulate", "select", "evaluate"]  # what `prefcraft sensejudge demo` runs
 DEMO_FLAGS = ("topics", "dev_dialogues", "test_dialogues", "max_pair_descriptions")

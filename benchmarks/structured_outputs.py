@@ -9,7 +9,7 @@ choice and a question; SenseJudge's `ExtractPreference`) and those whose free te
 (SynthesizeMe's `SynthesizePersona`, a chain of thought from verified judgments; LaMP-QA's `AnswerWithPlan`; CUPID's
 `InferPreference`; PrefDisco's `AnswerProblem` and its simulator's `ReplyAsUser`).
 
-Each `--variant LABEL=DIALECT:PROFILE` is a SchemaAdapter as prefcraft builds it (`prefcraft.lm.build_adapter`):
+Each `--variant LABEL=DIALECT:PROFILE` is a SchemaAdapter as prefcraft builds it (`prefcraft.engine.lm.build_adapter`):
 DIALECT is json_schema, llguidance (compact JSON) or none, and PROFILE is `default` (the small-model profile of
 prefcraft/settings.py) or a TOML file whose `[small_model]` table sets the profile's bounds. The default variants:
 `before` (json_schema with the bounds of benchmarks/profiles/bounds-2026-11-25.toml, the unmeasured ones), `compact`
@@ -54,9 +54,9 @@ from harness import configure_logging, load_profile, make_parser, model_endpoint
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from prefcraft.adapter import DIALECTS, SchemaAdapter, output_schema
 from prefcraft.components.sensejudge.data import load_dialogues
-from prefcraft.lm import build_adapter, build_lm
+from prefcraft.engine.adapter import DIALECTS, SchemaAdapter, output_schema
+from prefcraft.engine.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import Message, format_conversation
 from prefcraft.optimizers.synthesizeme import format_judgments
 from prefcraft.programs.cupid import PreferenceInferrer, number_sessions

@@ -4,7 +4,7 @@ Files are written atomically (temporary file, then rename), so a crash never lea
 loading checks the program name before touching the program (DSPy's `load_state` also trial-runs on a copy).
 Programs shipped with prefcraft live in the `compiled` package, listed per program and task model in its index.json.
 Wherever a file is read, an MLflow model URI (`models:/<name>@<alias>`) reads the JSON of the model a compile logged
-(`prefcraft.model_registry`). A compile saves its program whatever its verdict (`won`, `verdict` in the metadata): one
+(`prefcraft.tracking.models`). A compile saves its program whatever its verdict (`won`, `verdict` in the metadata): one
 that did not beat its uncompiled start loads when asked for by path, saying so, and is never a shipped default.
 """
 
@@ -23,7 +23,7 @@ import dspy
 from prefcraft import compiled
 from prefcraft.errors import CompiledProgramError
 from prefcraft.files import write_text_atomic
-from prefcraft.model_registry import downloaded_program, is_model_uri
+from prefcraft.tracking.models import downloaded_program, is_model_uri
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ Candidates that a short rung drops ("dropped") are never scored in full, so the 
 the fit-cost benchmark measures by how much.
 
 `exhaustive` and `halving` run each rung's (candidate, example) calls in one thread pool, in the order
-`prefcraft.scheduling` gives: a candidate is its own prompt prefix (instructions and demos), so on the first rung each
-candidate's first call runs before the rest, and calls in flight together belong to different candidates. A failed
+`prefcraft.engine.scheduling` gives: a candidate is its own prompt prefix (instructions and demos), so on the first rung
+each candidate's first call runs before the rest, and calls in flight together belong to different candidates. A failed
 call scores 0 and is counted in `failed`. The metric scores an example between 0 and 1.
 """
 
@@ -43,7 +43,7 @@ from typing import Literal
 
 import dspy
 
-from prefcraft.scheduling import interleave, run_phases, warm_then_interleave
+from prefcraft.engine.scheduling import interleave, run_phases, warm_then_interleave
 
 logger = logging.getLogger(__name__)
 

@@ -9,10 +9,10 @@ the compile leaves a program chosen on zeros, and its validation here may come f
 program is saved to the requested path whatever its verdict, the verdict in its metadata (`won`, `verdict`): a file
 that did not beat its start still loads by path, saying so (`prefcraft.optimizers.artifacts.load_compiled`). Only a
 winner is registered: inside the compiled package, as the task model's shipped default; in MLflow, as the `champion`
-version of its registered model (`prefcraft.model_registry`). Either is logged as an MLflow model.
+version of its registered model (`prefcraft.tracking.models`). Either is logged as an MLflow model.
 
-Tracking is passed in as a `prefcraft.tracking.StepTracker` over the step's run: MLflow's in the commands, a fake's in
-tests.
+Tracking is passed in as a `prefcraft.tracking.runs.StepTracker` over the step's run: MLflow's in the commands, a
+fake's in tests.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ from typing import Any
 
 import dspy
 
-from prefcraft.evaluation import degenerate_outputs, evaluate_program
-from prefcraft.model_registry import input_example, registered_name
+from prefcraft.engine.evaluation import degenerate_outputs, evaluate_program
+from prefcraft.engine.session import check_servers
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, differs_from, ship_decision
 from prefcraft.optimizers.prompt_optimizer import Metric
-from prefcraft.runtime import check_servers
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.models import input_example, registered_name
+from prefcraft.tracking.runs import StepTracker
 
 logger = logging.getLogger(__name__)
 

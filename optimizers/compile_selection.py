@@ -16,7 +16,7 @@ from pathlib import Path
 
 import dspy
 
-from prefcraft.usage import LMUsage
+from prefcraft.engine.usage import LMUsage
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,13 @@ from typing import Any
 
 import dspy
 
+from prefcraft.engine.usage import UsageMeter
 from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileOutcome, CompileVerdict
 from prefcraft.optimizers.demos import keep_prompt_demos
 from prefcraft.optimizers.prompt_optimizer import Metric, OptimizerConfig, PromptOptimizer
 from prefcraft.settings import ModelSettings, Role, Settings
-from prefcraft.tracking import StepTracker, logged_usage, model_params
-from prefcraft.usage import UsageMeter
+from prefcraft.tracking.runs import StepTracker, logged_usage, model_params
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ paper selects per topic (§4.1.2: 10 dev pairs each) and reports the Overall ave
 writes and selects each topic's descriptions on that topic's dev pairs alone.
 
 Votes. Each description is its own prompt prefix, so descriptions are judged in rounds of `num_threads`, each round
-in the order `prefcraft.scheduling` gives (every description's first call alone, then the rest interleaved across
+in the order `prefcraft.engine.scheduling` gives (every description's first call alone, then the rest interleaved across
 descriptions). Every description judges every example, as in the reference. With `stop_when_perfect` (off by default)
 the subsets of the descriptions judged so far are scored after each round, and once one is right on every judgment
 the remaining descriptions are never judged: that saves calls, but a later description that would tie is never
@@ -45,6 +45,8 @@ import numpy as np
 from dspy.teleprompt import Teleprompter
 from tqdm import tqdm
 
+from prefcraft.engine.scheduling import run_phases, warm_then_interleave
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.loaders.personal_reward_bench import PreferencePair, format_conversation, judge_set
 from prefcraft.metrics.majority_vote import (
     FIRST,
@@ -56,8 +58,6 @@ from prefcraft.metrics.majority_vote import (
     majority_decisions,
 )
 from prefcraft.programs.sensejudge import DescriptionLength, PreferenceExtractor, SelectedJudge
-from prefcraft.scheduling import run_phases, warm_then_interleave
-from prefcraft.usage import LMUsage, metered
 
 SubsetSearchMethod = Literal["exhaustive", "beam"]
 ReferenceStrategy = Literal["forward_best", "inverted_worst"]

@@ -66,14 +66,14 @@ from typing import Literal
 import dspy
 from dspy.teleprompt import Teleprompter
 
+from prefcraft.engine.scheduling import run_phases, warm_then_interleave
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.errors import DataError
 from prefcraft.metrics.pairwise import preference_correct
 from prefcraft.optimizers.candidate_search import SearchResult, SearchStrategy, search_candidates
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.scheduling import run_phases, warm_then_interleave
 from prefcraft.signatures.judge import JudgePreference
-from prefcraft.usage import LMUsage, metered
 
 ORDERS = ("chosen_first", "chosen_second")  # the two orders of a pair, as judge_examples names them
 # How the candidate demo sets are drawn (the module): recorded with each fit, so that a judge fitted from other draws is

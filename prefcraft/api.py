@@ -29,6 +29,7 @@ from prefcraft.components.synthesizeme.personal_judge import load_judge as load_
 from prefcraft.components.synthesizeme.population import TABLE_POPULATION, Population
 from prefcraft.components.synthesizeme.rerank import Choice, Tournament
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
+from prefcraft.engine.session import lm_context, model_session
 from prefcraft.errors import CompiledProgramError, ConfigError
 from prefcraft.executors import Executor
 from prefcraft.flags import settings_flag_names
@@ -37,7 +38,6 @@ from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from prefcraft.options import Options, check_options
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import run_step
-from prefcraft.runtime import lm_context, model_session
 from prefcraft.settings import Settings, load_settings
 
 DEFAULT_FITTED_DIR: Path = FitOptions.model_fields["fitted_dir"].default

@@ -11,11 +11,11 @@ from typing import Any
 
 from prefcraft.components.component import Component, Emit, StepRun
 from prefcraft.console import echo
+from prefcraft.engine.session import model_session
 from prefcraft.options import Options
 from prefcraft.registry import COMPONENTS
-from prefcraft.runtime import model_session
 from prefcraft.settings import Settings
-from prefcraft.tracking import NOT_TRACKED, StepTracker, Tracker, start_tracking
+from prefcraft.tracking.runs import NOT_TRACKED, StepTracker, Tracker, start_tracking
 
 
 def run_step(component: str, step: str, options: Options, settings: Settings, emit: Emit = echo) -> Any:

@@ -22,9 +22,9 @@ class CompiledProgram(PythonModel):
         import dspy
 
         from prefcraft.api import load
-        from prefcraft.lm import build_adapter, build_lm
-        from prefcraft.model_registry import PROGRAM_ARTIFACT
+        from prefcraft.engine.lm import build_adapter, build_lm
         from prefcraft.settings import load_settings
+        from prefcraft.tracking.models import PROGRAM_ARTIFACT
 
         self.program = load(context.artifacts[PROGRAM_ARTIFACT]).program
         self.model = None

@@ -192,8 +192,8 @@ class SmallModelProfile(BaseModel):
 
     A per-field bound is keyed `Owner.field`: the signature, or the pydantic model of a structured output, that declares
     the field. It bounds every string (`field_chars`) or every list (`field_items`) inside that field. The defaults are
-    declared beside each signature (`small_model_bounds` in `signatures/<component>.py`, `prefcraft.small_model`); the
-    entries given here are added to them, or replace them.
+    declared beside each signature (`small_model_bounds` in `signatures/<component>.py`,
+    `prefcraft.engine.small_model`); the entries given here are added to them, or replace them.
     """
 
     model_config = ConfigDict(extra="forbid")

@@ -25,7 +25,7 @@ import numpy as np
 from dspy.utils.exceptions import AdapterParseError
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from prefcraft.item_failures import failure_reason, is_item_failure
+from prefcraft.engine.item_failures import failure_reason, is_item_failure
 from prefcraft.signatures.lampqa import (
     AnswerQuestion,
     AnswerWithPlan,

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 import dspy
 
-from prefcraft.item_failures import failure_reason, is_item_failure
+from prefcraft.engine.item_failures import failure_reason, is_item_failure
 from prefcraft.metrics.majority_vote import UnparseableVote, majority_preference
 from prefcraft.signatures.sensejudge import (
     AGGREGATE_ONE_SENTENCE,

@@ -17,7 +17,7 @@ from typing import Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from prefcraft.small_model import small_model_bounds
+from prefcraft.engine.small_model import small_model_bounds
 
 MAX_SESSION_NUMBER = 16
 MAX_CHECKLIST_ITEMS = 4
@@ -257,8 +257,9 @@ class JudgeResponseFigure16(dspy.Signature):
     score: JudgeScore = dspy.OutputField(desc="how well the response meets the preference")
 
 
-# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
-# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+# The small-model profile's bounds of these fields (prefcraft/engine/small_model.py): what the embedded 135M model
+# needs so that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none
+# of them.
 small_model_bounds(SelectRelevantSessions, items={"relevant_sessions": 3})
 small_model_bounds(SummarizeSession, chars={
     "analysis": 300,

@@ -10,7 +10,7 @@ from typing import Literal
 import dspy
 from pydantic import BaseModel, Field
 
-from prefcraft.small_model import small_model_bounds
+from prefcraft.engine.small_model import small_model_bounds
 
 AspectScore = Literal[0, 1, 2]
 
@@ -69,8 +69,9 @@ class JudgeAspect(dspy.Signature):
     match_score: AspectScore = dspy.OutputField(desc="0, 1 or 2")
 
 
-# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
-# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+# The small-model profile's bounds of these fields (prefcraft/engine/small_model.py): what the embedded 135M model
+# needs so that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none
+# of them.
 small_model_bounds(AnswerQuestion, chars={"answer": 600})
 small_model_bounds(AnswerWithProfile, chars={"answer": 600})
 small_model_bounds(AnswerWithPlan, chars={"answer": 400})

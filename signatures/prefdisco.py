@@ -12,7 +12,7 @@ from typing import Literal
 
 import dspy
 
-from prefcraft.small_model import small_model_bounds
+from prefcraft.engine.small_model import small_model_bounds
 
 Grade = Literal[1, 2, 3, 4, 5]
 
@@ -135,8 +135,9 @@ class JudgeCorrectness(dspy.Signature):
     correct: bool = dspy.OutputField(desc="true when the response's final answer matches the reference answer")
 
 
-# The small-model profile's bounds of these fields (prefcraft/small_model.py): what the embedded 135M model needs so
-# that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none of them.
+# The small-model profile's bounds of these fields (prefcraft/engine/small_model.py): what the embedded 135M model
+# needs so that no call runs to its token budget. They apply only with the profile on; a paper-scale model gets none
+# of them.
 # ReplyAsCollaborativeUser has ReplyAsUser's fields, so the adapter gives it ReplyAsUser's bounds.
 small_model_bounds(NextTurn, chars={"question": 120})
 small_model_bounds(NextQuestion, chars={"question": 120})

@@ -1,7 +1,7 @@
 """A capturing fake model: every request an adapter sends, kept exactly as sent, answered with JSON that fits the
 request's schema, so that a program of several steps runs through all of them without a server.
 
-`CapturingEngine` is prefcraft's server engine (`prefcraft.routing.ServerEngine`) with the fake in place of the
+`CapturingEngine` is prefcraft's server engine (`prefcraft.engine.routing.ServerEngine`) with the fake in place of the
 server: adapters' calls reach it as DSPy's canonical Request, after `dspy.LM` has merged the LM's own kwargs into it,
 and it keeps the OpenAI-style body the engine would send (messages, sampling, constraint). Each reply fills every
 property of the schema in the request: a string is the property's name in angle brackets (cut to its maxLength), so
@@ -18,7 +18,7 @@ from typing import Any
 import dspy
 from dspy.lm15 import Message, Request, Response, TextPart, Usage
 
-from prefcraft.routing import ServerEngine
+from prefcraft.engine.routing import ServerEngine
 from prefcraft.settings import ModelSettings
 
 SENT_AS_IS = ("model", "messages")
@@ -57,7 +57,7 @@ class CapturingEngine(ServerEngine):
 
 
 def capturing_lm(model: ModelSettings) -> tuple[dspy.LM, CapturingEngine]:
-    """An LM with `model`'s name and the sampling `prefcraft.lm.build_lm` gives it, answering through a fresh
+    """An LM with `model`'s name and the sampling `prefcraft.engine.lm.build_lm` gives it, answering through a fresh
     CapturingEngine; DSPy's cache is off, so that a repeated prompt is captured again."""
     engine = CapturingEngine()
     lm = dspy.LM(model.model, engine=engine, temperature=model.temperature, max_tokens=model.max_tokens,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefcraft.experiments import Experiment, load_experiment, served_flag, vllm_serve_lines
+from prefcraft.experiments.files import Experiment, load_experiment, served_flag, vllm_serve_lines
 
 HEADING = re.compile(r"^#### Decoding: (experiments/\S+\.toml)\s*$")
 COLUMNS = ["call", "setting", "reference", "reference source", "prefcraft", "read from", "status"]

@@ -25,7 +25,7 @@ class TrackedRun:
 
 
 class FakeTracker:
-    """A `prefcraft.tracking.Tracker` that keeps every run it was asked to open, with what was logged to it."""
+    """A `prefcraft.tracking.runs.Tracker` that keeps every run it was asked to open, with what was logged to it."""
 
     def __init__(self) -> None:
         self.runs: list[TrackedRun] = []

@@ -15,7 +15,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from prefcraft.rehearsal.instant_server import fill, requested_schema
+from prefcraft.experiments.rehearsal.instant_server import fill, requested_schema
 from prefcraft.settings import EMBEDDED_MODEL_NAME
 
 # The schema filling lives in the package; benchmarks/client_overhead.py imports it from here.

@@ -9,8 +9,8 @@ import pydantic
 import pytest
 from dspy.utils.dummies import DummyLM
 
-import prefcraft.adapter as adapter_module
-from prefcraft.adapter import (
+import prefcraft.engine.adapter as adapter_module
+from prefcraft.engine.adapter import (
     CHARS_PER_TOKEN,
     COMPACT_JSON,
     MAX_SAFE_INTEGER,
@@ -22,8 +22,8 @@ from prefcraft.adapter import (
     max_chars,
     output_schema,
 )
+from prefcraft.engine.lm import build_adapter, build_lm
 from prefcraft.errors import ConfigError
-from prefcraft.lm import build_adapter, build_lm
 from prefcraft.settings import SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
 

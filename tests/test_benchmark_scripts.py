@@ -111,7 +111,7 @@ def replay_workload(monkeypatch):
 
 def recorded_request(dialect):
     """A request as `record` stores it: the response_format prefcraft's adapter sends for the judge's signature."""
-    from prefcraft.lm import build_adapter
+    from prefcraft.engine.lm import build_adapter
     from prefcraft.settings import ModelSettings, SmallModelProfile
     from prefcraft.signatures.judge import JudgePreference
 
@@ -165,7 +165,7 @@ def test_the_default_profile_is_todays(harness):
 
 def test_the_profile_benchmark_runs_commands_the_cli_accepts(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    from prefcraft.cli import make_parser
+    from prefcraft.commands.main import make_parser
 
     profile_off = importlib.import_module("profile_off")
     for component, argv in profile_off.COMMANDS.items():

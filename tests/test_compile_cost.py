@@ -8,7 +8,7 @@ import pytest
 from fault_commands import flags, parent_runs
 from openai_standin import StandInServer
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 
 OPTIMIZER = ["--candidates", "2", "--trials", "1", "--max-bootstrapped-demos", "1", "--max-labeled-demos", "0"]
 COMPILES = {

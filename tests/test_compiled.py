@@ -7,8 +7,8 @@ import json
 import dspy
 import pytest
 
-from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.synthesizeme.fit import default_persona_prompt, load_persona_synthesizer
+from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.metrics.degenerate import is_degenerate, text_output_fields
 from prefcraft.optimizers.artifacts import COMPILED_DIR, COMPILED_INDEX, load_compiled
 from prefcraft.optimizers.cupid import load_inferrer

@@ -8,9 +8,9 @@ import mlflow
 import pytest
 
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
-from prefcraft.model_registry import log_program, registered_name
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.tracking.models import log_program, registered_name
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "compiled-programs.md"
 SECTIONS = re.split(r"^## ", DOC.read_text(encoding="utf-8"), flags=re.MULTILINE)[1:]

@@ -24,8 +24,8 @@ from openai_standin import StandInServer
 import prefcraft.components
 import prefcraft.programs
 import prefcraft.signatures
-from prefcraft import small_model
-from prefcraft.cli import main
+from prefcraft.commands.main import main
+from prefcraft.engine import small_model
 from prefcraft.html_report import write_report
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import run_step

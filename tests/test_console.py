@@ -7,7 +7,7 @@ import dspy
 import pytest
 from openai_standin import StandInServer
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.console import HANDLER_NAME, configure_logging, echo, results_on_stdout
 
 

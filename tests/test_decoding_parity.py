@@ -7,7 +7,7 @@ import pytest
 from decoding_table import Row, normalized, problems, tables
 from toml_files import write
 
-from prefcraft.experiments import served_flag, vllm_serve_lines
+from prefcraft.experiments.files import served_flag, vllm_serve_lines
 
 ROOT = Path(__file__).parents[1]
 FIDELITY = ROOT / "docs" / "fidelity.md"

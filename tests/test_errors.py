@@ -85,7 +85,7 @@ def test_errors_can_be_caught_as_one_family():
 
 
 def test_an_unreachable_role_names_its_own_flag(monkeypatch):
-    from prefcraft.lm import check_reachable
+    from prefcraft.engine.lm import check_reachable
     from prefcraft.settings import ModelSettings
 
     judge = ModelSettings(model="hosted_vllm/judge", api_base="http://127.0.0.1:1/v1")

@@ -3,9 +3,9 @@
 import dspy
 from dspy.utils import DummyLM
 
-from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
+from prefcraft.engine.evaluation import StepCost, degenerate_outputs, evaluate_program
+from prefcraft.engine.usage import LMUsage
 from prefcraft.settings import ModelSettings
-from prefcraft.usage import LMUsage
 
 
 class AnswerAndRate(dspy.Signature):

@@ -8,13 +8,19 @@ from pathlib import Path
 import pytest
 from toml_files import write
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.cupid.options import EvaluateOptions as CupidEvaluate
 from prefcraft.components.prefdisco.options import BuildOptions
 from prefcraft.components.sensejudge.options import SelectOptions, SimulateOptions
 from prefcraft.components.synthesizeme.options import BestOfNOptions, FitOptions, ImportPersonaPromptOptions
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import check_experiment, comment_sentences, load_experiment, missing_paths, read_path_options
+from prefcraft.experiments.files import (
+    check_experiment,
+    comment_sentences,
+    load_experiment,
+    missing_paths,
+    read_path_options,
+)
 from prefcraft.options import FilePath, Options, option
 from prefcraft.registry import COMPONENTS
 
@@ -133,7 +139,7 @@ def test_check_and_run_stop_on_a_missing_path_before_anything_runs(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, 'name = "t"\ncomponent = "sensejudge"\n# sense-label1.json: from the SenseJudge '
                            'repository.\n[steps.select]\nhuman_labels = "labels/sense-label1.json"\n')
-    monkeypatch.setattr("prefcraft.commands.experiment.run_step", lambda *args: pytest.fail("a step ran"))
+    monkeypatch.setattr("prefcraft.experiments.running.run_step", lambda *args: pytest.fail("a step ran"))
     for command in ("check", "run"):
         assert main(["experiment", command, str(path), "--tracking-uri", f"sqlite:///{tmp_path}/m.db"][
             :3 if command == "check" else None]) == 2

@@ -8,10 +8,10 @@ import mlflow
 import pytest
 from toml_files import write
 
-from prefcraft.cli import main, make_parser
-from prefcraft.commands.experiment import run_experiment
+from prefcraft.commands.main import main, make_parser
 from prefcraft.errors import ConfigError, DataError
-from prefcraft.experiments import check_experiment, experiment_settings, load_experiment, missing_paths
+from prefcraft.experiments.files import check_experiment, experiment_settings, load_experiment, missing_paths
+from prefcraft.experiments.running import run_experiment
 from prefcraft.flags import settings_flag_names
 from prefcraft.options import options_from_args
 from prefcraft.registry import COMPONENTS
@@ -257,7 +257,7 @@ trials = 1
             raise DataError("scenarios.jsonl", 0, "persona", "broken")
         return step
 
-    monkeypatch.setattr("prefcraft.commands.experiment.run_step", run_command)
+    monkeypatch.setattr("prefcraft.experiments.running.run_step", run_command)
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db", threads=2)
     with pytest.raises(DataError):
         run_experiment(path, load_experiment(path), settings, lambda line: None)

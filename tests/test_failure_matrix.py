@@ -24,7 +24,7 @@ from openai_standin import StandInServer
 from sensebench_files import write_dialogues
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.optimizers import artifacts
 from prefcraft.optimizers.artifacts import save_compiled
@@ -233,8 +233,8 @@ def test_resumed_after_a_server_died_repeats_no_completed_call(step, workdir, ca
 
 
 # SIGINT and SIGTERM, each to a real process: the command forked from this one (its imports done, it starts in a
-# second, where `python -m prefcraft.cli` takes half a minute on a busy machine), with SIGINT ignored as a shell
-# starts a command in the background
+# second, where `python -m prefcraft.commands.main` takes half a minute on a busy machine), with SIGINT ignored as a
+# shell starts a command in the background
 
 
 STOPPED = {signal.SIGINT: (130, "prefcraft: interrupted"), signal.SIGTERM: (143, "SIGTERM: stopping")}

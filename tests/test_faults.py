@@ -12,7 +12,7 @@ import pytest
 from fault_commands import assert_one_unreachable_line, flags, parent_runs
 from fault_proxy import fault_proxy
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 
 pytestmark = pytest.mark.server
 
@@ -89,8 +89,8 @@ def test_corrupt_replies_are_counted_failures_not_silent_wrong_answers(embedded_
 def test_a_conversation_longer_than_the_context_is_a_counted_failure_and_the_other_pairs_are_judged(
     embedded_model, pair
 ):
-    from prefcraft.evaluation import judge_pairs
-    from prefcraft.lm import build_adapter, build_lm
+    from prefcraft.engine.evaluation import judge_pairs
+    from prefcraft.engine.lm import build_adapter, build_lm
     from prefcraft.programs.judge import PreferenceJudge
 
     short = pair(0, "test")

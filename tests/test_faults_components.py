@@ -14,13 +14,13 @@ from fault_commands import assert_one_unreachable_line, child_runs, flags, paren
 from fault_proxy import fault_proxy
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
+from prefcraft.commands.main import main
+from prefcraft.engine.evaluation import evaluate_program
 from prefcraft.errors import ServerUnreachableError
-from prefcraft.evaluation import evaluate_program
 from prefcraft.optimizers import artifacts
 from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.settings import ModelSettings, Settings
-from prefcraft.tracking import MLflowTracker, StepTracker, start_tracking, tracked_run
+from prefcraft.tracking.runs import MLflowTracker, StepTracker, start_tracking, tracked_run
 
 CUPID_EVALUATE = ["cupid", "evaluate", "--max-instances", "1", "--no-shipped", "--responses", "gold"]
 LAMPQA_EVALUATE = ["lampqa", "evaluate", "--categories", "Lifestyle_and_Personal_Development", "--max-questions", "1",

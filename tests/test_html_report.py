@@ -12,21 +12,21 @@ from matplotlib.image import imread
 from test_sweeps import GOOD, fake_compile, non_dominated
 from toml_files import write
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.errors import ConfigError
+from prefcraft.experiments.sweeps import load_sweep, run_sweep
 from prefcraft.html_report import write_report
 from prefcraft.html_report.collect import read_store
 from prefcraft.report_parts.blocks import EstimateRow
 from prefcraft.report_parts.plots import estimate_chart, grouped_bars
-from prefcraft.sweeps import load_sweep, run_sweep
-from prefcraft.tracking import log_metrics, tracked_run
+from prefcraft.tracking.runs import log_metrics, tracked_run
 
 EXPERIMENT = "prefcraft"
 
 
 @contextmanager
 def logged(name, params=None, metrics=None):
-    """A run as `prefcraft.tracking.tracked_run` starts it: nested under the active run, if any."""
+    """A run as `prefcraft.tracking.runs.tracked_run` starts it: nested under the active run, if any."""
     with mlflow.start_run(run_name=name, nested=mlflow.active_run() is not None) as run:
         mlflow.log_params(params or {})
         mlflow.log_metrics(metrics or {})
@@ -247,7 +247,8 @@ def logging_compile(calls, fail):
 def test_a_sweep_shows_its_trials_and_draws_each_trials_compile(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # the sweep's study and MLflow's artifacts
     path = write(tmp_path, GOOD)
-    monkeypatch.setattr("prefcraft.sweeps.run_step", logging_compile([], {1: RuntimeError("the optimizer tripped")}))
+    monkeypatch.setattr("prefcraft.experiments.sweeps.run_step",
+                        logging_compile([], {1: RuntimeError("the optimizer tripped")}))
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     outcome = run_sweep(path, load_sweep(path), None, {"tracking_uri": uri}, lambda line: None)
     complete = {trial.number: trial for trial in outcome.complete}

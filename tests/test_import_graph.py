@@ -15,11 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 Graph = Mapping[str, set[str]]
 LAYERS = ("core", "prefcraft.signatures", "prefcraft.programs", "prefcraft.optimizers", "prefcraft.components", "top")
-TOP = ("prefcraft", "prefcraft.api", "prefcraft.cli", "prefcraft.experiments", "prefcraft.flags", "prefcraft.registry",
-       "prefcraft.runner", "prefcraft.served_program", "prefcraft.sweeps", "prefcraft.tour_report")
-"""The command line, runner and API: the modules that read the component registry."""
-TOP_PACKAGES = ("prefcraft.commands", "prefcraft.html_report", "prefcraft.rehearsal")
-"""The commands, the HTML report and the paper-scale rehearsal, each with all its modules. The report's building blocks
+TOP = ("prefcraft", "prefcraft.api", "prefcraft.flags", "prefcraft.registry", "prefcraft.runner",
+       "prefcraft.served_program")
+"""The runner, the API, the flags and the served program: modules that read the component registry."""
+TOP_PACKAGES = ("prefcraft.commands", "prefcraft.html_report", "prefcraft.experiments")
+"""The command line, the HTML report, and experiment files with their sweeps and rehearsals, each with all its
+modules. The report's building blocks
 (`prefcraft.report_parts`) are the core's: components draw with them."""
 
 
@@ -132,10 +133,10 @@ def test_each_module_has_its_layer():
                                           "prefcraft.programs.judge", "prefcraft.optimizers.compile_gate",
                                           "prefcraft.components.cupid.metrics", "prefcraft.components.component",
                                           "prefcraft", "prefcraft.commands.tour", "prefcraft.html_report.page",
-                                          "prefcraft.report_parts.blocks", "prefcraft.cli")] == [
+                                          "prefcraft.report_parts.blocks", "prefcraft.commands.main")] == [
         0, 0, 1, 2, 3, 4, 4, 5, 5, 5, 0, 5]
-    assert upward_imports({"prefcraft.programs.cupid": {"prefcraft.components.cupid.metrics", "prefcraft.lm"},
-                           "prefcraft.lm": set()}) == [
+    assert upward_imports({"prefcraft.programs.cupid": {"prefcraft.components.cupid.metrics", "prefcraft.engine.lm"},
+                           "prefcraft.engine.lm": set()}) == [
         "prefcraft.programs.cupid (prefcraft.programs) -> prefcraft.components.cupid.metrics (prefcraft.components)"]
 
 

@@ -13,10 +13,10 @@ import litellm
 import pytest
 from dspy.utils.exceptions import AdapterParseError
 
-from prefcraft.adapter import output_schema
-from prefcraft.item_failures import UNPARSEABLE, failure_kind, is_context_overflow
-from prefcraft.lm import build_adapter, build_lm
-from prefcraft.rehearsal.instant_server import Faults, InstantServer, approximate_tokens, fill
+from prefcraft.engine.adapter import output_schema
+from prefcraft.engine.item_failures import UNPARSEABLE, failure_kind, is_context_overflow
+from prefcraft.engine.lm import build_adapter, build_lm
+from prefcraft.experiments.rehearsal.instant_server import Faults, InstantServer, approximate_tokens, fill
 from prefcraft.settings import ModelSettings, SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
 
@@ -231,8 +231,8 @@ def test_stats_count_each_model_apart_across_threads(server):
 
 
 def test_the_module_serves_from_a_process_of_its_own_until_sigterm():
-    process = subprocess.Popen([sys.executable, "-m", "prefcraft.rehearsal.instant_server", "--context-tokens", "10"],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen([sys.executable, "-m", "prefcraft.experiments.rehearsal.instant_server",
+                                "--context-tokens", "10"], stdout=subprocess.PIPE, text=True)
     try:
         base_url = process.stdout.readline().strip()
         assert CLIENT.get(f"{base_url}/models").json() == {"object": "list", "data": []}

@@ -6,8 +6,7 @@ import litellm
 import pytest
 from dspy.utils.exceptions import AdapterParseError, LMAuthError, LMTimeoutError, LMTransportError
 
-from prefcraft.errors import DataError, ServerUnreachableError
-from prefcraft.item_failures import (
+from prefcraft.engine.item_failures import (
     CONTEXT_OVERFLOW,
     UNPARSEABLE,
     failure_reason,
@@ -15,6 +14,7 @@ from prefcraft.item_failures import (
     is_item_failure,
     reason_kind,
 )
+from prefcraft.errors import DataError, ServerUnreachableError
 
 VLLM_OVERFLOW = ("This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (31808 in "
                  "the messages, 8192 in the completion).")

@@ -9,10 +9,10 @@ import pytest
 from dspy.utils.exceptions import AdapterParseError
 from openai_standin import StandInServer
 
-from prefcraft.adapter import SchemaAdapter
 from prefcraft.backends import free_port
+from prefcraft.engine.adapter import SchemaAdapter
+from prefcraft.engine.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.errors import ConfigError, ServerUnreachableError
-from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
 

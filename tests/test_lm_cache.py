@@ -15,8 +15,8 @@ from dspy.utils.exceptions import AdapterParseError
 from litellm import ModelResponse
 from openai_standin import StandInServer
 
-from prefcraft.lm import MEMORY_CACHE_ENTRIES, build_adapter, build_lm, use_disk_cache
-from prefcraft.lm_cache import ReplyCache, finish_reasons
+from prefcraft.engine.lm import MEMORY_CACHE_ENTRIES, build_adapter, build_lm, use_disk_cache
+from prefcraft.engine.lm_cache import ReplyCache, finish_reasons
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
 
 QUESTIONS = [f"question {index}" for index in range(4)]

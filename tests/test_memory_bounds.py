@@ -5,14 +5,14 @@ import dspy
 from dspy.clients.base_lm import GLOBAL_HISTORY
 from dspy.utils import DummyLM
 
-import prefcraft.lm
-from prefcraft.evaluation import evaluate_program
-from prefcraft.lm import build_lm
+import prefcraft.engine.lm
+from prefcraft.engine.evaluation import evaluate_program
+from prefcraft.engine.lm import build_lm
 from prefcraft.settings import ModelSettings
 
 
 def test_the_histories_keep_the_last_calls(monkeypatch):
-    monkeypatch.setattr(prefcraft.lm, "HISTORY_ENTRIES", 3)
+    monkeypatch.setattr(prefcraft.engine.lm, "HISTORY_ENTRIES", 3)
     lm = build_lm(ModelSettings(api_base="http://127.0.0.1:1/v1"))
     caller = dspy.Predict("question -> answer")
     with dspy.context(caller_modules=[caller]):

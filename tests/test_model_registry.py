@@ -22,9 +22,9 @@ import prefcraft
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.errors import CompiledProgramError
 from prefcraft.html_report import write_report
-from prefcraft.model_registry import CHAMPION, input_example, log_program, registered_name
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.tracking.models import CHAMPION, input_example, log_program, registered_name
 
 REQUEST = {"conversation": "[user]: How do I boil an egg?", "first_completion": "Boil it, then peel it and eat it.",
            "second_completion": "Boil it."}

@@ -8,7 +8,7 @@ import mlflow
 from openai_standin import StandInServer
 
 from prefcraft import api
-from prefcraft.cli import make_parser
+from prefcraft.commands.main import make_parser
 from prefcraft.executors import ExecutorOptions, map_in_workers, process_map
 from prefcraft.optimizers.synthesizeme import SynthesizeMeConfig
 from tests.worker_runs import USERS, requests, settings_for, write_data

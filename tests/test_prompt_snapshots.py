@@ -33,7 +33,6 @@ import prefcraft.programs.persona
 import prefcraft.programs.prefdisco
 import prefcraft.programs.responder
 import prefcraft.programs.sensejudge
-from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.components.cupid.data import load_instances
 from prefcraft.components.lampqa.data import load_questions
 from prefcraft.components.prefdisco.data import SAMPLE_SCENARIOS, load_scenarios
@@ -43,7 +42,8 @@ from prefcraft.components.sensejudge.simulation import ANNOTATOR_HEADING, DEFAUL
 from prefcraft.components.synthesizeme.evaluation import DEMOGRAPHICS_HEADING, MEMORY_HEADING, memory_interactions
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
-from prefcraft.lm import build_adapter
+from prefcraft.engine.adapter import LengthBounds, SchemaAdapter
+from prefcraft.engine.lm import build_adapter
 from prefcraft.loaders.personal_reward_bench import (
     format_conversation,
     group_by_user,

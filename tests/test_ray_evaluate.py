@@ -13,18 +13,18 @@ from openai_standin import StandInServer
 from toml_files import write
 
 from prefcraft import api, runner
-from prefcraft.cli import main, make_parser, run_command
-from prefcraft.commands.experiment import run_experiment
+from prefcraft.commands.main import main, make_parser, run_command
 from prefcraft.components.synthesizeme import evaluation as evaluate
 from prefcraft.components.synthesizeme import fit
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.errors import ConfigError
 from prefcraft.executors import map_in_workers
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
+from prefcraft.experiments.running import run_experiment
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest
+from prefcraft.tracking.runs import data_digest
 from tests.fakes import FakeTracker
 from tests.worker_runs import USERS, requests, settings_for, write_data
 
@@ -146,17 +146,17 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, SYNTHESIZEME)
     called = {}
-    monkeypatch.setattr("prefcraft.commands.experiment.run_step",
+    monkeypatch.setattr("prefcraft.experiments.running.run_step",
                         lambda component, step, options, settings: called.setdefault(step, options))
     settings = Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
 
-    with caplog.at_level(logging.INFO, logger="prefcraft.experiments"):
+    with caplog.at_level(logging.INFO, logger="prefcraft.experiments.files"):
         run_experiment(path, load_experiment(path), settings, lambda line: None, executor="ray")
 
     assert (called["fit"].executor, called["fit"].address) == ("ray", "ray://from-the-file:10001")  # flag over file
     assert (called["evaluate"].executor, called["evaluate"].address) == ("ray", None)
     assert not hasattr(called["compile-persona"], "executor")
-    said = [record.getMessage() for record in caplog.records if record.name == "prefcraft.experiments"]
+    said = [record.getMessage() for record in caplog.records if record.name == "prefcraft.experiments.files"]
     assert said == ["--executor ray: compile-persona run here (no --executor)"]
     mlflow.set_tracking_uri(settings.tracking_uri)
     (run,) = mlflow.search_runs(experiment_names=["prefcraft"], output_format="list")
@@ -170,7 +170,7 @@ def test_an_experiment_gives_the_executor_to_fit_and_evaluate_and_says_once_what
 
 def test_an_experiment_none_of_whose_steps_takes_an_executor_refuses_one_before_it_runs(tmp_path, monkeypatch):
     path = write(tmp_path, 'name = "t"\ncomponent = "cupid"\n[steps.evaluate]\nmax_instances = 1\n')
-    monkeypatch.setattr("prefcraft.commands.experiment.run_step", lambda *args: pytest.fail("a step ran"))
+    monkeypatch.setattr("prefcraft.experiments.running.run_step", lambda *args: pytest.fail("a step ran"))
     with pytest.raises(ConfigError, match="--executor ray: no step of this experiment \\(evaluate\\) takes it"):
         run_experiment(path, load_experiment(path), Settings(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db"),
                        lambda line: None, executor="ray")

@@ -11,8 +11,8 @@ from openai_standin import StandInServer
 
 from prefcraft import api, runner
 from prefcraft.backends import managed_server
-from prefcraft.backends.metrics import read_prompt_cache
-from prefcraft.cli import make_parser, run_command
+from prefcraft.backends.counters import read_prompt_cache
+from prefcraft.commands.main import make_parser, run_command
 from prefcraft.components.synthesizeme import fit
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.errors import ConfigError

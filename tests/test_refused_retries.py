@@ -10,10 +10,10 @@ import dspy
 import pytest
 from openai_standin import fill, requested_schema
 
-import prefcraft.lm
-from prefcraft.lm import RETRY_FIRST_WAIT_S, build_adapter, build_lm
+import prefcraft.engine.lm
+from prefcraft.engine.lm import RETRY_FIRST_WAIT_S, build_adapter, build_lm
+from prefcraft.engine.usage import metered
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings
-from prefcraft.usage import metered
 
 
 class RefusingServer(ThreadingHTTPServer):
@@ -66,7 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
 def waits(monkeypatch) -> list[float]:
     """The waits between attempts, recorded instead of slept."""
     waited: list[float] = []
-    monkeypatch.setattr(prefcraft.lm.time, "sleep", waited.append)
+    monkeypatch.setattr(prefcraft.engine.lm.time, "sleep", waited.append)
     return waited
 
 

@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.cupid.data import load_instances
 from prefcraft.components.lampqa.data import load_questions
 from prefcraft.components.prefdisco.data import load_scenarios
 from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import load_profiles
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import load_experiment
-from prefcraft.rehearsal.data import CUPID_PERSONAS, PRISM_USERS, SENSE_TOPICS, reuse_or_write, write_data
-from prefcraft.rehearsal.report import HEADLINE, MARK
-from prefcraft.rehearsal.run import rehearsal_settings, served_context
+from prefcraft.experiments.files import load_experiment
+from prefcraft.experiments.rehearsal.data import CUPID_PERSONAS, PRISM_USERS, SENSE_TOPICS, reuse_or_write, write_data
+from prefcraft.experiments.rehearsal.report import HEADLINE, MARK
+from prefcraft.experiments.rehearsal.run import rehearsal_settings, served_context
 
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 BENCHMARKS = EXPERIMENTS.parent / "benchmarks"
@@ -80,7 +80,7 @@ def test_sensejudge_rehearses_with_fewer_descriptions(tmp_path, capsys):
 
 
 def test_an_unhandled_error_exits_2_after_the_table(tmp_path, capsys, monkeypatch):
-    import prefcraft.commands.experiment as experiment_command
+    import prefcraft.experiments.running as experiment_command
 
     def broken(*args, **kwargs):
         raise RuntimeError("a step broke")

@@ -1,6 +1,6 @@
 from prefcraft.components.synthesizeme.report import format_comparison, format_report
+from prefcraft.engine.usage import LMUsage
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
-from prefcraft.usage import LMUsage
 
 
 def judgments(user: str, picks: list[tuple[str, str]]) -> list[Judgment]:

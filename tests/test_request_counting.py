@@ -8,9 +8,9 @@ import pytest
 from cutting_proxy import CuttingProxy
 from openai_standin import StandInServer
 
-from prefcraft.lm import build_adapter, build_lm
+from prefcraft.engine.lm import build_adapter, build_lm
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.settings import ModelSettings
-from prefcraft.usage import LMUsage, metered
 
 QUESTIONS = [dspy.Example(question=f"question {index}").with_inputs("question") for index in range(6)]
 

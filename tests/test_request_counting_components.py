@@ -10,9 +10,9 @@ from openai_standin import StandInServer
 from sensebench_files import write_dialogues
 from test_failure_matrix import argv
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.registry import COMPONENTS
-from prefcraft.usage import LMUsage, metered
 
 COMMANDS = ["synthesizeme evaluate", "sensejudge simulate", "prefdisco evaluate", "cupid evaluate", "lampqa evaluate"]
 """One evaluation-like command per component, each as small as the failure matrix runs it (test_failure_matrix.py)."""

@@ -12,14 +12,14 @@ from dspy.lm15 import Message, Request
 from openai_standin import StandInServer
 
 from prefcraft.backends import ManagedServer, free_port, managed_server
-from prefcraft.backends.metrics import read_prompt_cache
-from prefcraft.cli import make_parser
+from prefcraft.backends.counters import read_prompt_cache
+from prefcraft.commands.main import make_parser
+from prefcraft.engine.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.engine.routing import CompactReplies
+from prefcraft.engine.session import check_servers, lm_context, model_session
 from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.flags import settings_overrides
-from prefcraft.lm import build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.programs.judge import PreferenceJudge
-from prefcraft.routing import CompactReplies
-from prefcraft.runtime import check_servers, lm_context, model_session
 from prefcraft.settings import (
     EMBEDDED_MODEL_NAME,
     ModelSettings,

@@ -14,7 +14,7 @@ from prefcraft.components.component import Component, Demo, Step, StepCode, Step
 from prefcraft.options import Options
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker
 
 COMPONENTS_FOLDER = Path(__file__).resolve().parent.parent / "prefcraft" / "components"
@@ -24,7 +24,7 @@ steps, no run, no result."""
 FORBIDDEN_IMPORTS = {
     "mlflow": None,
     "prefcraft.files": {"write_text_atomic", "write_jsonl_atomic"},
-    "prefcraft.tracking": {"tracked_run", "start_tracking", "MLflowTracker", "log_json", "log_file", "log_metrics",
+    "prefcraft.tracking.runs": {"tracked_run", "start_tracking", "MLflowTracker", "log_json", "log_file", "log_metrics",
                            "write_results"},
 }
 
@@ -76,7 +76,7 @@ def test_the_check_finds_each_kind_of_plumbing(tmp_path):
     module = tmp_path / "steps.py"
     module.write_text(
         "import mlflow\n"
-        "from prefcraft.tracking import write_results, model_params\n"
+        "from prefcraft.tracking.runs import write_results, model_params\n"
         "from prefcraft.files import write_text_atomic\n"
         "def work(run, path):\n"
         "    with run.tracker.run('evaluate', {}):\n"
@@ -86,7 +86,7 @@ def test_the_check_finds_each_kind_of_plumbing(tmp_path):
         "    run.tracker.child('user')\n"
         "    run.tracker.write_results(path, [])\n")
     assert plumbing(module) == [
-        "1: import mlflow", "2: from prefcraft.tracking import write_results",
+        "1: import mlflow", "2: from prefcraft.tracking.runs import write_results",
         "3: from prefcraft.files import write_text_atomic", "5: run.tracker.run(...) opens a run",
         "6: path.write_text(...)", "7: open(...) for writing", "7: path.open(...) for writing"]
 

@@ -1,4 +1,4 @@
-from prefcraft.scheduling import interleave, warm_then_interleave
+from prefcraft.engine.scheduling import interleave, warm_then_interleave
 
 
 def test_interleave_takes_one_item_of_each_group_in_turn():

@@ -19,14 +19,14 @@ import pydantic
 import pytest
 
 import prefcraft.signatures
-from prefcraft import small_model
-from prefcraft.adapter import LengthBounds, output_schema
 from prefcraft.components.synthesizeme.options import FitOptions
+from prefcraft.engine import small_model
+from prefcraft.engine.adapter import LengthBounds, output_schema
+from prefcraft.engine.lm import build_adapter
+from prefcraft.engine.small_model import declared, small_model_bounds
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import load_experiment
-from prefcraft.lm import build_adapter
+from prefcraft.experiments.files import load_experiment
 from prefcraft.settings import ModelSettings, SmallModelProfile
-from prefcraft.small_model import declared, small_model_bounds
 
 ROOT = Path(__file__).parents[1]
 MODULES = [importlib.import_module(f"prefcraft.signatures.{info.name}")

@@ -11,11 +11,11 @@ import pytest
 from optuna.trial import TrialState
 from toml_files import write
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
+from prefcraft.engine.usage import LMUsage
 from prefcraft.errors import ConfigError, ServerUnreachableError
+from prefcraft.experiments.sweeps import load_sweep, run_sweep
 from prefcraft.optimizers.compile_selection import CompileOutcome, CompileVerdict
-from prefcraft.sweeps import load_sweep, run_sweep
-from prefcraft.usage import LMUsage
 
 SWEEPS = sorted((Path(__file__).parents[1] / "experiments" / "sweeps").glob("*.toml"))
 GOOD = """
@@ -124,7 +124,7 @@ def test_a_sweep_runs_resumes_and_reports_its_pareto_front(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     path = write(tmp_path, GOOD)
     calls: list = []
-    monkeypatch.setattr("prefcraft.sweeps.run_step", fake_compile(calls))
+    monkeypatch.setattr("prefcraft.experiments.sweeps.run_step", fake_compile(calls))
     overrides = {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}
     lines: list[str] = []
 
@@ -171,7 +171,7 @@ def test_a_failing_trial_is_failed_and_a_server_error_stops_the_sweep(tmp_path, 
     path = write(tmp_path, GOOD)
     calls: list = []
     fail = {1: RuntimeError("the optimizer tripped"), 3: ServerUnreachableError("http://x/v1", "refused")}
-    monkeypatch.setattr("prefcraft.sweeps.run_step", fake_compile(calls, fail))
+    monkeypatch.setattr("prefcraft.experiments.sweeps.run_step", fake_compile(calls, fail))
     overrides = {"tracking_uri": f"sqlite:///{tmp_path}/mlflow.db"}
 
     with pytest.raises(ServerUnreachableError):

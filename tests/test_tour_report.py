@@ -1,8 +1,8 @@
 """The tour's closing table keeps its columns aligned whatever the length of a component's metric or method names."""
 
+from prefcraft.commands.tour_table import TourRow, format_tour
 from prefcraft.components.component import Comparison
-from prefcraft.tour_report import TourRow, format_tour
-from prefcraft.usage import LMUsage
+from prefcraft.engine.usage import LMUsage
 
 
 def test_columns_stay_aligned_when_a_metric_is_longer_than_the_column():

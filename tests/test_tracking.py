@@ -6,11 +6,11 @@ import pytest
 from dspy.utils import DummyLM
 from mlflow.tracking import MlflowClient
 
-from prefcraft import tracking
-from prefcraft.cli import make_parser
+from prefcraft.commands.main import make_parser
 from prefcraft.flags import settings_overrides
 from prefcraft.settings import ModelSettings, Settings, load_settings
-from prefcraft.tracking import model_params, start_tracking, tracked_run
+from prefcraft.tracking import runs as tracking
+from prefcraft.tracking.runs import model_params, start_tracking, tracked_run
 
 PARAMS = {"data_digest": "1a2b", "search": "halving", "users": 3, "methods": ["baseline", "persona"],
           "persona_prompt": "p" * 600}  # longer than MLflow is given: compared as it is stored, truncated
@@ -54,7 +54,7 @@ def test_resume_continues_the_interrupted_run_with_the_same_params(track, caplog
     first = interrupted("fit", how=how)
     assert mlflow.get_run(first).info.status == ("FAILED" if how == "raised" else "RUNNING")
     resuming = track(resume=True)
-    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), resuming.run("fit", PARAMS) as run:
+    with caplog.at_level(logging.INFO, logger="prefcraft.tracking.runs"), resuming.run("fit", PARAMS) as run:
         mlflow.log_metric("users_resumed", 2)
     assert run.info.run_id == first
     assert f"resuming run {first} (fit)" in caplog.text
@@ -171,7 +171,7 @@ def test_resume_ignores_params_that_change_no_result_and_says_which(track, caplo
     first = interrupted("fit", {**PARAMS, "num_threads": 4, "fit_num_threads": 4})
     resuming = track(resume=True)
     changed = {**PARAMS, "num_threads": 1, "fit_num_threads": 2}
-    with caplog.at_level(logging.INFO, logger="prefcraft.tracking"), resuming.run("fit", changed) as run:
+    with caplog.at_level(logging.INFO, logger="prefcraft.tracking.runs"), resuming.run("fit", changed) as run:
         pass
     assert run.info.run_id == first
     assert (f"resuming run {first} (fit); ignoring what changes no result: num_threads changed (4 -> 1), "

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import check_experiment, experiment_settings, is_settings_file
+from prefcraft.experiments.files import check_experiment, experiment_settings, is_settings_file
 from prefcraft.flags import add_executor_flags, settings_overrides
 
 HELP = ("experiments as configuration: run a TOML file's steps under one MLflow run (run), validate files (check), or "
@@ -64,9 +64,9 @@ def add_rehearse(steps: Any) -> None:
                                  help="continue a rehearsal killed midway in --work-dir: its data, LM cache and MLflow "
                                  "runs reused, the steps run with the settings' resume")
     rehearse_parser.add_argument("--server-url", default=None, metavar="URL",
-                                 help="an instant server already running (python -m prefcraft.rehearsal.instant_server"
-                                 "), e.g. http://127.0.0.1:8000/v1, instead of starting one; it injects its own faults "
-                                 "(default: none, one started here)")
+                                 help="an instant server already running (python -m "
+                                 "prefcraft.experiments.rehearsal.instant_server), e.g. http://127.0.0.1:8000/v1, "
+                                 "instead of starting one; it injects its own faults (default: none, one started here)")
     rehearse_parser.add_argument("--endpoints", type=int, default=1, metavar="N",
                                  help="instant servers to start; with 2 or more every role's model reaches them all "
                                  "(api_bases: litellm's Router)")
@@ -80,7 +80,7 @@ def add_rehearse(steps: Any) -> None:
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the experiment (returns each step's outcome) or checks the files (returns the experiments). `settings` is
     not used: an experiment runs on its own [settings] under the flags."""
-    from prefcraft.commands.experiment import run_experiment  # the steps' code: not loaded by `--help`
+    from prefcraft.experiments.running import run_experiment  # the steps' code: not loaded by `--help`
 
     if args.step == "check":
         return check_files(args.files, check_experiment,
@@ -95,10 +95,10 @@ def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) ->
 
 def rehearse(args: argparse.Namespace, echo: Callable[[str], None]) -> Any:
     """Prints the rehearsal's table; an unhandled error in a step is a RehearsalError (exit status 2) after it."""
-    from prefcraft.rehearsal.instant_server import Faults
-    from prefcraft.rehearsal.report import format_rehearsal
-    from prefcraft.rehearsal.run import RehearsalError, Serving
-    from prefcraft.rehearsal.run import rehearse as rehearse_file
+    from prefcraft.experiments.rehearsal.instant_server import Faults
+    from prefcraft.experiments.rehearsal.report import format_rehearsal
+    from prefcraft.experiments.rehearsal.run import RehearsalError, Serving
+    from prefcraft.experiments.rehearsal.run import rehearse as rehearse_file
 
     faults = Faults(context_tokens=args.context_tokens, error_rate=args.error_rate, cut_rate=args.cut_rate)
     serving = Serving(args.server_url, args.endpoints, args.executor, args.address, args.request_log, args.workers)

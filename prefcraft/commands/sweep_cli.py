@@ -1,7 +1,7 @@
 """`prefcraft sweep`: an Optuna study over a compile step's settings (`run`), or only validate sweep files (`check`).
 
-A sweep file names a compile step, its fixed options, the settings, the search space and the study (prefcraft/sweeps.py;
-experiments/sweeps/ holds examples).
+A sweep file names a compile step, its fixed options, the settings, the search space and the study
+(prefcraft/experiments/sweeps.py; experiments/sweeps/ holds examples).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def add_steps(parser: argparse.ArgumentParser, add_settings_flags: Callable[[arg
 def run(args: argparse.Namespace, settings: Any, echo: Callable[[str], None]) -> Any:
     """Runs the sweep (returns its SweepOutcome) or checks the files (returns the sweeps). `settings` is not used: a
     sweep runs on its own [settings] under the flags."""
-    from prefcraft.sweeps import load_sweep, run_sweep  # Optuna and the steps' code: not loaded by `--help`
+    from prefcraft.experiments.sweeps import load_sweep, run_sweep  # Optuna and the steps' code: not loaded by `--help`
 
     if args.step == "check":
         return check_files(args.files, load_sweep, _describe, echo)

@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from prefcraft.commands.tour_table import TourRow, format_tour
 from prefcraft.components.component import Component, Emit
+from prefcraft.engine.usage import metered
 from prefcraft.errors import PrefcraftError
 from prefcraft.flags import parse_step
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import run_step
 from prefcraft.settings import Settings
-from prefcraft.tour_report import TourRow, format_tour
-from prefcraft.tracking import log_json, model_params, start_tracking
-from prefcraft.usage import metered
+from prefcraft.tracking.runs import log_json, model_params, start_tracking
 
 logger = logging.getLogger(__name__)
 

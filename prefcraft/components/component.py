@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from prefcraft.report_parts.blocks import Chart, Plot, Table
     from prefcraft.report_parts.records import RunRecord
     from prefcraft.settings import Settings
-    from prefcraft.tracking import StepTracker
+    from prefcraft.tracking.runs import StepTracker
 
 Emit = Callable[[str], None]
 

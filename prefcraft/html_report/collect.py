@@ -17,10 +17,10 @@ from typing import Any
 
 from prefcraft.components.component import Component, ReportCharts
 from prefcraft.errors import ConfigError
-from prefcraft.model_registry import logged_program_of
 from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.blocks import number
 from prefcraft.report_parts.records import RunRecord
+from prefcraft.tracking.models import logged_program_of
 
 NO_CHARTS = ReportCharts()
 EXPERIMENT_PREFIX, SWEEP_PREFIX = "experiment:", "sweep:"

@@ -16,7 +16,7 @@ from prefcraft.report_parts.blocks import Chart, Details, EstimateRow, Plot, Sec
 from prefcraft.report_parts.plots import estimate_chart, line_chart
 from prefcraft.report_parts.records import RunRecord
 
-# What a sweep's trial logs (prefcraft/sweeps.py), as the table's columns.
+# What a sweep's trial logs (prefcraft/experiments/sweeps.py), as the table's columns.
 TRIAL_METRICS = {"score": "score", "uncompiled_score": "uncompiled", "gain": "gain", "lm_calls": "LM calls",
                  "seconds": "seconds"}
 # The compile steps, whose runs DSPy's autologging fills with optimizer evaluations.

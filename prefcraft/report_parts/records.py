@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from prefcraft.model_registry import LoggedProgram
+from prefcraft.tracking.models import LoggedProgram
 
 TRIAL = re.compile(r"trial-\d+")
 

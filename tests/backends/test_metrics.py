@@ -6,7 +6,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from prefcraft.backends.metrics import (
+from prefcraft.backends.counters import (
     PromptCache,
     ServedRequests,
     metered_prompt_cache,

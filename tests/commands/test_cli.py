@@ -6,7 +6,7 @@ import mlflow
 import pytest
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.synthesizeme.commands import COMPONENT as SYNTHESIZEME
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
 from prefcraft.flags import parse_step

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from prefcraft.cli import main, make_parser
-from prefcraft.experiments import load_experiment
+from prefcraft.commands.main import main, make_parser
+from prefcraft.experiments.files import load_experiment
 from prefcraft.flags import SETTING_KEYS, settings_overrides
 from prefcraft.registry import COMPONENTS
 
@@ -190,7 +190,7 @@ def test_the_seed_is_a_flag_as_the_help_of_the_steps_it_seeds_says():
 HEAVY = ("dspy", "litellm", "mlflow", "optuna", "matplotlib")
 LISTING_IMPORTS = """
 import sys
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 try:
     main(sys.argv[1:])
 except SystemExit:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from prefcraft.cli import make_parser
+from prefcraft.commands.main import make_parser
 
 ROOT = Path(__file__).parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "experiments" / "README.md"]

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from prefcraft import cli
+from prefcraft.commands import main as cli
 from prefcraft.components.component import failed_items
 
 

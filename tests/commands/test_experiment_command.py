@@ -6,8 +6,8 @@ import json
 import mlflow
 import pytest
 
-from prefcraft.cli import main
-from prefcraft.usage import metered
+from prefcraft.commands.main import main
+from prefcraft.engine.usage import metered
 
 # CUPID's evaluate on one bundled instance, the gold-preference response only: the cheapest real experiment.
 EXPERIMENT = """

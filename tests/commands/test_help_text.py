@@ -94,7 +94,7 @@ def test_every_settings_flag_names_a_real_key_and_variable():
 
 
 def test_the_settings_command_prints_the_values_in_force(capsys, monkeypatch):
-    from prefcraft.cli import main
+    from prefcraft.commands.main import main
 
     monkeypatch.setenv("PREFCRAFT_SEED", "3")
     assert main(["settings", "--threads", "8", "--judge-max-tokens", "64"]) == 0

@@ -26,12 +26,12 @@ import pytest
 from matplotlib.image import imread
 
 from prefcraft.backends import free_port
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.html_report.sections import number
-from prefcraft.model_registry import CHAMPION, log_program, registered_name
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
+from prefcraft.tracking.models import CHAMPION, log_program, registered_name
 
 CHROMIUM = Path("/usr/bin/chromium")
 pytestmark = [

@@ -5,12 +5,12 @@ import math
 import mlflow
 import pytest
 
-from prefcraft.cli import main, make_parser
+from prefcraft.commands.main import main, make_parser
+from prefcraft.commands.tour_table import TourRow, format_tour
 from prefcraft.components.component import Comparison
+from prefcraft.engine.usage import LMUsage
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
 from prefcraft.registry import COMPONENTS
-from prefcraft.tour_report import TourRow, format_tour
-from prefcraft.usage import LMUsage
 
 
 def test_the_parser_runs_all_five_by_default_with_the_demos_timeout():

@@ -9,11 +9,11 @@ import mlflow
 import pytest
 from openai_standin import StandInServer
 
+from prefcraft.engine.session import lm_context
 from prefcraft.optimizers.compile_gate import keep_if_better
 from prefcraft.optimizers.compile_selection import CompileVerdict, Validation, ship_decision
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import MLflowTracker, StepTracker
+from prefcraft.tracking.runs import MLflowTracker, StepTracker
 from tests.fakes import FakeTracker
 
 

@@ -16,7 +16,7 @@ from prefcraft.optimizers.compile_step import (
 )
 from prefcraft.optimizers.prompt_optimizer import MIPROv2Config
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 

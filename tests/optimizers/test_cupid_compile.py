@@ -5,9 +5,9 @@ import json
 import dspy
 import pytest
 
-from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES, load_instances
 from prefcraft.components.cupid.metrics import PreferenceF1
+from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, labeled, load_inferrer
 from prefcraft.optimizers.demos import keep_prompt_demos

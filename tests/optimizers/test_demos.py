@@ -2,7 +2,7 @@
 
 import dspy
 
-from prefcraft.adapter import SchemaAdapter
+from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.optimizers.demos import keep_prompt_demos, reaches_prompt
 
 

@@ -4,7 +4,7 @@ import dspy
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft.lm import build_adapter, build_lm
+from prefcraft.engine.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.persona_prompt import (

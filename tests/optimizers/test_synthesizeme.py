@@ -8,8 +8,8 @@ import pytest
 from dspy.teleprompt import Teleprompter
 from dspy.utils.dummies import DummyLM
 
+from prefcraft.engine.lm import build_adapter, build_lm
 from prefcraft.errors import DataError
-from prefcraft.lm import build_adapter, build_lm
 from prefcraft.loaders.personal_reward_bench import UserPairs, judge_examples, judge_set, train_val_split
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.optimizers.synthesizeme import SynthesizeMe, SynthesizeMeConfig, format_judgments

@@ -1,4 +1,4 @@
-from prefcraft.adapter import SchemaAdapter
+from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.loaders.personal_reward_bench import judge_examples
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.programs.judge import PreferenceJudge

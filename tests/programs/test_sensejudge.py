@@ -3,8 +3,8 @@ import pytest
 from dspy.utils import DummyLM
 
 import prefcraft
-from prefcraft.adapter import SchemaAdapter
-from prefcraft.item_failures import UNPARSEABLE, reason_kind
+from prefcraft.engine.adapter import SchemaAdapter
+from prefcraft.engine.item_failures import UNPARSEABLE, reason_kind
 from prefcraft.optimizers.artifacts import load_compiled, save_compiled
 from prefcraft.programs.sensejudge import (
     DESCRIPTION_MAX_TOKENS,

@@ -13,9 +13,9 @@ from test_compile_cost import OPTIMIZER
 from test_failure_matrix import argv
 from test_request_counting_components import COMMANDS
 
-from prefcraft.backends.metrics import read_served_requests
-from prefcraft.cli import main
-from prefcraft.usage import LMUsage, metered
+from prefcraft.backends.counters import read_served_requests
+from prefcraft.commands.main import main
+from prefcraft.engine.usage import LMUsage, metered
 
 pytestmark = pytest.mark.vllm
 

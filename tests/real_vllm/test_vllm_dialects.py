@@ -5,9 +5,9 @@ import dspy
 import pytest
 from test_adapter import CONVERSATION, GradeAnswer, ListTopics, Menu, PlanMenu
 
-from prefcraft.adapter import LengthBounds, SchemaAdapter, has_free_whitespace
-from prefcraft.lm import build_lm
-from prefcraft.routing import CompactReplies
+from prefcraft.engine.adapter import LengthBounds, SchemaAdapter, has_free_whitespace
+from prefcraft.engine.lm import build_lm
+from prefcraft.engine.routing import CompactReplies
 from prefcraft.settings import ModelSettings
 from prefcraft.signatures.judge import JudgePreference
 

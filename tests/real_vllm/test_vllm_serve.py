@@ -18,8 +18,8 @@ from test_failure_matrix import argv
 from test_vllm_dialects import CALLS
 
 from prefcraft.backends import free_port
-from prefcraft.lm import build_adapter, build_lm
-from prefcraft.routing import CompactReplies
+from prefcraft.engine.lm import build_adapter, build_lm
+from prefcraft.engine.routing import CompactReplies
 from prefcraft.settings import ModelSettings
 
 pytestmark = pytest.mark.vllm
@@ -53,7 +53,7 @@ def test_prefcraft_serve_starts_vllm_answers_and_stops_leaving_nothing(vllm_exec
                                                                        monkeypatch):
     """Started with xgrammar, as a plain `vllm serve` is: prefcraft's compact dialect is ignored, and said so."""
     port = free_port()
-    command = [sys.executable, "-m", "prefcraft.cli", "serve", "--server-backend", "vllm",
+    command = [sys.executable, "-m", "prefcraft.commands.main", "serve", "--server-backend", "vllm",
                "--server-executable", str(vllm_executable), "--server-port", str(port), PLAIN_VLLM]
     started = time.monotonic()
     serving = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -85,7 +85,7 @@ def test_prefcraft_serve_starts_vllm_answers_and_stops_leaving_nothing(vllm_exec
 def prefcraft_command(arguments: list[str], folder: Path) -> subprocess.Popen:
     """The command in a process of its own (not forked from this multi-threaded one), its output in `folder`."""
     with (folder / "command.log").open("ab") as log:
-        return subprocess.Popen([sys.executable, "-m", "prefcraft.cli", *arguments], cwd=folder, stdout=log,
+        return subprocess.Popen([sys.executable, "-m", "prefcraft.commands.main", *arguments], cwd=folder, stdout=log,
                                 stderr=subprocess.STDOUT)
 
 

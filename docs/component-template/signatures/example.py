@@ -3,7 +3,7 @@ prefcraft's words, with its fields in the paper's order (a compiled JSON keeps t
 
 import dspy
 
-from prefcraft.small_model import small_model_bounds
+from prefcraft.engine.small_model import small_model_bounds
 
 
 class AnswerRequest(dspy.Signature):

@@ -19,15 +19,15 @@ from prefcraft.components.cupid.evaluation import decomposer_max_tokens, select_
 from prefcraft.components.cupid.metrics import PreferenceF1
 from prefcraft.components.cupid.options import CompileOptions
 from prefcraft.components.cupid.results import CupidCompileOutcome
+from prefcraft.engine.lm import build_lm
+from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError
-from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate, compile_params
 from prefcraft.optimizers.cupid import PROGRAM_NAME, labeled
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.programs.cupid import PreferenceInferrer, PreferenceMatch
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest
+from prefcraft.tracking.runs import StepTracker, data_digest
 
 Splits = tuple[list[dspy.Example], list[dspy.Example]]
 

@@ -21,7 +21,7 @@ while a failed decomposition counts as a failed inference (the reference decompo
 unparseable judge score counts 0; a failed generation is left out. A prompt over the context window is the reference's
 one exception (`context_overflow = "zero"`, the default): that inference scores an empty checklist (recall 0) and that
 response 0, both kept in the scores; `"leave-out"` leaves them out instead. Per instance type the same rules apply to
-that type's instances. Every failure is written with its reason (`prefcraft.item_failures.failure_reason`) and
+that type's instances. Every failure is written with its reason (`prefcraft.engine.item_failures.failure_reason`) and
 counted beside the figures; none stops the run.
 """
 
@@ -58,9 +58,9 @@ from prefcraft.components.cupid.results import (
     ResponseOutcome,
     ResponseResult,
 )
+from prefcraft.engine.evaluation import StepCost, run_pipeline_step
+from prefcraft.engine.item_failures import CONTEXT_OVERFLOW, FailureLog, reason_kind
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, run_pipeline_step
-from prefcraft.item_failures import CONTEXT_OVERFLOW, FailureLog, reason_kind
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.cupid import PROGRAM_NAME, load_inferrer
 from prefcraft.programs.cupid import (
@@ -75,7 +75,7 @@ from prefcraft.programs.cupid import (
     decomposer,
 )
 from prefcraft.settings import Role, Settings
-from prefcraft.tracking import StepTracker, data_digest, model_params
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import math
 
 from prefcraft.components.cupid.data import SAMPLE_INSTANCES
 from prefcraft.components.cupid.results import CupidCompileOutcome, EvaluationOutcome
-from prefcraft.evaluation import StepCost
+from prefcraft.engine.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import format_verdict
 

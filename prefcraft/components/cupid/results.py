@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefcraft.components.cupid.metrics import MatchReport, ResponseScores
-from prefcraft.evaluation import StepCost
+from prefcraft.engine.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.compile_selection import CompileOutcome
 
@@ -33,7 +33,7 @@ class InstanceResult:
     the context window under the reference's rule: scored with an empty checklist), or "matching" (scored with every
     item Not covered)."""
     reason: str | None = None
-    """Why that step failed (`prefcraft.item_failures.failure_reason`), e.g. "context_window_exceeded: ..."."""
+    """Why that step failed (`prefcraft.engine.item_failures.failure_reason`), e.g. "context_window_exceeded: ..."."""
 
 
 @dataclass
@@ -57,7 +57,7 @@ class ResponseResult:
     failed: str | None = None
     """None, or what failed: "generation", "judging" or UNPARSEABLE_SCORE."""
     reason: str | None = None
-    """Why generation or judging failed (`prefcraft.item_failures.failure_reason`), e.g.
+    """Why generation or judging failed (`prefcraft.engine.item_failures.failure_reason`), e.g.
     "context_window_exceeded: ..."."""
 
 

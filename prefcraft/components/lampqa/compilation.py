@@ -19,16 +19,16 @@ from prefcraft.components.lampqa.data import SUFFIXES
 from prefcraft.components.lampqa.evaluation import build_retriever, retrieval_params, retry_params, select_questions
 from prefcraft.components.lampqa.metrics import AspectScore
 from prefcraft.components.lampqa.options import CompileOptions
+from prefcraft.engine.lm import build_lm
+from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError
-from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate, compile_params
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.programs.lampqa import PLANPERS_RETRIES, PlanPers
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest
+from prefcraft.tracking.runs import StepTracker, data_digest
 
 METRIC = "LaMP-QA aspect score: Σ judge scores (0/1/2 per gold aspect) / (2 · #aspects), judge on the judge model"
 Splits = tuple[list[dspy.Example], list[dspy.Example]]

@@ -35,10 +35,10 @@ from prefcraft.components.lampqa.metrics import (
 )
 from prefcraft.components.lampqa.options import DataOptions, Method, MethodOptions
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
+from prefcraft.engine.evaluation import StepCost, run_pipeline_step
+from prefcraft.engine.item_failures import failure_reason, is_item_failure
+from prefcraft.engine.lm import check_reachable
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, run_pipeline_step
-from prefcraft.item_failures import failure_reason, is_item_failure
-from prefcraft.lm import check_reachable
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import shipped_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME, load_planpers
@@ -54,7 +54,7 @@ from prefcraft.programs.lampqa import (
     Retriever,
 )
 from prefcraft.settings import Role, Settings
-from prefcraft.tracking import StepTracker, data_digest, model_params
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

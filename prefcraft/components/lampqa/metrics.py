@@ -21,7 +21,7 @@ from typing import Any
 
 import dspy
 
-from prefcraft.item_failures import reason_kind
+from prefcraft.engine.item_failures import reason_kind
 from prefcraft.metrics.stats import Estimate, bootstrap_mean, macro_mean
 from prefcraft.programs.lampqa import AspectJudge
 

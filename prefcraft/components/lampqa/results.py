@@ -8,7 +8,7 @@ from pathlib import Path
 import dspy
 
 from prefcraft.components.lampqa.metrics import MethodReport, QuestionResult
-from prefcraft.evaluation import StepCost
+from prefcraft.engine.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 
 BASELINE = "baseline"

@@ -25,7 +25,7 @@ from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco.options import BuildOptions
 from prefcraft.errors import DataError
 from prefcraft.loaders.personal_reward_bench import read_rows
-from prefcraft.tracking import NOT_TRACKED, StepTracker, data_digest
+from prefcraft.tracking.runs import NOT_TRACKED, StepTracker, data_digest
 
 logger = logging.getLogger(__name__)
 

@@ -18,16 +18,16 @@ from prefcraft.components.prefdisco.data import Scenario
 from prefcraft.components.prefdisco.evaluation import select_scenarios, simulated_users
 from prefcraft.components.prefdisco.metrics import GatedPrefAlign
 from prefcraft.components.prefdisco.options import CompileOptions
+from prefcraft.engine.lm import build_lm
+from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError
-from prefcraft.lm import build_lm
 from prefcraft.optimizers.compile_selection import CompileOutcome
 from prefcraft.optimizers.compile_step import CompileStep, ModelAccess, compile_and_gate, compile_params
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
 from prefcraft.programs.prefdisco import QuestionAsker
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest
+from prefcraft.tracking.runs import StepTracker, data_digest
 
 Splits = tuple[list[Scenario], list[Scenario]]
 

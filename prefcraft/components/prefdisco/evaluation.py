@@ -40,9 +40,10 @@ from prefcraft.components.prefdisco.metrics import (
 )
 from prefcraft.components.prefdisco.options import ConditionsOptions, DataOptions
 from prefcraft.components.prefdisco.results import ConditionResult, ConditionSummary, EvaluationOutcome
+from prefcraft.engine.evaluation import StepCost, degenerate_outputs, evaluate_program
+from prefcraft.engine.item_failures import FailureLog
+from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import StepCost, degenerate_outputs, evaluate_program
-from prefcraft.item_failures import FailureLog
 from prefcraft.metrics.stats import bootstrap_mean
 from prefcraft.optimizers.artifacts import load_compiled, shipped_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME, asker_example
@@ -57,9 +58,8 @@ from prefcraft.programs.prefdisco import (
     SimulatedUser,
     UserSimulator,
 )
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest, model_params
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

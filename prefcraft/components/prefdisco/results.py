@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prefcraft.components.prefdisco.metrics import NormAlignSummary
-from prefcraft.evaluation import StepCost
+from prefcraft.engine.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
 
 
@@ -28,8 +28,8 @@ class ConditionResult:
     """None, or the step that failed: "generation" or "grading"."""
     missing_grades: int = 0
     failure: str | None = None
-    """Why that step failed (`prefcraft.item_failures.failure_reason`: its kind, then its message: a server error, a
-    reply cut short or that did not parse);
+    """Why that step failed (`prefcraft.engine.item_failures.failure_reason`: its kind, then its message: a server
+    error, a reply cut short or that did not parse);
     None when it did not fail, or when the error was not recorded."""
 
 

@@ -25,9 +25,11 @@ from prefcraft.components.sensejudge.results import EvaluationOutcome, JudgeRow
 from prefcraft.components.sensejudge.selection import SENSEJUDGE, description_names
 from prefcraft.components.sensejudge.topics import ALL_TOPICS, by_topic, metric_name
 from prefcraft.components.sensejudge.votes import gold, judgments
+from prefcraft.engine.evaluation import judge_pairs
+from prefcraft.engine.lm import check_reachable
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import metered
 from prefcraft.errors import ConfigError
-from prefcraft.evaluation import judge_pairs
-from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
 from prefcraft.metrics.majority_vote import NO_VOTE, decode_vote
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
@@ -35,10 +37,8 @@ from prefcraft.metrics.position_bias import first_position_share
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.optimizers.sensejudge import collect_votes, reference_score
 from prefcraft.programs.sensejudge import SelectedJudge, description_judge
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, model_params
-from prefcraft.usage import metered
+from prefcraft.tracking.runs import StepTracker, model_params
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from prefcraft.components.sensejudge.simulation import load_pair_annotations, lo
 from prefcraft.components.synthesizeme.evaluation import select_users
 from prefcraft.errors import ConfigError
 from prefcraft.loaders.personal_reward_bench import PreferencePair, UserPairs, group_by_user, load_pairs, pair_id
-from prefcraft.tracking import data_digest
+from prefcraft.tracking.runs import data_digest
 
 logger = logging.getLogger(__name__)
 

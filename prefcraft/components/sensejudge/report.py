@@ -11,7 +11,7 @@ from prefcraft.components.sensejudge.results import (
     SimulationSummary,
     mean_of,
 )
-from prefcraft.usage import LMUsage
+from prefcraft.engine.usage import LMUsage
 
 NAME_WIDTH = 30
 SIMULATED_NOTE = "The labels are SIMULATED: an LLM annotator given a persona chose them, not a person."

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prefcraft.engine.usage import LMUsage
 from prefcraft.metrics.pairwise import PairwiseReport
 from prefcraft.metrics.ranking import RankCorrelation
 from prefcraft.metrics.stats import Estimate
 from prefcraft.optimizers.sensejudge import SubsetSelectionRecord, TopicSelection
-from prefcraft.usage import LMUsage
 
 
 @dataclass

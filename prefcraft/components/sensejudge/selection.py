@@ -22,8 +22,10 @@ from prefcraft.components.sensejudge.options import SelectingOptions
 from prefcraft.components.sensejudge.pairs import AnnotatorPairs, read_annotator_pairs
 from prefcraft.components.sensejudge.results import SelectionOutcome
 from prefcraft.components.sensejudge.topics import ALL_TOPICS, by_topic, metric_name
+from prefcraft.engine.lm import check_reachable
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import LMUsage
 from prefcraft.errors import ConfigError
-from prefcraft.lm import check_reachable
 from prefcraft.loaders.personal_reward_bench import PreferencePair
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.sensejudge import (
@@ -33,10 +35,8 @@ from prefcraft.optimizers.sensejudge import (
     select_per_topic,
 )
 from prefcraft.programs.sensejudge import SelectedJudge
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, model_params
-from prefcraft.usage import LMUsage
+from prefcraft.tracking.runs import StepTracker, model_params
 
 logger = logging.getLogger(__name__)
 

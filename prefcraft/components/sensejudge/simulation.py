@@ -25,18 +25,18 @@ from typing import ClassVar
 
 import dspy
 
-from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.components.sensejudge.data import Dialogue, load_dialogues
 from prefcraft.components.sensejudge.results import SimulationSummary
+from prefcraft.engine.adapter import LengthBounds, SchemaAdapter
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import metered
 from prefcraft.errors import ConfigError, DataError
 from prefcraft.loaders.personal_reward_bench import format_conversation, read_rows
 from prefcraft.options import OneOrMore, Options, Positive, option
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.responder import Responder
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest, model_params
-from prefcraft.usage import metered
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

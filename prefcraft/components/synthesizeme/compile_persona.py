@@ -21,8 +21,9 @@ from prefcraft.components.synthesizeme.evaluation import select_users
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import CompilePersonaOptions
+from prefcraft.engine.lm import build_lm
+from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError, PrefcraftError, ServerError
-from prefcraft.lm import build_lm
 from prefcraft.loaders.personal_reward_bench import (
     VAL_FRACTION,
     UserPairs,
@@ -45,9 +46,8 @@ from prefcraft.optimizers.prompt_optimizer import OptimizerConfig
 from prefcraft.optimizers.synthesizeme import PersonaEvidence, SynthesizeMe
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest
+from prefcraft.tracking.runs import StepTracker, data_digest
 
 logger = logging.getLogger(__name__)
 

@@ -22,26 +22,26 @@ from typing import Any
 import dspy
 from tqdm import tqdm
 
-from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
+from prefcraft.backends.counters import PromptCache, metered_prompt_cache
 from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.options import DemographicsJudge, EvaluateOptions, FittedOptions, JudgedOptions
 from prefcraft.components.synthesizeme.population import load_population
 from prefcraft.components.synthesizeme.profiles import PRISM_SURVEY, load_profiles
+from prefcraft.engine.evaluation import judge_pairs
+from prefcraft.engine.item_failures import failure_reason, is_item_failure
+from prefcraft.engine.lm import cache_directory, check_reachable
+from prefcraft.engine.session import lm_context, run_in_worker
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.errors import ConfigError, PrefcraftError
-from prefcraft.evaluation import judge_pairs
 from prefcraft.executors import ExecutorOptions, map_in_workers
 from prefcraft.files import safe_name
-from prefcraft.item_failures import failure_reason, is_item_failure
-from prefcraft.lm import cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import UserPairs, format_conversation, group_by_user, judge_set
 from prefcraft.metrics.pairwise import Judgment, PairwiseReport, pairwise_report
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata
 from prefcraft.programs.judge import PreferenceJudge, ProfileJudge
 from prefcraft.programs.memory import MemoryBuilder
-from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import StepTracker, data_digest, model_params
-from prefcraft.usage import LMUsage, metered
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

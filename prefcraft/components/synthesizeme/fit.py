@@ -10,25 +10,25 @@ from typing import Any
 
 from tqdm import tqdm
 
-from prefcraft.backends.metrics import PromptCache, metered_prompt_cache
+from prefcraft.backends.counters import PromptCache, metered_prompt_cache
 from prefcraft.components.component import StepRun
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.judge_sets import ValidationOrders, fit_sets
 from prefcraft.components.synthesizeme.options import FitOptions, FittedOptions, demo_cap
+from prefcraft.engine.item_failures import failure_reason, is_item_failure
+from prefcraft.engine.lm import EndpointFaults, cache_directory, check_reachable
+from prefcraft.engine.session import lm_context, run_in_worker
 from prefcraft.errors import PrefcraftError
 from prefcraft.executors import ExecutorOptions, map_in_workers
 from prefcraft.files import path_in
-from prefcraft.item_failures import failure_reason, is_item_failure
-from prefcraft.lm import EndpointFaults, cache_directory, check_reachable
 from prefcraft.loaders.personal_reward_bench import VAL_FRACTION, UserPairs, judge_examples, train_val_split
-from prefcraft.model_registry import input_example, registered_name
 from prefcraft.optimizers.artifacts import load_compiled, read_metadata, save_compiled, shipped_compiled
 from prefcraft.optimizers.synthesizeme import CANDIDATE_DRAWS, FitRecord, SynthesizeMe, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.programs.persona import PersonaSynthesizer
-from prefcraft.runtime import lm_context, run_in_worker
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.tracking import StepTracker, data_digest, model_params
+from prefcraft.tracking.models import input_example, registered_name
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 
 logger = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from prefcraft.components.synthesizeme.demo import DemoOutcome
 from prefcraft.components.synthesizeme.evaluation import MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
+from prefcraft.engine.usage import LMUsage
 from prefcraft.metrics.pairwise import PairwiseReport
 from prefcraft.optimizers.compile_selection import CompileVerdict, format_verdict
-from prefcraft.usage import LMUsage
 
 
 def format_report(name: str, report: PairwiseReport, usage: LMUsage) -> str:

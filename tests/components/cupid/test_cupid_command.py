@@ -11,8 +11,8 @@ import mlflow
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft import evaluation, runner
-from prefcraft.cli import main, make_parser
+from prefcraft import runner
+from prefcraft.commands.main import main, make_parser
 from prefcraft.components.component import StepRun
 from prefcraft.components.cupid import evaluation as cupid
 from prefcraft.components.cupid.charts import CHARTS
@@ -28,13 +28,14 @@ from prefcraft.components.cupid.evaluation import (
 from prefcraft.components.cupid.options import CompileOptions, DemoOptions, EvaluateOptions
 from prefcraft.components.cupid.report import SYNTHETIC_NOTE, format_evaluation
 from prefcraft.components.cupid.results import EvaluationOutcome
+from prefcraft.engine import evaluation
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest, model_params
+from prefcraft.tracking.runs import StepTracker, data_digest, model_params
 from tests.fakes import FakeTracker
 from tests.programs.test_cupid_programs import GOLD_MARKERS, REPLY, marked_instance
 
@@ -159,9 +160,9 @@ def test_a_failed_inference_is_left_out_of_the_scores_and_counted(role_models, t
             raise RuntimeError("the model answered nonsense")
 
     monkeypatch.setattr(cupid, "_inferrers", lambda session, options: {"failing": Failing()})
-    import prefcraft.evaluation
+    import prefcraft.engine.evaluation
 
-    monkeypatch.setattr(prefcraft.evaluation, "check_reachable", lambda model: None)
+    monkeypatch.setattr(prefcraft.engine.evaluation, "check_reachable", lambda model: None)
     options = EvaluateOptions(output_dir=tmp_path, responses=[])
     outcome = evaluate_in_run(Settings(threads=1), options, [marked_instance()])
     (inference,) = outcome.inference

@@ -8,10 +8,10 @@ import litellm
 import pytest
 from dspy.utils import DummyLM
 
-from prefcraft import evaluation
 from prefcraft.components.cupid.options import EvaluateOptions
 from prefcraft.components.cupid.report import format_evaluation
-from prefcraft.item_failures import CONTEXT_OVERFLOW, reason_kind
+from prefcraft.engine import evaluation
+from prefcraft.engine.item_failures import CONTEXT_OVERFLOW, reason_kind
 from prefcraft.programs.cupid import DECOMPOSER_MAX_TOKENS
 from prefcraft.settings import ModelSettings, Settings
 from tests.components.cupid.test_cupid_command import evaluate_in_run

@@ -8,8 +8,8 @@ from typing import get_args
 import dspy
 import pytest
 
-from prefcraft import evaluation, runner
-from prefcraft.cli import main, make_parser
+from prefcraft import runner
+from prefcraft.commands.main import main, make_parser
 from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa import compilation as lampqa_compile
 from prefcraft.components.lampqa.charts import CHARTS
@@ -25,8 +25,9 @@ from prefcraft.components.lampqa.metrics import method_report
 from prefcraft.components.lampqa.options import DEFAULT_METHODS, CompileOptions, DemoOptions, EvaluateOptions, Method
 from prefcraft.components.lampqa.report import format_compile, format_evaluation
 from prefcraft.components.lampqa.results import BASELINE, EvaluationOutcome, MethodOutcome
+from prefcraft.engine import evaluation
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
 from prefcraft.optimizers import artifacts, compile_gate
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
@@ -34,7 +35,7 @@ from prefcraft.programs.lampqa import PlanPers
 from prefcraft.registry import COMPONENTS
 from prefcraft.report_parts.records import RunRecord
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 VALUES = {"answer": "An answer.", "aspects": [{"title": "Low cost", "reason": "tight budget"}], "match_score": 1}

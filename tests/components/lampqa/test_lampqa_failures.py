@@ -8,16 +8,17 @@ import dspy
 import pytest
 from dspy import lm15
 
-from prefcraft import evaluation, runner
+from prefcraft import runner
 from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa import evaluation as lampqa_evaluation
 from prefcraft.components.lampqa.data import load_file
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs
 from prefcraft.components.lampqa.options import EvaluateOptions
 from prefcraft.components.lampqa.report import format_evaluation
+from prefcraft.engine import evaluation
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 OVER_THE_CONTEXT = "What is the longest question?"

@@ -6,10 +6,11 @@ import pytest
 from dspy.utils import DummyLM
 from dspy.utils.exceptions import AdapterParseError, LMUnexpectedError
 
-from prefcraft import evaluation, load, runner
+from prefcraft import load, runner
 from prefcraft.components.component import StepRun
 from prefcraft.components.lampqa.evaluation import evaluate_methods, method_programs, select_questions
 from prefcraft.components.lampqa.options import CompileOptions, EvaluateOptions
+from prefcraft.engine import evaluation
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.lampqa import PROGRAM_NAME
 from prefcraft.programs.lampqa import (
@@ -24,7 +25,7 @@ from prefcraft.programs.lampqa import (
 )
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 UNPARSEABLE = {"not_a_field": "x"}  # the reply lacks the signature's output: the adapter cannot parse it

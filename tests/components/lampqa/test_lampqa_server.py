@@ -5,7 +5,7 @@ import json
 import mlflow
 import pytest
 
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 
 
 @pytest.mark.server

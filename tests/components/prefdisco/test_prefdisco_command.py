@@ -9,7 +9,7 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft import runner
-from prefcraft.cli import main, make_parser
+from prefcraft.commands.main import main, make_parser
 from prefcraft.components.component import StepRun
 from prefcraft.components.prefdisco import evaluation as prefdisco
 from prefcraft.components.prefdisco.build import (
@@ -33,7 +33,7 @@ from prefcraft.components.prefdisco.evaluation import (
 from prefcraft.components.prefdisco.options import BuildOptions, CompileOptions, EvaluateOptions
 from prefcraft.components.prefdisco.report import format_evaluation
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
 from prefcraft.optimizers import artifacts
 from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.compile_step import compile_params
@@ -41,7 +41,7 @@ from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME
 from prefcraft.programs.prefdisco import QuestionAsker
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker, data_digest
+from prefcraft.tracking.runs import StepTracker, data_digest
 from tests.fakes import FakeTracker
 
 # One reply holding every output field of every PrefDisco signature; each call keeps its own fields.

@@ -12,12 +12,12 @@ import pytest
 from dspy.utils import DummyLM
 
 from prefcraft import runner
-from prefcraft.adapter import output_schema
 from prefcraft.components.prefdisco import evaluation
 from prefcraft.components.prefdisco.evaluation import DISCOVERY, discovery_asker, load_asker
 from prefcraft.components.prefdisco.options import EvaluateOptions
-from prefcraft.experiments import load_experiment
-from prefcraft.lm import build_adapter
+from prefcraft.engine.adapter import output_schema
+from prefcraft.engine.lm import build_adapter
+from prefcraft.experiments.files import load_experiment
 from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME
 from prefcraft.programs.prefdisco import FixedQuestionAsker, QuestionAsker, Responder, UserSimulator

@@ -12,7 +12,7 @@ from sensebench_files import write_dialogues
 
 import prefcraft
 from prefcraft import runner
-from prefcraft.cli import main, make_parser
+from prefcraft.commands.main import main, make_parser
 from prefcraft.components.sensejudge import evaluation as sensejudge_evaluation
 from prefcraft.components.sensejudge import selection as sensejudge_selection
 from prefcraft.components.sensejudge import simulation as sensejudge_simulation
@@ -37,15 +37,15 @@ from prefcraft.components.sensejudge.selection import description_names, read_de
 from prefcraft.components.sensejudge.simulate import read_simulated
 from prefcraft.components.sensejudge.simulation import SimulationConfig, sample_dialogues
 from prefcraft.components.sensejudge.topics import ALL_TOPICS
+from prefcraft.engine.usage import LMUsage
 from prefcraft.errors import ConfigError, DataError
-from prefcraft.experiments import load_experiment
+from prefcraft.experiments.files import load_experiment
 from prefcraft.flags import parse_step
 from prefcraft.loaders.personal_reward_bench import judge_set, load_pairs, pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.optimizers.artifacts import load_compiled
 from prefcraft.programs.sensejudge import SelectedJudge
 from prefcraft.settings import Settings
-from prefcraft.usage import LMUsage
 
 
 @pytest.fixture

@@ -6,10 +6,10 @@ import pytest
 
 from prefcraft import runner
 from prefcraft.components.synthesizeme import evaluation as evaluate
+from prefcraft.engine.usage import LMUsage
 from prefcraft.loaders.personal_reward_bench import pair_id
 from prefcraft.metrics.pairwise import Judgment
 from prefcraft.programs.judge import ProfileJudge
-from prefcraft.usage import LMUsage
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from prefcraft.optimizers.prompt_optimizer import GEPAConfig, MIPROv2Config, thr
 from prefcraft.optimizers.synthesizeme import PersonaEvidence
 from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 from tests.fakes import FakeTracker, FieldFillingEngine
 
 

@@ -21,7 +21,7 @@ from prefcraft.programs.judge import ProfileJudge
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import open_step_run
 from prefcraft.settings import Settings
-from prefcraft.tracking import StepTracker
+from prefcraft.tracking.runs import StepTracker
 
 PROFILE = "Age: 25-34 years old\nGender: Female\nLiving Country: United Kingdom"
 

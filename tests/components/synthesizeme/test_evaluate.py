@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from prefcraft.cli import make_parser
+from prefcraft.commands.main import make_parser
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.options import EvaluateOptions
 from prefcraft.errors import ConfigError
@@ -13,7 +13,7 @@ from prefcraft.optimizers.artifacts import save_compiled
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.runner import run_step
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest
+from prefcraft.tracking.runs import data_digest
 
 
 @pytest.fixture

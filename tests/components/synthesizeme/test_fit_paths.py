@@ -17,7 +17,7 @@ from prefcraft.optimizers.synthesizeme import FitRecord, SynthesizeMeConfig
 from prefcraft.programs.judge import PreferenceJudge
 from prefcraft.runner import run_step
 from prefcraft.settings import Settings, SmallModelProfile
-from prefcraft.tracking import data_digest
+from prefcraft.tracking.runs import data_digest
 
 # Each would name a file outside (or beside) the fitted directory if it were used as a file name as it is. The
 # absolute one is built under the test's own folder (ABSOLUTE), so that a file written there is found and removed.

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from prefcraft.adapter import SchemaAdapter
 from prefcraft.components.synthesizeme.fit import PERSONA_SYNTHESIZER, load_persona_synthesizer
 from prefcraft.components.synthesizeme.released_prompt import import_released_persona_prompt
 from prefcraft.components.synthesizeme.samples import SAMPLE_USERS
+from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.errors import CompiledProgramError
 from prefcraft.optimizers.artifacts import read_metadata, save_compiled
 from prefcraft.programs.persona import PersonaSynthesizer

@@ -4,7 +4,7 @@ method `baseline`, formerly `default`): the former names are taken for one relea
 
 from pathlib import Path
 
-from prefcraft.cli import make_parser
+from prefcraft.commands.main import make_parser
 from prefcraft.components.synthesizeme.charts import comparisons
 from prefcraft.components.synthesizeme.commands import compare
 from prefcraft.components.synthesizeme.demo import DEMO_METHODS, DemoOutcome
@@ -12,10 +12,10 @@ from prefcraft.components.synthesizeme.evaluation import METHODS, MethodOutcome
 from prefcraft.components.synthesizeme.fit import FitSummary
 from prefcraft.components.synthesizeme.options import BestOfNOptions, CompilePersonaOptions, EvaluateOptions, FitOptions
 from prefcraft.components.synthesizeme.report import format_comparison
-from prefcraft.experiments import load_experiment
+from prefcraft.engine.usage import LMUsage
+from prefcraft.experiments.files import load_experiment
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
 from prefcraft.report_parts.records import RunRecord
-from prefcraft.usage import LMUsage
 
 
 def test_the_new_names_are_taken_without_a_warning(caplog):

@@ -8,7 +8,7 @@ import pytest
 from dspy.utils.dummies import DummyLM
 
 import prefcraft
-from prefcraft.cli import main
+from prefcraft.commands.main import main
 from prefcraft.components.synthesizeme.evaluation import PERSONAL_JUDGE
 from prefcraft.components.synthesizeme.rerank import best_of_n, reward_function
 from prefcraft.errors import ServerUnreachableError

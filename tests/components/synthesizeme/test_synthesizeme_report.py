@@ -1,6 +1,6 @@
 from prefcraft.components.synthesizeme.report import format_report
+from prefcraft.engine.usage import LMUsage
 from prefcraft.metrics.pairwise import Judgment, pairwise_report
-from prefcraft.usage import LMUsage
 
 
 def test_the_report_gives_the_half_credit_reading_beside_the_papers_accuracy():

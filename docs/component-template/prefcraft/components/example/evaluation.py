@@ -11,11 +11,11 @@ from typing import Any
 
 from prefcraft.components.component import StepRun
 from prefcraft.components.example.options import EvaluateOptions
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.errors import ConfigError
 from prefcraft.programs.example import Answerer
-from prefcraft.runtime import lm_context
-from prefcraft.tracking import model_params
-from prefcraft.usage import LMUsage, metered
+from prefcraft.tracking.runs import model_params
 
 
 @dataclass(frozen=True)

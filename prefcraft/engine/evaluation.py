@@ -8,13 +8,13 @@ from dataclasses import dataclass
 
 import dspy
 
-from prefcraft.lm import EndpointFaults, check_reachable
+from prefcraft.engine.lm import EndpointFaults, check_reachable
+from prefcraft.engine.session import lm_context
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.loaders.personal_reward_bench import PreferencePair, judge_set
 from prefcraft.metrics.degenerate import count_degenerate, text_output_fields
 from prefcraft.metrics.pairwise import Judgment, preference_correct
-from prefcraft.runtime import lm_context
 from prefcraft.settings import ModelSettings, Role, Settings
-from prefcraft.usage import LMUsage, metered
 
 NEVER_STOP = 2**31  # DSPy counts an example twice when it resubmits a straggler, so no count of examples is enough
 

@@ -31,8 +31,8 @@ from typing import Annotated, Any, get_args
 import dspy
 import pydantic
 
+from prefcraft.engine.lm_cache import evict_unparsed_replies
 from prefcraft.errors import ConfigError
-from prefcraft.lm_cache import evict_unparsed_replies
 from prefcraft.settings import Dialect
 
 DIALECTS: tuple[str, ...] = get_args(Dialect)
@@ -66,8 +66,8 @@ class LengthBounds:
 
     `field_chars` and `field_items` bound one field, keyed `Owner.field`: the signature (or pydantic model) that
     declares it. Such a bound covers every string, or every list and map, inside the field, down to a nested field of
-    its own. Under the small-model profile they are `prefcraft.small_model.FieldBounds`: the profile's entries over the
-    bounds declared beside the signatures, read as each call's schema is built.
+    its own. Under the small-model profile they are `prefcraft.engine.small_model.FieldBounds`: the profile's entries
+    over the bounds declared beside the signatures, read as each call's schema is built.
     """
 
     string_chars: int | None = None

@@ -5,10 +5,10 @@ max_tokens), so that an experiment can be rehearsed end to end without a model.
 Replies are deterministic per request body: the same body gets the same reply; different bodies get different strings
 (each carries a short hash of the body). Token counts are approximate (`approximate_tokens`), not a tokenizer's.
 
-Run on its own: `python -m prefcraft.rehearsal.instant_server [--port P] [--context-tokens N] [--error-rate R]
-[--cut-rate R] [--delay-s S] [--request-log FILE]`; it prints its base URL on its first line and serves until
-SIGTERM or Ctrl-C. `GET /stats` answers its counts per model name (`ModelStats`); the request log has a line per request
-(`<model> <body hash> <status>`), appended as it is answered, so that it outlives a killed server.
+Run on its own: `python -m prefcraft.experiments.rehearsal.instant_server [--port P] [--context-tokens N]
+[--error-rate R] [--cut-rate R] [--delay-s S] [--request-log FILE]`; it prints its base URL on its first line and serves
+until SIGTERM or Ctrl-C. `GET /stats` answers its counts per model name (`ModelStats`); the request log has a line per
+request (`<model> <body hash> <status>`), appended as it is answered, so that it outlives a killed server.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ class _Filler:
             return named
         low = schema.get("minProperties", 0)
         count = self._count(low, schema.get("maxProperties", math.inf))
-        # Keys "k1", "k2", ... fit the key patterns prefcraft.adapter gives maps (printable, bounded length).
+        # Keys "k1", "k2", ... fit the key patterns prefcraft.engine.adapter gives maps (printable, bounded length).
         return named | {f"k{index}": self.value(entries[0], text) for index in range(1, count + 1)}
 
     def _array(self, schema: dict[str, Any], text: str) -> list[Any]:
@@ -334,7 +334,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m prefcraft.rehearsal.instant_server",
+    parser = argparse.ArgumentParser(prog="python -m prefcraft.experiments.rehearsal.instant_server",
                                      description="An instant OpenAI-compatible server on loopback, for rehearsals.")
     parser.add_argument("--port", type=int, default=0, help="the port on 127.0.0.1 (default: a free one)")
     parser.add_argument("--model", action="append", default=[], help="a model name to serve (repeat; default: any)")

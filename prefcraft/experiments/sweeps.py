@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from prefcraft.errors import ConfigError, DataError, ServerError
-from prefcraft.experiments import (
+from prefcraft.experiments.files import (
     OPTIONS_HINT,
     Experiment,
     experiment_settings,
@@ -31,7 +31,7 @@ from prefcraft.options import format_problem
 from prefcraft.registry import COMPONENTS
 from prefcraft.runner import run_step
 from prefcraft.settings import ModelSettings, Settings
-from prefcraft.tracking import Tracker, data_digest, model_params, start_tracking
+from prefcraft.tracking.runs import Tracker, data_digest, model_params, start_tracking
 
 SWEEPS_DIR = Path("runs/sweeps")
 # Components whose compile returns a CompileOutcome (a verdict and its usage). SynthesizeMe's compile-persona returns

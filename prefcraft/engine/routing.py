@@ -13,8 +13,8 @@ from dspy.clients.engines import LiteLLMEngine
 from dspy.clients.engines.litellm_errors import litellm_errors
 from dspy.lm15 import Request, Response, response_to_events
 
-from prefcraft.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace
 from prefcraft.backends.vllm import compact_structured_outputs_flags
+from prefcraft.engine.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:

@@ -1,5 +1,5 @@
 """Experiments as configuration: one TOML file names a component, its steps in the order they run with their options,
-and the settings. `prefcraft experiment run FILE` runs it (prefcraft/commands/experiment.py); `check` validates it.
+and the settings. `prefcraft experiment run FILE` runs it (prefcraft/experiments/running.py); `check` validates it.
 
 A step's options are the fields of its job type (prefcraft/options.py), which its command-line flags are made from
 (`--max-instances 3` is `max_instances = 3`). Settings flags (models, server, tracking) are not step options: they go
@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from prefcraft.errors import ConfigError
 from prefcraft.executors import Executor
 from prefcraft.flags import settings_flag_names
-from prefcraft.model_registry import is_model_uri
 from prefcraft.options import Options, SampleSource, check_options, format_problem, value_under
 from prefcraft.registry import COMPONENTS
 from prefcraft.settings import Settings, load_settings
+from prefcraft.tracking.models import is_model_uri
 
 logger = logging.getLogger(__name__)
 

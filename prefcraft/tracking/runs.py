@@ -22,7 +22,7 @@ from prefcraft.files import write_jsonl_atomic, write_text_atomic
 from prefcraft.settings import Settings
 
 if TYPE_CHECKING:
-    from prefcraft.usage import UsageMeter
+    from prefcraft.engine.usage import UsageMeter
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class MLflowTracker:
 
     def log_program(self, path: Path, name: str, request: dict[str, str] | None, metadata: Mapping[str, Any],
                     promote_as: str | None) -> str | None:
-        from prefcraft.model_registry import log_program
+        from prefcraft.tracking.models import log_program
 
         logged = log_program(path, name=name, request=request, metadata=metadata, promote_as=promote_as)
         return logged.alias_uri or logged.model_uri
@@ -146,7 +146,7 @@ def tracked_run(
         except (KeyboardInterrupt, SystemExit):
             mlflow.end_run("KILLED")  # stopped by Ctrl-C or a signal: nothing failed
             raise
-        from prefcraft.lm import EndpointFaults  # DSPy: loaded once a run has started, not by `prefcraft --help`
+        from prefcraft.engine.lm import EndpointFaults  # DSPy: loaded once a run has started, not by `prefcraft --help`
 
         if (fault := EndpointFaults.error()) is not None:
             raise fault  # its failed calls were scored as 0: the run failed
@@ -211,7 +211,7 @@ def log_metrics(metrics: Mapping[str, float]) -> None:
 def logged_usage(tracker: Tracker | StepTracker) -> Iterator[UsageMeter]:
     """`metered()`, whose calls and tokens are logged to the tracker's run once the block has filled them in, when it
     fails too: a failed run still shows what it cost."""
-    from prefcraft.usage import metered  # DSPy's usage tracker: loaded by a step that calls a model
+    from prefcraft.engine.usage import metered  # DSPy's usage tracker: loaded by a step that calls a model
 
     with ExitStack() as stack:
         stack.callback(lambda: tracker.log_metrics(meter.usage.as_metrics()))

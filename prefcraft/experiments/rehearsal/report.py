@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prefcraft.rehearsal.run import RehearsalOutcome, RoleCost, Tokens
+from prefcraft.experiments.rehearsal.run import RehearsalOutcome, RoleCost, Tokens
 
 HEADLINE = ("REHEARSAL, NOT A SCORE: plumbing and cost on synthetic data and an instant server on loopback; no number "
             "below measures a model")

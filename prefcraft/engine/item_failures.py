@@ -17,8 +17,8 @@ import dspy
 from dspy.utils.exceptions import AdapterParseError, DSPyError, LMInvalidRequestError
 from openai import OpenAIError  # litellm's errors (ContextWindowExceededError, BadRequestError, ...) derive from it
 
+from prefcraft.engine.lm import EndpointFaults, server_cut_off
 from prefcraft.errors import PrefcraftError, ServerError
-from prefcraft.lm import EndpointFaults, server_cut_off
 
 CONTEXT_OVERFLOW = "context_window_exceeded"
 UNPARSEABLE = "adapter_parse_error"
@@ -86,7 +86,7 @@ def _chain(error: BaseException | None) -> Iterator[BaseException]:
 
 class FailureLog(dspy.Module):
     """`program`, recording why each call that raised failed (`failure_reason`) before raising it again, for a runner
-    such as `prefcraft.evaluation.evaluate_program` that keeps only None for a failed call."""
+    such as `prefcraft.engine.evaluation.evaluate_program` that keeps only None for a failed call."""
 
     def __init__(self, program: dspy.Module):
         super().__init__()

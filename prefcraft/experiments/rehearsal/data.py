@@ -25,7 +25,7 @@ from prefcraft.components.lampqa.data import DATA_SPLITS as LAMPQA_SPLITS
 from prefcraft.components.prefdisco import build as prefdisco_rows
 from prefcraft.components.synthesizeme import generate as prism_rows
 from prefcraft.errors import ConfigError
-from prefcraft.experiments import Experiment
+from prefcraft.experiments.files import Experiment
 
 PRISM_USERS = {"train": 280, "validation": 65, "test": 378}
 PRISM_PAIRS = 16_705

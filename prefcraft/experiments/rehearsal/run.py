@@ -32,15 +32,15 @@ from typing import Any
 from prefcraft.components.component import failed_items
 from prefcraft.errors import ConfigError, PrefcraftError
 from prefcraft.executors import Executor
-from prefcraft.experiments import Experiment, experiment_settings, load_experiment, served_flag, vllm_serve_lines
-from prefcraft.rehearsal.data import RehearsalData, reuse_or_write
-from prefcraft.rehearsal.instant_server import Faults, InstantServer, ModelStats
+from prefcraft.experiments.files import Experiment, experiment_settings, load_experiment, served_flag, vllm_serve_lines
+from prefcraft.experiments.rehearsal.data import RehearsalData, reuse_or_write
+from prefcraft.experiments.rehearsal.instant_server import Faults, InstantServer, ModelStats
 from prefcraft.settings import SELF_HOSTED_PROVIDER, Role, Settings
 
 logger = logging.getLogger(__name__)
 
 ROLES: tuple[Role, ...] = ("task", "judge", "prompt")
-COST_ESTIMATES = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "paper_scale_cost.json"
+COST_ESTIMATES = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "paper_scale_cost.json"
 CONTEXT_FLAG = "--max-model-len"
 
 
@@ -58,8 +58,8 @@ class Serving:
     """Where a rehearsal's requests go, and where its steps run."""
 
     server_url: str | None = None
-    """An instant server already running (`python -m prefcraft.rehearsal.instant_server`), used as it is (its own
-    faults); None: started here."""
+    """An instant server already running (`python -m prefcraft.experiments.rehearsal.instant_server`), used as it is
+    (its own faults); None: started here."""
     endpoints: int = 1
     """How many instant servers to start here; with two or more, every role's model reaches them all (`api_bases`)."""
     executor: Executor | None = None
@@ -147,7 +147,7 @@ def rehearse(path: Path, scale: float, faults: Faults | None = None, *, work_dir
     `faults` (none by default), as `serving` says; the work folder (`work_dir`, else a temporary one, removed after)
     holds the data, outputs, cache and MLflow store, which `resume` continues from. An unhandled error is recorded in
     the outcome (`error`), with what was measured up to it."""
-    from prefcraft.commands.experiment import run_experiment  # the steps' code
+    from prefcraft.experiments.running import run_experiment  # the steps' code
 
     experiment, faults = load_experiment(path), faults or Faults()
     _check(serving, faults, work_dir, resume)

@@ -13,12 +13,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from prefcraft.engine.usage import LMUsage, metered
 from prefcraft.executors import Executor
-from prefcraft.experiments import Experiment, with_executor
+from prefcraft.experiments.files import Experiment, with_executor
 from prefcraft.runner import run_step
 from prefcraft.settings import Settings
-from prefcraft.tracking import data_digest, log_json, model_params, start_tracking
-from prefcraft.usage import LMUsage, metered
+from prefcraft.tracking.runs import data_digest, log_json, model_params, start_tracking
 
 
 def run_experiment(path: Path, experiment: Experiment, settings: Settings, emit: Callable[[str], None], *,

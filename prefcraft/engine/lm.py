@@ -22,14 +22,14 @@ from dspy.clients.engines import LiteLLMEngine
 from dspy.lm15 import Request, Response, Usage, response_to_events
 from dspy.utils.callback import BaseCallback
 
-from prefcraft.adapter import LengthBounds, SchemaAdapter
 from prefcraft.backends.process import list_models
+from prefcraft.engine.adapter import LengthBounds, SchemaAdapter
+from prefcraft.engine.lm_cache import ReplyCache
+from prefcraft.engine.routing import RouterEngine, ServerEngine, endpoint_router
+from prefcraft.engine.small_model import field_bounds
+from prefcraft.engine.usage import count_tally
 from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
-from prefcraft.lm_cache import ReplyCache
-from prefcraft.routing import RouterEngine, ServerEngine, endpoint_router
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
-from prefcraft.small_model import field_bounds
-from prefcraft.usage import count_tally
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -199,7 +199,7 @@ def _counted_already(response: Response) -> Response:
 def server_cut_off(error: BaseException | None) -> bool:
     """Whether `error`, or an error that led to it, says the server cannot serve this command at all: the call timed
     out, its connection failed, or the server refused the credentials or the model. Every later call would fail
-    alike, so the command ends rather than count the item as failed (prefcraft.item_failures)."""
+    alike, so the command ends rather than count the item as failed (prefcraft.engine.item_failures)."""
     from dspy.utils.exceptions import (
         LMAuthError,
         LMBillingError,

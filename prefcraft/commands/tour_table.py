@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 
 from prefcraft.components.component import Comparison
-from prefcraft.usage import LMUsage
+from prefcraft.engine.usage import LMUsage
 
 NOTE = ("On SmolLM2-135M these show that each pipeline runs end to end, not the papers' effects; the data are the "
         "bundled SYNTHETIC samples (SenseJudge: real SenseBench requests, SIMULATED labels). LM calls exclude cache "

@@ -24,7 +24,7 @@ import dspy
 from dspy.clients.cache import Cache
 from dspy.utils.exceptions import AdapterParseError
 
-from prefcraft.usage import count_tally
+from prefcraft.engine.usage import count_tally
 
 CUT_SHORT = "length"
 

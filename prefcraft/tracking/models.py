@@ -24,7 +24,7 @@ PROGRAM_ARTIFACT = "program"  # the compiled JSON's key among the model's artifa
 # The tags on the run that logged a program, for the report's links: its logged model, and the version it became.
 MODEL_ID_TAG = "prefcraft.model_id"
 REGISTERED_TAG, VERSION_TAG = "prefcraft.registered_model", "prefcraft.model_version"
-SERVED_PROGRAM = Path(__file__).with_name("served_program.py")
+SERVED_PROGRAM = Path(__file__).parent.parent / "served_program.py"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,7 @@ from pathlib import Path
 import dspy
 
 from prefcraft.backends import managed_server
-from prefcraft.errors import PrefcraftError
-from prefcraft.executors import Item, Result
-from prefcraft.lm import (
+from prefcraft.engine.lm import (
     EndpointFaults,
     StopCheck,
     build_adapter,
@@ -24,6 +22,8 @@ from prefcraft.lm import (
     configure_cache,
     use_disk_cache,
 )
+from prefcraft.errors import PrefcraftError
+from prefcraft.executors import Item, Result
 from prefcraft.settings import ModelSettings, Role, Settings, SmallModelProfile
 
 logger = logging.getLogger(__name__)
