@@ -1,4 +1,6 @@
+import hashlib
 import logging
+from pathlib import Path
 
 import dspy
 import mlflow
@@ -10,7 +12,7 @@ from prefcraft.commands.main import make_parser
 from prefcraft.flags import settings_overrides
 from prefcraft.settings import ModelSettings, Settings, load_settings
 from prefcraft.tracking import runs as tracking
-from prefcraft.tracking.runs import model_params, start_tracking, tracked_run
+from prefcraft.tracking.runs import data_digest, model_params, start_tracking, tracked_run
 
 PARAMS = {"data_digest": "1a2b", "search": "halving", "users": 3, "methods": ["baseline", "persona"],
           "persona_prompt": "p" * 600}  # longer than MLflow is given: compared as it is stored, truncated
@@ -222,3 +224,19 @@ def test_trace_is_a_flag_a_setting_and_a_variable():
     assert load_settings(None, overrides, environ={}).trace is True
     assert load_settings(None, {}, environ={"PREFCRAFT_TRACE": "1"}).trace is True
     assert load_settings(None, {}, environ={}).trace is False
+
+
+def test_the_data_digest_is_the_files_sha256_read_once_until_the_file_changes(tmp_path, monkeypatch):
+    data = tmp_path / "rows.jsonl"
+    data.write_text('{"a": 1}\n')
+    assert data_digest(data) == hashlib.sha256(b'{"a": 1}\n').hexdigest()[:16]
+    opened = []
+    real_open = Path.open
+    monkeypatch.setattr(Path, "open", lambda self, *args, **kwargs: opened.append(self) or real_open(self, *args,
+                                                                                                         **kwargs))
+    data_digest(data)
+    assert opened == []
+    data.write_text('{"a": 2, "b": 3}\n')
+    opened.clear()
+    assert data_digest(data) == hashlib.sha256(b'{"a": 2, "b": 3}\n').hexdigest()[:16] and opened == [data]
+    assert data_digest("kixlab/CUPID") == "kixlab/CUPID"

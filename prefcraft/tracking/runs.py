@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -290,11 +291,19 @@ def model_params(settings: Settings) -> dict[str, Any]:
 
 
 def data_digest(source: str | Path) -> str:
-    """sha256 (first 16 hex) of a local data file; the name itself for a hub dataset."""
+    """sha256 (first 16 hex) of a local data file; the name itself for a hub dataset. A file is read once per size and
+    modification time: a step's run params and its work both name the digest."""
     path = Path(source)
     if not path.is_file():
         return str(source)
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    stat = path.stat()
+    return _file_digest(path.resolve(), stat.st_size, stat.st_mtime_ns)
+
+
+@cache
+def _file_digest(path: Path, size: int, mtime_ns: int) -> str:
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
 
 
 def _param_value(value: Any, limit: int = MAX_PARAM_CHARS) -> str:
