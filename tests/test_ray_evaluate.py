@@ -98,7 +98,7 @@ def test_ray_judges_writes_and_logs_as_the_local_executor_and_a_rerun_asks_nothi
 def test_the_evaluate_command_passes_the_executor_and_the_address_on(monkeypatch, tmp_path):
     passed = {}
 
-    def record(run, options, methods, selection):
+    def record(run, options, selection):
         passed.update(executor=options.executor, address=options.address)
         return {}
 

@@ -2,7 +2,7 @@
 
 Steps: `compile` (MIPROv2 over the preference inferrer; its run "cupid-compile"), `evaluate` (inference P / R / F1
 and response scores on held-out instances; its run "cupid-evaluate") and `demo` (the evaluation on the bundled
-synthetic data with the embedded model, small budget, recorded in the run `evaluate` declares).
+synthetic data with the embedded model, small budget, in a "cupid-evaluate" run as well).
 """
 
 from __future__ import annotations
@@ -50,12 +50,6 @@ def _evaluate_code() -> StepCode:
     return StepCode(evaluate, format_evaluation, load_evaluated, evaluation_params)
 
 
-def _demo_code() -> StepCode:
-    from prefcraft.components.cupid.evaluation import demo, load_evaluated
-    from prefcraft.components.cupid.report import format_evaluation
-    return StepCode(demo, format_evaluation, load_evaluated)
-
-
 def _charts() -> ReportCharts:
     from prefcraft.components.cupid.charts import CHARTS
     return CHARTS
@@ -73,9 +67,8 @@ COMPONENT = Component(
                         "metric", _compile_options, _compile_code, run_name="cupid-compile"),
         "evaluate": Step("P / R / F1 of inferred preferences and judge scores of responses on held-out instances",
                          _evaluate_options, _evaluate_code, run_name="cupid-evaluate"),
-        # The demo declares no run of its own: it records in the one `evaluate` declares (`evaluation.demo`).
         "demo": Step("evaluate on the bundled synthetic instances with the embedded model, small budget",
-                     _demo_options, _demo_code,
+                     _demo_options, _evaluate_code, run_name="cupid-evaluate",
                      settings_defaults={"task_timeout_s": 600.0}),  # a loaded 2-core machine: about 10 minutes here
     },
     demo=Demo(lambda _: ["demo"], compare), sweepable=True,

@@ -125,13 +125,6 @@ def evaluate(options: JudgingOptions, run: StepRun) -> EvaluationOutcome:
     return evaluate_chosen(run.session, run.tracker, options, run.loaded)
 
 
-def demo(options: JudgingOptions, run: StepRun) -> EvaluationOutcome:
-    """The evaluation on the bundled sample, recorded as `evaluate` records it: in the run that step declares
-    ("cupid-evaluate"), which the runner opens with that step's params."""
-    with run.open_step("evaluate", options):
-        return evaluate(options, run)
-
-
 def select_instances(data: DataOptions, split: str) -> Selected:
     """The instances of `split` (train / val / test by persona, or all), and how many invalid rows were skipped."""
     loaded = load_instances(data.source, skip_invalid=data.skip_invalid)

@@ -29,5 +29,5 @@ def demo(options: DemoOptions, run: StepRun) -> DemoOutcome:
         summary = fit_users(run, options, run.loaded, options.search_config(run.session))
     selection = select_judged(options, DEMO_METHODS, summary.judges, {})
     with run.open_step("evaluate", options, loaded=selection):
-        methods = evaluate_methods(run, options, DEMO_METHODS, selection)
+        methods = evaluate_methods(run, options, selection)
     return DemoOutcome(summary, methods)

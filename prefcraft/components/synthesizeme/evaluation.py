@@ -194,7 +194,7 @@ def load_evaluated(options: EvaluateOptions) -> Selection:
 
 
 def evaluate(options: EvaluateOptions, run: StepRun) -> dict[str, MethodOutcome]:
-    return evaluate_methods(run, options, options.methods, run.loaded)
+    return evaluate_methods(run, options, run.loaded)
 
 
 def evaluate_params(options: JudgedOptions, run: StepRun) -> dict[str, Any]:
@@ -236,15 +236,13 @@ def select_judged(
     return selection
 
 
-def evaluate_methods(
-    run: StepRun, options: JudgedOptions, methods: Sequence[str], selection: Selection
-) -> dict[str, MethodOutcome]:
-    """Judge each selected user's pairs of the options' split with every method: here, method after method and user
-    after user (`local`), or each user and method as a task of a worker process (`processes`) or of Ray (`ray`, on the
-    cluster at the options' address). Either way the driver writes each method's judgments, its metrics and one MLflow
-    child run per user, in the run the caller opened (`evaluate`, its params `evaluate_params`), and the outcomes are
-    the same."""
-    session, tracker = run.session, run.tracker
+def evaluate_methods(run: StepRun, options: JudgedOptions, selection: Selection) -> dict[str, MethodOutcome]:
+    """Judge each selected user's pairs of the options' split with each of the selection's methods: here, method
+    after method and user after user (`local`), or each user and method as a task of a worker process (`processes`) or
+    of Ray (`ray`, on the cluster at the options' address). Either way the driver writes each method's judgments, its
+    metrics and one MLflow child run per user, in the run the caller opened (`evaluate`, its params
+    `evaluate_params`), and the outcomes are the same."""
+    session, tracker, methods = run.session, run.tracker, selection.methods
     outcomes: dict[str, MethodOutcome] = {}
     with lm_context(session, "task"):
 

@@ -84,7 +84,7 @@ def test_the_runner_opens_the_evaluate_run_with_its_params_and_the_evaluation_re
 
 
 def test_the_demo_records_in_the_run_evaluate_declares_with_its_params(role_models, fake_runner, tmp_path):
-    assert COMPONENTS["cupid"].steps["demo"].run_name is None
+    assert COMPONENTS["cupid"].steps["demo"].run_name == "cupid-evaluate"
     assert COMPONENTS["cupid"].run_names == ("cupid-compile", "cupid-evaluate")
     options = DemoOptions(max_instances=1, no_shipped=True, output_dir=tmp_path, responses=["gold"])
 

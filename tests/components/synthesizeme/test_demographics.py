@@ -76,7 +76,7 @@ def test_users_without_a_profile_are_left_out_of_demographics_only(offline, trac
         options, selection = demographics(data, {"u1": PROFILE})
         run = StepRun(Settings(), Settings(), StepTracker(tracker), print, selection)
         with open_step_run(COMPONENTS["synthesizeme"], tracker, "evaluate", options, run):
-            outcomes = evaluate_methods(run, options, options.methods, selection)
+            outcomes = evaluate_methods(run, options, selection)
     assert list(outcomes["baseline"].report.per_user) == ["u1", "u2"]
     assert list(outcomes["demographics"].report.per_user) == ["u1"]
     [warning] = [record.getMessage() for record in caplog.records if record.levelno == logging.WARNING]
