@@ -31,7 +31,8 @@ class CompiledProgram(PythonModel):
         if dspy.settings.lm is None:
             settings = load_settings()
             self.model = {"lm": build_lm(settings.task),
-                          "adapter": build_adapter(settings.task, settings.small_model_profile())}
+                          "adapter": build_adapter(settings.task, settings.small_model_profile()),
+                          "trace": None}  # a server keeps no trace of the requests it answered (program_context)
 
     # A DataFrame is the one hint MLflow reads no schema from (the logged signature is the request's columns), and
     # with no hint at all it warns at every log.

@@ -1,5 +1,11 @@
 """What a long run keeps per call stays bounded: DSPy's call histories keep the last HISTORY_ENTRIES calls, and an
-evaluation's calls (the warm-up's too) leave nothing in the caller's trace."""
+evaluation's calls (the warm-up's too) leave nothing in the caller's trace, and programs run on a model keep no trace
+in DSPy's global settings, from whatever thread they run (an optimizer that needs one opens its own)."""
+
+import contextvars
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import dspy
 from dspy.clients.base_lm import GLOBAL_HISTORY
@@ -8,6 +14,7 @@ from dspy.utils import DummyLM
 import prefcraft.engine.lm
 from prefcraft.engine.evaluation import evaluate_program
 from prefcraft.engine.lm import build_lm
+from prefcraft.engine.session import program_context
 from prefcraft.settings import ModelSettings
 
 
@@ -32,3 +39,33 @@ def test_an_evaluation_leaves_nothing_in_the_callers_trace():
                                       model=ModelSettings(), num_threads=2, progress=False)
     assert [score for _, _, score in results] == [1.0, 1.0, 1.0]
     assert caller_trace == []
+
+
+@contextmanager
+def _on_a_model(answers: int) -> Iterator[None]:
+    """A model's context as every step opens one, its LM answering `answers` calls."""
+    with program_context(ModelSettings(api_base="http://127.0.0.1:1/v1"), None):
+        with dspy.context(lm=DummyLM([{"answer": "a"}] * answers), adapter=dspy.ChatAdapter()):
+            yield
+
+
+def test_programs_on_a_model_keep_no_trace_in_any_thread():
+    kept = dspy.settings.trace  # DSPy's own list, in its global settings
+    kept_before = len(kept)
+    predict = dspy.Predict("question -> answer")
+    with _on_a_model(2):
+        predict(question="here")
+        context = contextvars.copy_context()  # as candidate_search's threads run each call
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(context.run, predict, question="in a thread").result()
+        assert dspy.settings.trace is None
+    assert dspy.settings.trace is kept and len(kept) == kept_before
+
+
+def test_an_optimizer_still_traces_what_it_bootstraps():
+    trainset = [dspy.Example(question=f"q{index}", answer="a").with_inputs("question") for index in range(2)]
+    with _on_a_model(4):
+        compiled = dspy.BootstrapFewShot(metric=lambda example, prediction, trace=None: True,
+                                         max_bootstrapped_demos=2, max_labeled_demos=0).compile(
+            dspy.Predict("question -> answer"), trainset=trainset)
+    assert len(compiled.demos) == 2

@@ -48,9 +48,9 @@ def evaluate_program(
         failure_score=0.0,
         provide_traceback=False,
     )
-    # DSPy appends every call made outside its thread pools (the warm-up's) to the context's trace, a list that lives
-    # as long as the context: one per evaluation, so that a run over many users does not keep every user's program.
-    with metered() as meter, dspy.context(trace=[]):
+    # No trace: DSPy would append every call of the evaluation to one list (its last 10,000 calls, each keeping its
+    # module, inputs and prediction) that lives until the evaluation ends.
+    with metered() as meter, dspy.context(trace=None):
         if num_threads > 1:
             _warm_prefix(program, examples[0])
         # MLflow's autologging would log DSPy's mean score as `eval` on the command's run, beside the same result

@@ -119,7 +119,15 @@ def check_servers(settings: Settings) -> None:
 def lm_context(settings: Settings, role: Role = "task") -> dspy.context:
     """A dspy.context that runs programs on the model of `role` with its structured-output adapter."""
     model = settings.model_for(role)
-    return dspy.context(lm=build_lm(model), adapter=build_adapter(model, settings.small_model_profile()))
+    return program_context(model, settings.small_model_profile())
+
+
+def program_context(model: ModelSettings, profile: SmallModelProfile | None) -> dspy.context:
+    """Programs on `model` with its structured-output adapter (bounded by the small-model `profile`, if on), keeping
+    no trace: DSPy otherwise appends every call to the trace in its global settings (its last 10,000 calls, each
+    keeping its module, inputs and prediction alive for the whole command). An optimizer that needs a trace, such as
+    BootstrapFewShot, opens one of its own."""
+    return dspy.context(lm=build_lm(model), adapter=build_adapter(model, profile), trace=None)
 
 
 def run_in_worker(
@@ -132,7 +140,7 @@ def run_in_worker(
     cross processes. A PrefcraftError comes back as its message, returned rather than raised: not every error of ours
     survives pickling."""
     use_disk_cache(cache_dir)
-    with dspy.context(lm=build_lm(model), adapter=build_adapter(model, profile)):
+    with program_context(model, profile):
         try:
             return function(item)
         except PrefcraftError as error:

@@ -166,8 +166,7 @@ def judge_for(
             return ProfileJudge(profile)
         return PreferenceJudge(profile, heading=DEMOGRAPHICS_HEADING)
     if method == "memory":
-        with dspy.context(trace=[]):  # no trace of each user's memory kept for the whole command
-            memory = MemoryBuilder()(interactions=memory_interactions(user)).memory
+        memory = MemoryBuilder()(interactions=memory_interactions(user)).memory
         return PreferenceJudge(memory, heading=MEMORY_HEADING)
     if fitted is None:
         raise ConfigError(f"method {method} needs a fitted user", "run `prefcraft synthesizeme fit` first")
