@@ -71,7 +71,7 @@ def _served_url(server: subprocess.Popen[str]) -> str:
     line = server.stdout.readline().strip()
     if not line.startswith("http"):
         raise SystemExit(f"the instant server did not start: {line!r}")
-    return line if line.endswith("/v1") else f"{line.rstrip('/')}/v1"
+    return line  # its base URL, /v1 included
 
 
 def _prefcraft_lm(api_base: str) -> dspy.LM:

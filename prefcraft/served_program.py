@@ -22,7 +22,7 @@ class CompiledProgram(PythonModel):
         import dspy
 
         from prefcraft.api import load
-        from prefcraft.engine.lm import build_adapter, build_lm
+        from prefcraft.engine.session import program_settings
         from prefcraft.settings import load_settings
         from prefcraft.tracking.models import PROGRAM_ARTIFACT
 
@@ -30,9 +30,7 @@ class CompiledProgram(PythonModel):
         self.model = None
         if dspy.settings.lm is None:
             settings = load_settings()
-            self.model = {"lm": build_lm(settings.task),
-                          "adapter": build_adapter(settings.task, settings.small_model_profile()),
-                          "trace": None}  # a server keeps no trace of the requests it answered (program_context)
+            self.model = program_settings(settings.task, settings.small_model_profile())
 
     # A DataFrame is the one hint MLflow reads no schema from (the logged signature is the request's columns), and
     # with no hint at all it warns at every log.

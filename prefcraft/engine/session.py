@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from typing import Any
 
 import dspy
 
@@ -123,11 +124,16 @@ def lm_context(settings: Settings, role: Role = "task") -> dspy.context:
 
 
 def program_context(model: ModelSettings, profile: SmallModelProfile | None) -> dspy.context:
-    """Programs on `model` with its structured-output adapter (bounded by the small-model `profile`, if on), keeping
-    no trace: DSPy otherwise appends every call to the trace in its global settings (its last 10,000 calls, each
-    keeping its module, inputs and prediction alive for the whole command). An optimizer that needs a trace, such as
-    BootstrapFewShot, opens one of its own."""
-    return dspy.context(lm=build_lm(model), adapter=build_adapter(model, profile), trace=None)
+    """A dspy.context with `program_settings(model, profile)`."""
+    return dspy.context(**program_settings(model, profile))
+
+
+def program_settings(model: ModelSettings, profile: SmallModelProfile | None) -> dict[str, Any]:
+    """DSPy settings for programs on `model` with its structured-output adapter (bounded by the small-model `profile`,
+    if on), keeping no trace: DSPy otherwise appends every call to the trace in its global settings (its last 10,000
+    calls, each keeping its module, inputs and prediction alive for the whole command). An optimizer that needs a
+    trace, such as BootstrapFewShot, opens one of its own."""
+    return {"lm": build_lm(model), "adapter": build_adapter(model, profile), "trace": None}
 
 
 def run_in_worker(
