@@ -8,9 +8,10 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MAX_NAME_CHARS = 120
 """Longest name `safe_name` returns: room for a suffix and the `.<name>.<random>.tmp` scratch file within the 255
@@ -48,10 +49,42 @@ def path_in(directory: Path, value: str, suffix: str = "") -> Path:
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """Replace `path` with `text` in one step: readers see the old file or the new one, never a part of it."""
+    with _replaced_on_success(path) as scratch:
+        scratch.write(text)
+    return path
+
+
+def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
+    """`rows` (JSON-serializable) as JSON Lines, written atomically."""
+    with jsonl_appender(path) as append:
+        append(rows)
+    return path
+
+
+@contextmanager
+def jsonl_appender(path: Path) -> Iterator[Callable[[Iterable[Any]], None]]:
+    """A function that appends rows (JSON-serializable) to `path` as JSON Lines as they come, so that none is held
+    until the last is ready. They go to a scratch file that replaces `path` when the block ends, and that is removed if
+    it ends with an error: `path` is never left with part of the rows."""
+    with _replaced_on_success(path) as scratch:
+        def append(rows: Iterable[Any]) -> None:
+            for row in rows:
+                scratch.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+        yield append
+
+
+@contextmanager
+def _replaced_on_success(path: Path) -> Iterator[IO[str]]:
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
                                      suffix=".tmp", delete=False) as scratch:
-        scratch.write(text)
+        try:
+            yield scratch
+        except BaseException:
+            scratch.close()
+            os.unlink(scratch.name)
+            raise
     try:
         # The temporary file is private (0600); the result gets the mode any new file of the user would get.
         os.chmod(scratch.name, _new_file_mode())
@@ -59,15 +92,9 @@ def write_text_atomic(path: Path, text: str) -> Path:
     except BaseException:
         os.unlink(scratch.name)
         raise
-    return path
 
 
 def _new_file_mode() -> int:
     umask = os.umask(0)  # reading the umask means setting it: put it straight back
     os.umask(umask)
     return 0o666 & ~umask
-
-
-def write_jsonl_atomic(path: Path, rows: Iterable[Any]) -> Path:
-    """`rows` (JSON-serializable) as JSON Lines, written atomically."""
-    return write_text_atomic(path, "".join(json.dumps(row, ensure_ascii=False, default=str) + "\n" for row in rows))

@@ -4,7 +4,7 @@ import stat
 
 import pytest
 
-from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.files import jsonl_appender, write_jsonl_atomic, write_text_atomic
 
 
 def test_rows_are_written_as_json_lines_and_replace_the_old_file(tmp_path):
@@ -25,6 +25,19 @@ def test_a_failure_while_producing_the_rows_leaves_the_previous_file_and_no_scra
     with pytest.raises(RuntimeError):
         write_jsonl_atomic(path, rows())
     assert path.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
+
+
+def test_rows_appended_in_batches_appear_only_when_the_block_ends_and_an_error_keeps_the_old_file(tmp_path):
+    path = write_text_atomic(tmp_path / "rows.jsonl", "kept\n")
+    with jsonl_appender(path) as append:
+        append([{"a": 1}])
+        assert path.read_text() == "kept\n"
+        append(iter([{"b": 2}, {"c": 3}]))
+    assert [json.loads(line) for line in path.read_text().splitlines()] == [{"a": 1}, {"b": 2}, {"c": 3}]
+    with pytest.raises(KeyboardInterrupt), jsonl_appender(path) as append:
+        append([{"d": 4}])
+        raise KeyboardInterrupt
+    assert path.read_text().count("\n") == 3 and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
 
 
 def test_a_written_file_gets_the_mode_of_any_new_file_not_the_temporary_files(tmp_path):

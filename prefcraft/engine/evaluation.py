@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import dspy
 
@@ -16,6 +17,11 @@ from prefcraft.metrics.degenerate import count_degenerate, text_output_fields
 from prefcraft.metrics.pairwise import Judgment, preference_correct
 from prefcraft.settings import ModelSettings, Role, Settings
 
+EVALUATION_CHUNK = 1_000
+"""Items an evaluation that writes rows as it goes runs at a time (`in_chunks`): its predictions live until the chunk's
+rows are written, so memory follows the chunk, not the run. At 32 threads, the threads that wait on a chunk's slowest
+items stay a small share of it."""
+T = TypeVar("T")
 NEVER_STOP = 2**31  # DSPy counts an example twice when it resubmits a straggler, so no count of examples is enough
 
 
@@ -62,6 +68,12 @@ def evaluate_program(
         if (fault := EndpointFaults.error()) is not None:
             raise fault  # a call timed out: the failed items are the server's, not their own; nothing is written
     return results, meter.usage
+
+
+def in_chunks(items: Sequence[T], size: int = EVALUATION_CHUNK) -> Iterator[Sequence[T]]:
+    """`items` in consecutive slices of at most `size`: the unit a long evaluation runs, writes and forgets."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
 
 
 def degenerate_outputs(
@@ -118,6 +130,10 @@ class StepCost:
     def as_metrics(self, prefix: str) -> dict[str, float]:
         return {**self.usage.as_metrics(prefix), f"{prefix}seconds": self.seconds, f"{prefix}failures": self.failures,
                 f"{prefix}degenerate_outputs": self.degenerate}
+
+    def __add__(self, other: StepCost) -> StepCost:
+        return StepCost(self.usage + other.usage, self.seconds + other.seconds, self.failures + other.failures,
+                        self.degenerate + other.degenerate)
 
 
 def run_pipeline_step(

@@ -13,13 +13,13 @@ import json
 import logging
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from prefcraft.files import write_jsonl_atomic, write_text_atomic
+from prefcraft.files import jsonl_appender, write_text_atomic
 from prefcraft.settings import Settings
 
 if TYPE_CHECKING:
@@ -246,9 +246,17 @@ class StepTracker:
 
     def write_results(self, path: Path, rows: Iterable[Any]) -> Path:
         """Result rows, written once: a JSONL file (atomically), logged to the current run."""
-        written = write_jsonl_atomic(path, rows)
-        self._tracker.log_file(written)
-        return written
+        with self.results_appender(path) as append:
+            append(rows)
+        return path
+
+    @contextmanager
+    def results_appender(self, path: Path) -> Iterator[Callable[[Iterable[Any]], None]]:
+        """Result rows appended as the work yields them (`prefcraft.files.jsonl_appender`): the JSONL file appears
+        when the block ends, and is then logged to the run that is current."""
+        with jsonl_appender(path) as append:
+            yield append
+        self._tracker.log_file(path)
 
     def write_json(self, path: Path, obj: Any) -> Path:
         """A result that is one object (a summary), as a JSON file written atomically and logged to the current run."""

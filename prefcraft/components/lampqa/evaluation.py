@@ -188,8 +188,9 @@ def evaluate_methods(
     outcomes: dict[str, MethodOutcome] = {}
     for name, program in programs.items():
         with tracker.child(f"lampqa-{name}", {"method": name}):
-            outcomes[name] = evaluate_method(session, name, program, inputs[name], options.judge_retries)
-            _log_method(tracker, outcomes[name], loaded.questions, options.output_dir)
+            outcomes[name], predictions = evaluate_method(session, name, program, inputs[name],
+                                                          options.judge_retries)
+            _log_method(tracker, outcomes[name], predictions, loaded.questions, options.output_dir)
     if BASELINE in outcomes:
         for outcome in outcomes.values():
             outcome.gain = relative_gain(outcome.report.overall.mean, outcomes[BASELINE].report.overall.mean)
@@ -219,9 +220,11 @@ def with_random_profiles(examples: Sequence[dspy.Example], seed: int) -> list[ds
 
 def evaluate_method(
     session: Settings, name: str, program: dspy.Module, examples: Sequence[dspy.Example], judge_retries: int
-) -> MethodOutcome:
+) -> tuple[MethodOutcome, list[dspy.Prediction | None]]:
     """The `answer` step on the task model, then the `judge` step (and, for PlanPers, `coverage`) on the judge, each
-    judgment asked for again up to `judge_retries` times while its reply does not parse."""
+    judgment asked for again up to `judge_retries` times while its reply does not parse. The predictions (answers,
+    plans, retrieved posts) come apart from the outcome: they go to the method's results file, and only the outcome
+    is kept for the summary."""
     answered, answer_failures, answer_cost = run_recording_failures(session, program, examples, _answered, "task")
     predictions = [prediction for _, prediction, _ in answered]
     judge = AspectJudge(judge_retries)
@@ -233,7 +236,7 @@ def evaluate_method(
         plan_scores, cost["coverage"] = _judge(session, judge, examples,
                                                [p.plan if p else None for p in predictions], answer_failures)
         coverage = bootstrap_mean([result.score for result in plan_scores], seed=session.seed)
-    return MethodOutcome(name, method_report(judged, seed=session.seed), judged, predictions, cost, coverage)
+    return MethodOutcome(name, method_report(judged, seed=session.seed), judged, cost, coverage), predictions
 
 
 class FailureRecorded(dspy.Module):
@@ -315,7 +318,8 @@ def _scored(example: dspy.Example, prediction: dspy.Prediction) -> float:
 
 
 def _log_method(
-    tracker: StepTracker, outcome: MethodOutcome, questions: Sequence[LampQAQuestion], output_dir: Path
+    tracker: StepTracker, outcome: MethodOutcome, predictions: Sequence[dspy.Prediction | None],
+    questions: Sequence[LampQAQuestion], output_dir: Path,
 ) -> None:
     metrics = outcome.report.as_metrics()
     for step, cost in outcome.cost.items():
@@ -326,7 +330,7 @@ def _log_method(
         metrics["plan_coverage"] = outcome.coverage.mean
     tracker.log_metrics(metrics)
     rows = []
-    for question, result, prediction in zip(questions, outcome.results, outcome.predictions, strict=True):
+    for question, result, prediction in zip(questions, outcome.results, predictions, strict=True):
         rows.append({"id": question.id, "category": question.category, "method": outcome.name,
                      "answer": getattr(prediction, "answer", None), "plan": getattr(prediction, "plan", None),
                      "retrieved": getattr(prediction, "retrieved", None), "scores": list(result.scores),

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import dspy
-
 from prefcraft.components.lampqa.metrics import MethodReport, QuestionResult
 from prefcraft.engine.evaluation import StepCost
 from prefcraft.metrics.stats import Estimate
@@ -19,7 +17,6 @@ class MethodOutcome:
     name: str
     report: MethodReport
     results: list[QuestionResult]
-    predictions: list[dspy.Prediction | None]
     cost: dict[str, StepCost]
     coverage: Estimate | None = None
     gain: float = float("nan")

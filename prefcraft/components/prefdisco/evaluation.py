@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from functools import partial
 from pathlib import Path
@@ -39,8 +39,13 @@ from prefcraft.components.prefdisco.metrics import (
     summarize_norm_align,
 )
 from prefcraft.components.prefdisco.options import ConditionsOptions, DataOptions
-from prefcraft.components.prefdisco.results import ConditionResult, ConditionSummary, EvaluationOutcome
-from prefcraft.engine.evaluation import StepCost, degenerate_outputs, evaluate_program
+from prefcraft.components.prefdisco.results import (
+    ConditionResult,
+    ConditionSummary,
+    EvaluationOutcome,
+    ResponseScore,
+)
+from prefcraft.engine.evaluation import StepCost, degenerate_outputs, evaluate_program, in_chunks
 from prefcraft.engine.item_failures import FailureLog
 from prefcraft.engine.session import lm_context
 from prefcraft.errors import ConfigError
@@ -114,9 +119,14 @@ def select_scenarios(data: DataOptions, split: str) -> list[Scenario]:
 
 def simulated_users(session: Settings, scenarios: Sequence[Scenario], collaborative: bool = False
                     ) -> list[SimulatedUser]:
-    simulator = UserSimulator(collaborative)
-    context = partial(lm_context, session, "judge")
-    return [SimulatedUser(s.scenario_id, s.hidden_profile(), simulator, context) for s in scenarios]
+    simulate = user_simulation(session, collaborative)
+    return [simulate(s) for s in scenarios]
+
+
+def user_simulation(session: Settings, collaborative: bool = False) -> Callable[[Scenario], SimulatedUser]:
+    """A scenario's simulated user; every user it makes shares one simulator, on the judge model."""
+    simulator, context = UserSimulator(collaborative), partial(lm_context, session, "judge")
+    return lambda scenario: SimulatedUser(scenario.scenario_id, scenario.hidden_profile(), simulator, context)
 
 
 def discovery_asker(max_turns: int, forced_questions: int | None = None) -> QuestionAsker | FixedQuestionAsker:
@@ -139,31 +149,35 @@ def load_asker(path: Path, max_turns: int, forced_questions: int | None = None) 
 def evaluate_conditions(session: Settings, tracker: StepTracker, options: ConditionsOptions,
                         scenarios: Sequence[Scenario]) -> EvaluationOutcome:
     """Every condition on `scenarios`, each in a child run of the step's run; the dialogues, the summary and its figures
-    go to the step's run."""
+    go to the step's run. The dialogues are written as each chunk of scenarios ends, and only their scores are kept."""
     compiled = compiled_asker(options, session)
-    users = simulated_users(session, scenarios, options.collaborative)
-    conditions: dict[str, tuple[dspy.Module, list[dspy.Example]]] = {
-        BASELINE: (Responder(), [_responder_example(s, "") for s in scenarios]),
-        ORACLE: (Responder(), [_responder_example(s, s.hidden_profile()) for s in scenarios]),
-        DISCOVERY: (discovery_asker(options.max_turns, options.forced_questions),
-                    [asker_example(s.scenario_id, s.question, u) for s, u in zip(scenarios, users, strict=True)]),
+    simulated_user = user_simulation(session, options.collaborative)
+
+    def elicited(scenario: Scenario) -> dspy.Example:
+        return asker_example(scenario.scenario_id, scenario.question, simulated_user(scenario))
+
+    conditions: dict[str, tuple[dspy.Module, Callable[[Scenario], dspy.Example]]] = {
+        BASELINE: (Responder(), _baseline_example),
+        ORACLE: (Responder(), _oracle_example),
+        DISCOVERY: (discovery_asker(options.max_turns, options.forced_questions), elicited),
     }
     if compiled is not None:
-        conditions[COMPILED] = (load_asker(compiled, options.max_turns, options.forced_questions),
-                                conditions[DISCOVERY][1])
-    results: dict[str, list[ConditionResult]] = {}
+        conditions[COMPILED] = (load_asker(compiled, options.max_turns, options.forced_questions), elicited)
+    results: dict[str, list[ResponseScore]] = {}
     costs: dict[str, dict[str, StepCost]] = {}
-    for condition, (program, examples) in conditions.items():
-        with tracker.child(slug(condition), {"condition": condition}):
-            results[condition], costs[condition] = run_condition(
-                session, condition, program, examples, scenarios, correctness_temperature(options))
-            tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
-                                 for name, value in _cost_metrics(cost).items()})
+    results_path = options.output_dir / "dialogues.jsonl"
+    with tracker.results_appender(results_path) as write:
+        for condition, (program, example) in conditions.items():
+            with tracker.child(slug(condition), {"condition": condition}):
+                results[condition], costs[condition] = run_condition(
+                    session, condition, program, example, scenarios, correctness_temperature(options), write)
+                tracker.log_metrics({f"{step}_{name}": value for step, cost in costs[condition].items()
+                                     for name, value in _cost_metrics(cost).items()})
     summaries = summarize(results, session.seed)
-    outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs,
-                                options.output_dir / "dialogues.jsonl",
+    outcome = EvaluationOutcome(len(scenarios), options.split, summaries, costs, results_path,
                                 sum(row.failed is not None for rows in results.values() for row in rows))
-    _write_results(tracker, outcome, results, options.output_dir)
+    _write_summary(tracker, outcome, results, options.output_dir)
+    logger.info("wrote %d dialogues to %s", sum(map(len, results.values())), results_path)
     return outcome
 
 
@@ -171,11 +185,25 @@ def correctness_temperature(options: ConditionsOptions) -> float:
     return GREEDY_CORRECTNESS_TEMPERATURE if options.greedy_correctness else CORRECTNESS_TEMPERATURE
 
 
-def run_condition(session: Settings, condition: str, program: dspy.Module, examples: Sequence[dspy.Example],
-                  scenarios: Sequence[Scenario], correctness_temperature: float = CORRECTNESS_TEMPERATURE
-                  ) -> tuple[list[ConditionResult], dict[str, StepCost]]:
-    """Generate one response per scenario, then grade each; failures are kept (and counted) as failed rows, each with
-    its error."""
+def run_condition(session: Settings, condition: str, program: dspy.Module, example: Callable[[Scenario], dspy.Example],
+                  scenarios: Sequence[Scenario], correctness_temperature: float, write: Callable[[Iterable[Any]], None]
+                  ) -> tuple[list[ResponseScore], dict[str, StepCost]]:
+    """Generate one response per scenario, then grade each, a chunk of scenarios at a time (`in_chunks`): each chunk's
+    rows go to `write` when it ends (failed rows too, each with its error), and only their scores are kept."""
+    scores: list[ResponseScore] = []
+    costs: dict[str, StepCost] = {}
+    for chunk in in_chunks(scenarios):
+        rows, chunk_costs = _run_chunk(session, condition, program, [example(s) for s in chunk], chunk,
+                                       correctness_temperature)
+        write(map(asdict, rows))
+        scores.extend(row.score() for row in rows)
+        costs = {step: costs[step] + cost if step in costs else cost for step, cost in chunk_costs.items()}
+    return scores, costs
+
+
+def _run_chunk(session: Settings, condition: str, program: dspy.Module, examples: Sequence[dspy.Example],
+               scenarios: Sequence[Scenario], correctness_temperature: float
+               ) -> tuple[list[ConditionResult], dict[str, StepCost]]:
     started, generator = time.perf_counter(), FailureLog(program)
     with lm_context(session, "task"):
         generated, generation_usage = evaluate_program(generator, examples, _generated,
@@ -204,7 +232,7 @@ def run_condition(session: Settings, condition: str, program: dspy.Module, examp
     return rows, {"generation": generation, "grading": grading}
 
 
-def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[ConditionSummary]:
+def summarize(results: dict[str, list[ResponseScore]], seed: int) -> list[ConditionSummary]:
     """Per task (and over all tasks) and condition; NormAlign for each Discovery variant against Baseline/Oracle."""
     tasks = sorted({row.task for rows in results.values() for row in rows})
     summaries = []
@@ -220,7 +248,7 @@ def summarize(results: dict[str, list[ConditionResult]], seed: int) -> list[Cond
                 task=task, condition=condition,
                 pref_align=bootstrap_mean([row.pref_align for row in scored], seed=seed),
                 accuracy=bootstrap_mean([float(bool(row.correct)) for row in scored], seed=seed),
-                questions=sum(len(row.turns) for row in generated) / len(generated) if generated else float("nan"),
+                questions=sum(row.questions for row in generated) / len(generated) if generated else float("nan"),
                 failures=len(kept) - len(scored), missing_grades=sum(row.missing_grades for row in scored),
                 norm_align=normalized))
     return _with_negative_tasks(summaries, tasks)
@@ -237,7 +265,7 @@ def _with_negative_tasks(summaries: list[ConditionSummary], tasks: Sequence[str]
     return summaries
 
 
-def _paired(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
+def _paired(rows: Sequence[ResponseScore], results: dict[str, list[ResponseScore]]
             ) -> dict[str, tuple[float, float, float]]:
     """(discovery, baseline, oracle) PrefAlign per scenario (by id) of `rows` scored in all three conditions."""
     baseline = {row.scenario_id: row.pref_align for row in results[BASELINE]}
@@ -250,13 +278,13 @@ def _paired(rows: Sequence[ConditionResult], results: dict[str, list[ConditionRe
     return paired
 
 
-def _condition_scores(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]) -> ConditionScores:
+def _condition_scores(rows: Sequence[ResponseScore], results: dict[str, list[ResponseScore]]) -> ConditionScores:
     triples = list(_paired(rows, results).values())
     return ConditionScores(*(tuple(column) for column in zip(*triples, strict=True))) if triples else \
         ConditionScores((), (), ())
 
 
-def _norm_aligns(rows: Sequence[ConditionResult], results: dict[str, list[ConditionResult]]
+def _norm_aligns(rows: Sequence[ResponseScore], results: dict[str, list[ResponseScore]]
                  ) -> dict[str, float | None]:
     """NormAlign per scenario (by id) whose three conditions were all scored; None where it is undefined."""
     return {scenario_id: norm_align(*triple) for scenario_id, triple in _paired(rows, results).items()}
@@ -265,6 +293,14 @@ def _norm_aligns(rows: Sequence[ConditionResult], results: dict[str, list[Condit
 def slug(condition: str) -> str:
     """A condition's name as MLflow run and metric names take it: "discovery (compiled)" -> "discovery_compiled"."""
     return re.sub(r"[^a-z0-9]+", "_", condition.lower()).strip("_")
+
+
+def _baseline_example(scenario: Scenario) -> dspy.Example:
+    return _responder_example(scenario, "")
+
+
+def _oracle_example(scenario: Scenario) -> dspy.Example:
+    return _responder_example(scenario, scenario.hidden_profile())
 
 
 def _responder_example(scenario: Scenario, known: str) -> dspy.Example:
@@ -295,12 +331,9 @@ def _cost_metrics(cost: StepCost) -> dict[str, float]:
     return {**cost.usage.as_metrics(), "seconds": cost.seconds, "failures": float(cost.failures)}
 
 
-def _write_results(tracker: StepTracker, outcome: EvaluationOutcome, results: dict[str, list[ConditionResult]],
+def _write_summary(tracker: StepTracker, outcome: EvaluationOutcome, results: dict[str, list[ResponseScore]],
                    output_dir: Path) -> None:
-    """The dialogues (JSONL) and the summary (JSON), each written once and logged to the run; the summary's figures
-    as the run's metrics."""
-    rows = [asdict(row) for condition_rows in results.values() for row in condition_rows]
-    tracker.write_results(outcome.results_path, rows)
+    """The summary (JSON), logged to the run; its figures as the run's metrics."""
     per_scenario = {condition: _norm_aligns(rows, results)
                     for condition, rows in results.items() if condition not in (BASELINE, ORACLE)}
     summary = {"scenarios": outcome.scenarios, "split": outcome.split,
@@ -324,4 +357,3 @@ def _write_results(tracker: StepTracker, outcome: EvaluationOutcome, results: di
             metrics.update({f"{prefix}norm_align_negative_tasks": float(negative),
                             f"{prefix}norm_align_defined_tasks": float(defined)})
     tracker.log_metrics({name: value for name, value in metrics.items() if value == value})  # NaN: nothing to measure
-    logger.info("wrote %d dialogues to %s", len(rows), outcome.results_path)

@@ -32,6 +32,23 @@ class ConditionResult:
     error, a reply cut short or that did not parse);
     None when it did not fail, or when the error was not recorded."""
 
+    def score(self) -> ResponseScore:
+        return ResponseScore(self.scenario_id, self.task, self.pref_align, self.correct, self.failed, len(self.turns),
+                             self.missing_grades)
+
+
+@dataclass(frozen=True)
+class ResponseScore:
+    """What the summary reads of a ConditionResult; the rest goes to the results file and is not kept."""
+
+    scenario_id: str
+    task: str
+    pref_align: float | None
+    correct: bool | None
+    failed: str | None
+    questions: int
+    missing_grades: int = 0
+
 
 @dataclass
 class ConditionSummary:

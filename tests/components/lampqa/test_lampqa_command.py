@@ -170,7 +170,7 @@ def test_the_former_none_method_is_taken_for_one_release_as_the_baseline(caplog,
 
 
 def test_the_report_and_the_charts_pick_the_baseline_by_its_name():
-    methods = {name: MethodOutcome(name, method_report([]), [], [], {}, gain=0.0) for name in ("baseline", "rag")}
+    methods = {name: MethodOutcome(name, method_report([]), [], {}, gain=0.0) for name in ("baseline", "rag")}
     text = format_evaluation(EvaluationOutcome("test", 0, 0, methods, None))
     assert "gain vs baseline" in text and "baseline (No personalization)" in text
 

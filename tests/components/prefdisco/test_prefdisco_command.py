@@ -2,6 +2,7 @@
 
 import json
 from contextlib import nullcontext
+from functools import partial
 
 import dspy
 import mlflow
@@ -32,6 +33,7 @@ from prefcraft.components.prefdisco.evaluation import (
 )
 from prefcraft.components.prefdisco.options import BuildOptions, CompileOptions, EvaluateOptions
 from prefcraft.components.prefdisco.report import format_evaluation
+from prefcraft.engine.evaluation import in_chunks
 from prefcraft.errors import ConfigError
 from prefcraft.experiments.files import load_experiment
 from prefcraft.optimizers import artifacts
@@ -39,7 +41,7 @@ from prefcraft.optimizers.artifacts import register_compiled, save_compiled
 from prefcraft.optimizers.compile_step import compile_params
 from prefcraft.optimizers.options import optimizer_config
 from prefcraft.optimizers.prefdisco import PROGRAM_NAME
-from prefcraft.programs.prefdisco import QuestionAsker
+from prefcraft.programs.prefdisco import CORRECTNESS_TEMPERATURE, QuestionAsker
 from prefcraft.settings import Settings
 from prefcraft.tracking.runs import StepTracker, data_digest
 from tests.fakes import FakeTracker
@@ -107,16 +109,33 @@ def test_a_scenario_whose_call_fails_is_kept_with_its_reason_and_the_others_are_
     offline(monkeypatch, DummyLM([REPLY] * 100, adapter=dspy.JSONAdapter()))
     scenarios = select_scenarios(EvaluateOptions(max_per_task=1), "test")  # three problems
     program = FailsOnOneProblem(scenarios[1].question)
-    examples = [prefdisco._responder_example(s, "") for s in scenarios]
-    rows, costs = prefdisco.run_condition(Settings(threads=1), BASELINE, program, examples, scenarios)
-    assert [row.failed for row in rows] == [None, "generation", None] and costs["generation"].failures == 1
-    assert rows[1].failure == "RuntimeError: 500 from the server" and rows[1].pref_align is None
-    assert rows[0].failure is None and rows[0].pref_align is not None
+    written = []
+    scores, costs = prefdisco.run_condition(Settings(threads=1), BASELINE, program, prefdisco._baseline_example,
+                                            scenarios, CORRECTNESS_TEMPERATURE, written.extend)
+    assert [row["failed"] for row in written] == [None, "generation", None] and costs["generation"].failures == 1
+    assert written[1]["failure"] == "RuntimeError: 500 from the server" and written[1]["pref_align"] is None
+    assert written[0]["failure"] is None and written[0]["pref_align"] is not None
+    assert [score.pref_align for score in scores] == [row["pref_align"] for row in written]
+
+
+def test_a_condition_runs_in_chunks_writing_each_chunks_rows_when_it_ends_and_keeping_only_scores(monkeypatch):
+    offline(monkeypatch, DummyLM([REPLY] * 100, adapter=dspy.JSONAdapter()))
+    monkeypatch.setattr(prefdisco, "in_chunks", partial(in_chunks, size=2))
+    scenarios = select_scenarios(EvaluateOptions(max_per_task=1), "test")  # three problems: chunks of 2 and 1
+    batches = []
+    scores, costs = prefdisco.run_condition(Settings(threads=1), ORACLE, prefdisco.Responder(),
+                                            prefdisco._oracle_example, scenarios, CORRECTNESS_TEMPERATURE,
+                                            lambda rows: batches.append(list(rows)))
+    assert [[row["scenario_id"] for row in batch] for batch in batches] == [[s.scenario_id for s in scenarios[:2]],
+                                                                            [scenarios[2].scenario_id]]
+    assert all(row["hidden_profile"] and row["response"] for batch in batches for row in batch)
+    assert [score.scenario_id for score in scores] == [s.scenario_id for s in scenarios]
+    assert not hasattr(scores[0], "response") and costs["generation"].failures == costs["grading"].failures == 0
 
 
 def _row(task: str, scenario: str, condition: str, pref_align: float | None, missing: int = 0):
-    return prefdisco.ConditionResult(scenario, task, condition, "r", "a", [], [], "", [], True, pref_align,
-                                     None if pref_align is not None else "grading", missing)
+    return prefdisco.ResponseScore(scenario, task, pref_align, True, None if pref_align is not None else "grading", 0,
+                                   missing)
 
 
 def test_the_summary_gives_the_papers_norm_align_per_task_and_the_share_of_negative_tasks():
