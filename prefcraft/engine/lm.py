@@ -58,6 +58,7 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     """
     # DSPy's own retries would send a call that timed out again, to a server already too slow for it: the engine
     # retries connection errors alone.
+    register_unpriced(model.model)
     sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": 0,
                 "callbacks": [StopCheck()], **({} if model.top_p is None else {"top_p": model.top_p})}
     api_key = _api_key(model)
@@ -73,6 +74,23 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     # `max_completion_tokens` for openai/ models, which llama.cpp ignores: runaway generations).
     engine = CountingEngine(retries=model.num_retries, wire_model=model.model, **client)
     return RecentHistoryLM(model.model, engine=engine, **sampling)
+
+
+def register_unpriced(model: str) -> None:
+    """Gives a model that litellm's price map lacks (a self-served one: hosted_vllm/..., openai/<local name>) a price
+    of 0 per token, which is what it costs per token. litellm prices every reply it returns; for a model it has no
+    price for, each reply's lookup runs its fallback rules (some 30,000 pattern matches per 300 calls, about a tenth of
+    a call's client CPU: benchmarks/lm_transport.py). prefcraft reports tokens, never prices; a priced model keeps
+    its price."""
+    import litellm  # imported here: DSPy imports it only when a call first needs it, and so does prefcraft
+
+    try:
+        name, provider, *_ = litellm.get_llm_provider(model)
+    except litellm.BadRequestError:
+        return  # no provider in the model string: the first call says so
+    if name not in litellm.model_cost and f"{provider}/{name}" not in litellm.model_cost:
+        litellm.register_model({model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "mode": "chat",
+                                        "litellm_provider": provider}})
 
 
 # DSPy keeps the last 10,000 calls (prompt, request and response, tens of KB each) in its global history, each LM's and
