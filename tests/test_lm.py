@@ -47,7 +47,7 @@ def test_a_model_on_a_server_is_reached_through_its_engine():
     assert lm.engine.client_options["api_key"] == "EMPTY"  # a self-hosted server wants a key but checks none
 
 
-def test_a_self_served_model_gets_a_price_of_zero_and_a_priced_model_keeps_its_price():
+def test_a_self_served_model_gets_a_price_of_zero_and_a_priced_model_keeps_its_price(caplog):
     import litellm
 
     build_lm(ModelSettings(model="hosted_vllm/org/unpriced-test-model", api_base="http://127.0.0.1:8000/v1"))
@@ -56,6 +56,7 @@ def test_a_self_served_model_gets_a_price_of_zero_and_a_priced_model_keeps_its_p
     assert (unpriced["input_cost_per_token"], unpriced["output_cost_per_token"]) == (0.0, 0.0)
     assert litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"] > 0
     assert "openai/gpt-4o-mini" not in litellm.model_cost  # no zero price beside the real one
+    assert not [record for record in caplog.records if record.levelname == "WARNING"]  # litellm's, about prices
 
 
 def test_sampling_settings_are_passed_on():

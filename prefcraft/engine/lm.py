@@ -89,8 +89,9 @@ def register_unpriced(model: str) -> None:
     except litellm.BadRequestError:
         return  # no provider in the model string: the first call says so
     if name not in litellm.model_cost and f"{provider}/{name}" not in litellm.model_cost:
-        litellm.register_model({model: {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0, "mode": "chat",
-                                        "litellm_provider": provider}})
+        free = dict.fromkeys(("input_cost_per_token", "output_cost_per_token", "cache_creation_input_token_cost",
+                              "cache_read_input_token_cost"), 0.0)  # all four: with fewer, litellm warns
+        litellm.register_model({model: {**free, "mode": "chat", "litellm_provider": provider}})
 
 
 # DSPy keeps the last 10,000 calls (prompt, request and response, tens of KB each) in its global history, each LM's and
