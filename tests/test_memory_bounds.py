@@ -1,6 +1,7 @@
 """What a long run keeps per call stays bounded: DSPy's call histories keep the last HISTORY_ENTRIES calls, and an
 evaluation's calls (the warm-up's too) leave nothing in the caller's trace, and programs run on a model keep no trace
-in DSPy's global settings, from whatever thread they run (an optimizer that needs one opens its own)."""
+in DSPy's global settings, from whatever thread they run (an optimizer that needs one opens its own); a metered block
+keeps its calls' usage as totals."""
 
 import contextvars
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ import prefcraft.engine.lm
 from prefcraft.engine.evaluation import evaluate_program
 from prefcraft.engine.lm import build_lm
 from prefcraft.engine.session import program_context
+from prefcraft.engine.usage import metered
 from prefcraft.settings import ModelSettings
 
 
@@ -69,3 +71,21 @@ def test_an_optimizer_still_traces_what_it_bootstraps():
                                          max_bootstrapped_demos=2, max_labeled_demos=0).compile(
             dspy.Predict("question -> answer"), trainset=trainset)
     assert len(compiled.demos) == 2
+
+
+def test_metered_blocks_keep_totals_not_an_entry_per_call():
+    def call(tokens: int) -> None:
+        dspy.settings.usage_tracker.add_usage("m", {"prompt_tokens": tokens, "completion_tokens": 1})
+
+    with dspy.track_usage() as outside, metered() as outer:
+        with metered() as inner:
+            for _ in range(1000):
+                call(2)
+            with dspy.track_usage():  # DSPy's own block hands its entries up as they are
+                call(5)
+        call(3)
+        tracker = dspy.settings.usage_tracker
+        assert not tracker.usage_data and tracker.totals["m"].calls == 1002
+    assert (inner.usage.calls, inner.usage.prompt_tokens, inner.usage.completion_tokens) == (1001, 2005, 1001)
+    assert (outer.usage.calls, outer.usage.prompt_tokens) == (1002, 2008)
+    assert outside.get_total_tokens()["m"]["prompt_tokens"] == 2008 and len(outside.usage_data["m"]) == 1

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import dspy
 from dspy.utils.usage_tracker import UsageTracker
@@ -58,14 +58,18 @@ class UsageMeter:
 
 
 class SharedUsageTracker(UsageTracker):
-    """A usage tracker that DSPy's thread pools share instead of copying.
+    """A usage tracker that DSPy's thread pools share instead of copying, and that keeps totals per model, not an
+    entry per call.
 
     DSPy's ParallelExecutor deep-copies the tracker into each worker (to attribute usage per prediction), so calls made
     by Evaluate or Module.batch never reach the tracker of the caller. Sharing it makes the caller's totals complete.
+    DSPy's tracker keeps each call's usage (a dict per call) until its block ends, and a block hands its entries to the
+    block around it: a command's outermost block held one for every call of the run.
     """
 
     def __init__(self) -> None:
         super().__init__()
+        self.totals: dict[str, LMUsage] = {}
         self.tallies: dict[Tally, int] = {"requests": 0, "retries": 0, "resubmissions": 0, "cut_short": 0,
                                           "unparsed": 0}
         self._lock = threading.Lock()
@@ -73,9 +77,30 @@ class SharedUsageTracker(UsageTracker):
     def __deepcopy__(self, memo: dict[int, object]) -> SharedUsageTracker:
         return self
 
+    def add_usage(self, lm: str, usage_entry: dict[str, Any]) -> None:
+        if usage_entry:
+            self.add(lm, _call_usage(usage_entry))
+
+    def add(self, lm: str, usage: LMUsage) -> None:
+        with self._lock:
+            self.totals[lm] = self.totals.get(lm, LMUsage()) + usage
+
     def count(self, tally: Tally, times: int = 1) -> None:
         with self._lock:
             self.tallies[tally] += times
+
+    def per_model(self) -> dict[str, LMUsage]:
+        """Calls and tokens per model, with the entries that a `dspy.track_usage` block inside this one handed up."""
+        merged = dict(self.totals)
+        for model, entries in self.usage_data.items():
+            for entry in entries:
+                merged[model] = merged.get(model, LMUsage()) + _call_usage(entry)
+        return merged
+
+
+def _call_usage(entry: dict[str, Any]) -> LMUsage:
+    return LMUsage(calls=1, prompt_tokens=int(entry.get("prompt_tokens") or 0),
+                   completion_tokens=int(entry.get("completion_tokens") or 0))
 
 
 def count_tally(tally: Tally) -> None:
@@ -96,16 +121,17 @@ def metered() -> Iterator[UsageMeter]:
         try:
             yield meter
         finally:
-            if parent is not None:
-                for model, entries in tracker.usage_data.items():
-                    parent.usage_data[model].extend(entries)
+            per_model = tracker.per_model()
             if isinstance(parent, SharedUsageTracker):
+                for model, usage in per_model.items():
+                    parent.add(model, usage)
                 for tally, times in tracker.tallies.items():
                     parent.count(tally, times)
-            entries = [entry for per_model in tracker.usage_data.values() for entry in per_model]
-            meter.usage = LMUsage(
-                calls=len(entries),
-                prompt_tokens=sum(int(entry.get("prompt_tokens") or 0) for entry in entries),
-                completion_tokens=sum(int(entry.get("completion_tokens") or 0) for entry in entries),
-                **tracker.tallies,
-            )
+            elif parent is not None:  # a dspy.track_usage block around this one: its entries, one per model
+                for model, usage in per_model.items():
+                    parent.add_usage(model, {"prompt_tokens": usage.prompt_tokens,
+                                             "completion_tokens": usage.completion_tokens,
+                                             "total_tokens": usage.prompt_tokens + usage.completion_tokens})
+            total = sum(per_model.values(), LMUsage())
+            meter.usage = LMUsage(calls=total.calls, prompt_tokens=total.prompt_tokens,
+                                  completion_tokens=total.completion_tokens, **tracker.tallies)
