@@ -16,7 +16,7 @@ from litellm import ModelResponse
 from openai_standin import StandInServer
 
 from prefcraft.engine.lm import MEMORY_CACHE_ENTRIES, build_adapter, build_lm, use_disk_cache
-from prefcraft.engine.lm_cache import ReplyCache, finish_reasons
+from prefcraft.engine.lm_cache import SQLITE_SETTINGS, ReplyCache, finish_reasons
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, SmallModelProfile
 
 QUESTIONS = [f"question {index}" for index in range(4)]
@@ -142,8 +142,22 @@ def test_the_disk_tier_opens_its_connections_in_one_thread_whichever_thread_call
     with mock.patch("sqlite3.connect", counted), ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda n: dspy.cache.put({**request, "n": n}, {"choices": []}), range(32)))
         assert all(dspy.cache.disk_cache.get(dspy.cache.cache_key({**request, "n": n})) for n in range(32))
-    assert 0 < len(opened) <= 16  # one per shard touched, not one per calling thread
-    assert set(opened) == {"prefcraft-disk-cache_0"}
+    # None per calling thread: the disk tier's own thread opened one per shard as the cache was set up
+    assert len(opened) <= 16 and set(opened) <= {"prefcraft-disk-cache_0"}
+
+
+def test_the_disk_tier_maps_none_of_its_database_into_memory_and_caches_few_pages(tmp_path):
+    use_disk_cache(tmp_path)
+    dspy.cache.put({"model": "m", "messages": []}, {"choices": []})
+
+    def pragmas() -> set[tuple[int, int]]:
+        return {(shard._sql("PRAGMA mmap_size").fetchone()[0], shard._sql("PRAGMA cache_size").fetchone()[0])
+                for shard in dspy.cache.disk_cache.disk._shards}
+
+    expected = {(SQLITE_SETTINGS["sqlite_mmap_size"], SQLITE_SETTINGS["sqlite_cache_size"])}
+    assert dspy.cache.disk_cache._run(pragmas) == expected
+    with ThreadPoolExecutor(1) as fresh:  # a connection opened later, in another thread, reads the same settings
+        assert fresh.submit(pragmas).result() == expected
 
 
 @pytest.mark.parametrize(
