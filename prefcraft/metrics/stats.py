@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOOTSTRAP_BATCH = 500
+BOOTSTRAP_BATCH = 100
 """Resamples computed together: bounds the memory of an interval over many judgments."""
 
 NO_INTERVAL = float("nan")

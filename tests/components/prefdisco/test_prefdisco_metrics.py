@@ -101,3 +101,34 @@ def test_negative_count_is_over_the_defined_values():
     # The paper's figure: 61 of 210 model-task pairs (29.0%) negative.
     assert negative_count([-0.1, 0.2, float("nan"), 0.0, -0.3]) == (2, 4)
     assert negative_count([]) == (0, 0)
+
+
+def test_the_interval_of_norm_align_of_means_is_the_same_in_batches_of_resamples_as_all_at_once(monkeypatch):
+    import numpy as np
+
+    from prefcraft.components.prefdisco import metrics
+
+    rng = np.random.default_rng(7)
+    scores = ConditionScores(*(tuple(rng.uniform(1, 5, 40)) for _ in range(3)))
+    table = np.array([scores.discovery, scores.baseline, scores.oracle]).T
+    means = table[np.random.default_rng(0).integers(0, 40, size=(250, 40))].mean(axis=1)  # all at once, by hand
+    expected = np.quantile([v for v in (norm_align(*row) for row in means) if v is not None], [0.025, 0.975]) / 100
+    monkeypatch.setattr(metrics, "BOOTSTRAP_BATCH", 7)  # 250 resamples: 35 batches of 7, then 5
+    estimate = norm_align_of_means(scores, n_resamples=250, seed=0)
+    assert (estimate.low, estimate.high) == pytest.approx(tuple(expected))
+
+
+def test_the_interval_over_the_papers_10000_scenarios_holds_a_batch_of_resamples_at_a_time():
+    import tracemalloc
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    scores = ConditionScores(*(tuple(rng.uniform(1, 5, 10_000)) for _ in range(3)))
+    tracemalloc.start()
+    try:
+        norm_align_of_means(scores)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 80 * 2**20  # all 1,000 resamples at once: 320 MB
