@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -76,6 +76,9 @@ def jsonl_appender(path: Path) -> Iterator[Callable[[Iterable[Any]], None]]:
 
 @contextmanager
 def _replaced_on_success(path: Path) -> Iterator[IO[str]]:
+    """A scratch file beside `path` that replaces it when the block ends; on an error it is removed, with the folders
+    made for it: a failed run leaves no trace of a result."""
+    made = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
     path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
                                      suffix=".tmp", delete=False) as scratch:
@@ -84,6 +87,9 @@ def _replaced_on_success(path: Path) -> Iterator[IO[str]]:
         except BaseException:
             scratch.close()
             os.unlink(scratch.name)
+            for folder in made:  # innermost first; one that something else wrote into since stays
+                with suppress(OSError):
+                    folder.rmdir()
             raise
     try:
         # The temporary file is private (0600); the result gets the mode any new file of the user would get.

@@ -40,6 +40,13 @@ def test_rows_appended_in_batches_appear_only_when_the_block_ends_and_an_error_k
     assert path.read_text().count("\n") == 3 and [p.name for p in tmp_path.iterdir()] == ["rows.jsonl"]
 
 
+def test_an_error_while_appending_removes_the_folders_made_for_the_file(tmp_path):
+    with pytest.raises(RuntimeError), jsonl_appender(tmp_path / "out" / "run" / "rows.jsonl") as append:
+        append([{"a": 1}])
+        raise RuntimeError("the server died")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_written_file_gets_the_mode_of_any_new_file_not_the_temporary_files(tmp_path):
     previous = os.umask(0o022)
     try:
