@@ -19,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from prefcraft.files import jsonl_appender, write_text_atomic
+from prefcraft.files import jsonl_appender, write_jsonl_atomic, write_text_atomic
 from prefcraft.settings import Settings
 
 if TYPE_CHECKING:
@@ -246,9 +246,9 @@ class StepTracker:
 
     def write_results(self, path: Path, rows: Iterable[Any]) -> Path:
         """Result rows, written once: a JSONL file (atomically), logged to the current run."""
-        with self.results_appender(path) as append:
-            append(rows)
-        return path
+        written = write_jsonl_atomic(path, rows)
+        self._tracker.log_file(written)
+        return written
 
     @contextmanager
     def results_appender(self, path: Path) -> Iterator[Callable[[Iterable[Any]], None]]:
