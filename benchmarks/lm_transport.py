@@ -1,6 +1,7 @@
-"""What one LM call costs the client, by transport: prefcraft's LM (`build_lm`: DSPy's LiteLLM engine under
-prefcraft's server engine, which sends `max_tokens` and retries refusals) against DSPy's own native engine (lm15, the
-default of `dspy.LM` for an OpenAI-compatible endpoint), on the same requests.
+"""What one LM call costs the client, by transport: prefcraft's LM (`build_lm`, which sends `max_tokens`, counts and
+retries refusals; for one endpoint of the user's own, DSPy's native engine since 2026-11-29, DSPy's LiteLLM engine
+before) against DSPy's own native engine as `dspy.LM` builds it (lm15, its default for an OpenAI-compatible endpoint),
+on the same requests.
 
 An instant server (`python -m prefcraft.experiments.rehearsal.instant_server`, its own process, loopback) answers each
 request at once. Both LMs send the same messages, from one thread, with DSPy's cache off, so that every call is sent;
@@ -45,7 +46,7 @@ def main() -> None:
                               stdout=subprocess.PIPE, text=True)
     try:
         api_base = _served_url(server)
-        lms = {"prefcraft (LiteLLM engine)": _prefcraft_lm(api_base), "DSPy native (lm15 engine)": _native_lm(api_base)}
+        lms = {"prefcraft (build_lm)": _prefcraft_lm(api_base), "DSPy native (dspy.LM, lm15)": _native_lm(api_base)}
         for label, lm in lms.items():
             _send(lm, WARM_UP_CALLS, f"warm-up {label}")
         rounds: dict[str, list[dict[str, float]]] = {label: [] for label in lms}

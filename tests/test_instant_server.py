@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import dspy
 import httpx
 import jsonschema
-import litellm
 import pytest
+from dspy import lm15
 from dspy.utils.exceptions import AdapterParseError
 
 from prefcraft.engine.adapter import output_schema
@@ -156,13 +156,13 @@ def test_a_prompt_over_the_context_is_vllms_400_and_a_context_overflow_to_prefcr
     with InstantServer(Faults(context_tokens=100)) as server:
         response = chat(server, {}, content="x" * 200, max_tokens=60)  # 50 tokens of prompt
         assert response.status_code == 400
-        assert response.json() == {
-            "object": "error", "type": "BadRequestError", "param": None, "code": 400,
+        assert response.json() == {"error": {
+            "type": "BadRequestError", "param": None, "code": 400,
             "message": "This model's maximum context length is 100 tokens. However, you requested 110 tokens (50 in "
-                       "the messages, 60 in the completion). Please reduce the length of the messages or completion."}
+                       "the messages, 60 in the completion). Please reduce the length of the messages or completion."}}
         with pytest.raises(dspy.ContextWindowExceededError) as caught:
             judge(model_settings(server, max_tokens=100))
-        assert litellm.ContextWindowExceededError in {type(cause) for cause in causes(caught.value)}  # as vLLM's
+        assert lm15.ContextLengthError in {type(cause) for cause in causes(caught.value)}  # as from vLLM's 400
         assert is_context_overflow(caught.value)
         assert {name: stats.faults for name, stats in server.stats().items()} == {"task-model": {"context_length": 2}}
 
@@ -247,4 +247,4 @@ def test_the_module_serves_from_a_process_of_its_own_until_sigterm():
 def test_a_body_that_is_no_json_is_a_400(server):
     response = CLIENT.post(f"{server.base_url}/chat/completions", content=b"{not json")
     assert response.status_code == 400
-    assert response.json()["type"] == "BadRequestError"
+    assert response.json()["error"]["type"] == "BadRequestError"

@@ -1,3 +1,4 @@
+import copy
 import json
 import socket
 import time
@@ -12,6 +13,7 @@ from openai_standin import StandInServer
 from prefcraft.backends import free_port
 from prefcraft.engine.adapter import SchemaAdapter
 from prefcraft.engine.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.engine.routing import NativeServerEngine
 from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, SmallModelProfile
 from prefcraft.signatures.judge import JudgePreference
@@ -41,17 +43,34 @@ def dead_endpoint() -> str:
 # build_lm
 
 
-def test_a_model_on_a_server_is_reached_through_its_engine():
-    lm = build_lm(ModelSettings(model=f"openai/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"))
+@pytest.mark.parametrize("provider", ["openai", "hosted_vllm", "openai_like"])
+def test_a_model_on_one_server_of_its_own_is_reached_through_dspys_native_engine(provider):
+    lm = build_lm(ModelSettings(model=f"{provider}/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"))
+    assert isinstance(lm.engine, NativeServerEngine)
     assert lm.engine.client_options["api_base"] == "http://127.0.0.1:8000/v1"
-    assert lm.engine.client_options["api_key"] == "EMPTY"  # a self-hosted server wants a key but checks none
+    assert lm.engine.wire_model == f"vllm:{EMBEDDED_MODEL_NAME}"  # lm15's preset that writes max_tokens
+    assert lm.engine.config.api_keys == {"vllm": "EMPTY"}  # a self-hosted server wants a key but checks none
+    assert "litellm" not in type(lm.engine).__module__
+
+
+def test_a_hosted_model_and_a_routed_one_go_through_litellm():
+    hosted = build_lm(ModelSettings(model="anthropic/claude-x", api_base="http://127.0.0.1:8000/v1"))
+    routed = build_lm(ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}",
+                                    api_bases=["http://127.0.0.1:8000/v1", "http://127.0.0.1:8001/v1"]))
+    assert not isinstance(hosted.engine, NativeServerEngine)
+    assert not isinstance(routed.engine, NativeServerEngine)
+
+
+def test_a_native_engine_is_shared_by_copies_of_its_lm():
+    lm = build_lm(ModelSettings(model=f"hosted_vllm/{EMBEDDED_MODEL_NAME}", api_base="http://127.0.0.1:8000/v1"))
+    assert copy.deepcopy(lm).engine is lm.engine  # its connection pool and locks cannot be copied
 
 
 def test_a_self_served_model_gets_a_price_of_zero_and_a_priced_model_keeps_its_price(caplog):
     import litellm
 
-    build_lm(ModelSettings(model="hosted_vllm/org/unpriced-test-model", api_base="http://127.0.0.1:8000/v1"))
-    build_lm(ModelSettings(model="openai/gpt-4o-mini", api_base="http://127.0.0.1:8000/v1"))
+    build_lm(ModelSettings(model="hosted_vllm/org/unpriced-test-model"))
+    build_lm(ModelSettings(model="openai/gpt-4o-mini"))
     unpriced = litellm.get_model_info("hosted_vllm/org/unpriced-test-model")
     assert (unpriced["input_cost_per_token"], unpriced["output_cost_per_token"]) == (0.0, 0.0)
     assert litellm.get_model_info("openai/gpt-4o-mini")["input_cost_per_token"] > 0

@@ -60,7 +60,7 @@ def test_a_paper_scale_file_rehearses_end_to_end(tmp_path, capsys, name, scale, 
 
 def test_injected_faults_are_counted_as_failed_items_and_the_run_finishes(tmp_path, capsys):
     status, table = rehearse(capsys, EXPERIMENTS / "lampqa-methods.toml", "--scale", "0.0012", "--work-dir",
-                             str(tmp_path), "--context-tokens", "6000", "--error-rate", "0.05", "--threads", "4")
+                             str(tmp_path), "--context-tokens", "6000", "--error-rate", "0.1", "--threads", "4")
     assert status == 0
     met = line_of(table, "faults met")
     assert "context_length" in met and "server_error" in met

@@ -14,7 +14,8 @@ reply. Four dialects:
 - "none": no constraint, the prompt alone asks for JSON.
 The constraint goes in `response_format`, which DSPy's canonical `Request` carries to the engine; a server's own field
 has no place there, so the compact dialects ask in the json_schema form with their options marked in the schema, and
-prefcraft's engines (`routing.ServerEngine`) move it to the server's field (`constraint_in_server_field`).
+prefcraft's engines (`routing.ServerEngine`, `routing.NativeServerEngine`) move it to the server's field
+(`server_field`).
 """
 
 from __future__ import annotations
@@ -152,19 +153,24 @@ def _response_format(dialect: Dialect, schema: dict[str, Any]) -> dict[str, Any]
 
 
 def constraint_in_server_field(body: dict[str, Any]) -> None:
-    """Move a `response_format` schema marked for a server's own field there, sent in `extra_body`: llguidance's to
-    llama.cpp's `grammar` (the server reads llguidance's options only from a grammar; its json_schema path lets a model
-    write free whitespace), vLLM's to `structured_outputs`, llguidance's options kept in the schema."""
-    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema", {})
-    if VLLM_FIELD in schema:
-        plain = {key: value for key, value in schema.items() if key != VLLM_FIELD}
-        server_field = {"structured_outputs": {"json": plain}}
-    elif LLGUIDANCE_OPTIONS in schema:
-        server_field = {"grammar": LLGUIDANCE_JSON + json.dumps(schema)}
-    else:
+    """Move a `response_format` schema marked for a server's own field there, sent in `extra_body` (litellm's form of
+    the body; `server_field` says which field)."""
+    field = server_field((body.get("response_format") or {}).get("json_schema", {}).get("schema", {}))
+    if field is None:
         return
     del body["response_format"]
-    body["extra_body"] = {**(body.get("extra_body") or {}), **server_field}
+    body["extra_body"] = {**(body.get("extra_body") or {}), **field}
+
+
+def server_field(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The server's own request field for a constraint's `schema` marked for one, else None: llguidance's goes to
+    llama.cpp's `grammar` (the server reads llguidance's options only from a grammar; its json_schema path lets a model
+    write free whitespace), vLLM's to `structured_outputs`, llguidance's options kept in the schema."""
+    if VLLM_FIELD in schema:
+        return {"structured_outputs": {"json": {key: value for key, value in schema.items() if key != VLLM_FIELD}}}
+    if LLGUIDANCE_OPTIONS in schema:
+        return {"grammar": LLGUIDANCE_JSON + json.dumps(schema)}
+    return None
 
 
 def asks_vllm_compact(response_format: Mapping[str, Any] | None) -> bool:

@@ -8,7 +8,6 @@ be reached ends it (every item after would fail alike).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator
 from typing import Any
@@ -18,16 +17,13 @@ from dspy.utils.exceptions import AdapterParseError, DSPyError, LMInvalidRequest
 from openai import OpenAIError  # litellm's errors (ContextWindowExceededError, BadRequestError, ...) derive from it
 
 from prefcraft.engine.lm import EndpointFaults, server_cut_off
+from prefcraft.engine.routing import OVERFLOW_MESSAGE
 from prefcraft.errors import PrefcraftError, ServerError
 
 CONTEXT_OVERFLOW = "context_window_exceeded"
 UNPARSEABLE = "adapter_parse_error"
 NO_REASON = "no prediction (the call's error was not seen)"
 REASON_CHARS = 200
-# What servers say of a prompt over the context: vLLM's HTTP 400 ("This model's maximum context length is ..."), the
-# OpenAI code ("context_length_exceeded"), llama.cpp's ("exceeds the available context size").
-OVERFLOW_MESSAGE = re.compile(r"maximum context length|context_length_exceeded|context window|exceeds the available "
-                              r"context size", re.IGNORECASE)
 
 
 def is_item_failure(error: BaseException) -> bool:

@@ -25,7 +25,7 @@ from dspy.utils.callback import BaseCallback
 from prefcraft.backends.process import list_models
 from prefcraft.engine.adapter import LengthBounds, SchemaAdapter
 from prefcraft.engine.lm_cache import ReplyCache
-from prefcraft.engine.routing import RouterEngine, ServerEngine, endpoint_router
+from prefcraft.engine.routing import NativeServerEngine, RouterEngine, ServerEngine, endpoint_router
 from prefcraft.engine.small_model import field_bounds
 from prefcraft.engine.usage import count_tally
 from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
@@ -52,16 +52,21 @@ class StopCheck(BaseCallback):
 
 def build_lm(model: ModelSettings) -> dspy.LM:
     """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours, counts every request
-    it sends (CountingEngine), and sends no call once a stop was requested (StopCheck).
+    it sends (`_Sending`), and sends no call once a stop was requested (StopCheck).
 
-    A model on several endpoints (`api_bases`) sends each call through litellm's Router, which spreads them.
+    A model on one OpenAI-compatible endpoint of the user's own sends through DSPy's native engine
+    (`NativeServerEngine`); a model on several endpoints (`api_bases`) through litellm's Router, which spreads them;
+    a hosted API through litellm.
     """
     # DSPy's own retries would send a call that timed out again, to a server already too slow for it: the engine
     # retries connection errors alone.
-    register_unpriced(model.model)
     sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": 0,
                 "callbacks": [StopCheck()], **({} if model.top_p is None else {"top_p": model.top_p})}
     api_key = _api_key(model)
+    if model.api_base and model.model.split("/", 1)[0] in OPENAI_COMPATIBLE_PROVIDERS:
+        native = CountingNativeEngine(model.num_retries, model.model, model.api_base, api_key, model.timeout_s)
+        return RecentHistoryLM(model.model, engine=native, **sampling)
+    register_unpriced(model.model)  # litellm prices each reply it returns
     if model.api_bases:
         engine = CountingRouterEngine(endpoint_router(model, api_key), retries=model.num_retries)
         return RecentHistoryLM(model.model, engine=engine, **sampling)
@@ -70,10 +75,12 @@ def build_lm(model: ModelSettings) -> dspy.LM:
         client["api_base"] = model.api_base
     if api_key:
         client["api_key"] = api_key
-    # The server engine sends `max_tokens`, which every server honours (DSPy's native engine sends
-    # `max_completion_tokens` for openai/ models, which llama.cpp ignores: runaway generations).
     engine = CountingEngine(retries=model.num_retries, wire_model=model.model, **client)
     return RecentHistoryLM(model.model, engine=engine, **sampling)
+
+
+# Model-string providers whose endpoint speaks OpenAI's chat API as vLLM's and llama.cpp's servers do.
+OPENAI_COMPATIBLE_PROVIDERS = frozenset({"hosted_vllm", "openai", "openai_like"})
 
 
 def register_unpriced(model: str) -> None:
@@ -237,7 +244,8 @@ def _connection_failed(error: BaseException | None) -> bool:
     attempt, unlike a timeout. litellm reports a refused connection to a self-hosted server as a server error."""
     import httpx  # litellm's client, imported by then
 
-    return _caused_by(error, (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError))
+    broke = (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError)
+    return _caused_by(error, broke) and not _caused_by(error, TimeoutError)  # lm15's read timeout is a TransportError
 
 
 # The openai client's backoff: 0.5 s, doubling, at most 8 s; a server's Retry-After (at most 60 s) wins.
@@ -255,7 +263,7 @@ def _refused_for_now(error: BaseException) -> bool:
 
 def _status_code(error: BaseException | None) -> int | None:
     while error is not None:
-        status = getattr(error, "status_code", None)
+        status = error.status if isinstance(error, lm15.LM15Error) else getattr(error, "status_code", None)
         if isinstance(status, int):
             return status
         error = error.__cause__ or error.__context__
@@ -266,6 +274,8 @@ def _wait_s(error: BaseException, attempt: int) -> float:
     """Seconds before attempt `attempt + 1`: the server's Retry-After when it gave one in seconds, else the backoff."""
     backoff = min(RETRY_FIRST_WAIT_S * 2**attempt, RETRY_MAX_WAIT_S)
     while error is not None:
+        if isinstance(error, lm15.LM15Error) and error.retry_after is not None:  # DSPy's native engine reads it
+            return min(max(error.retry_after, 0.0), RETRY_AFTER_MAX_S)
         headers = getattr(getattr(error, "response", None), "headers", None) or {}
         try:
             return min(max(float(headers["retry-after"]), 0.0), RETRY_AFTER_MAX_S)
@@ -294,6 +304,17 @@ class CountingEngine(_Sending, ServerEngine):
 
     def stream(self, request: Request) -> Iterator[Any]:
         return response_to_events(self.complete(request))  # sent whole, so that it is counted like any call
+
+
+class CountingNativeEngine(_Sending, NativeServerEngine):
+    """DSPy's native engine for one endpoint, sending through `_Sending`."""
+
+    def __init__(self, retries: int, model: str, api_base: str, api_key: str | None, timeout_s: float | None) -> None:
+        super().__init__(model, api_base, api_key, timeout_s)
+        self.retries = retries
+
+    def complete(self, request: Request) -> Response:
+        return self._send(request, lambda: NativeServerEngine.complete(self, request))
 
 
 class CountingRouterEngine(_Sending, RouterEngine):

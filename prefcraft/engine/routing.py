@@ -1,20 +1,33 @@
-"""DSPy engines over litellm that write the request body self-hosted servers honour; one model on several endpoints
-spread by litellm's Router."""
+"""DSPy engines that write the request body self-hosted servers honour: DSPy's native one for a model on one
+OpenAI-compatible endpoint, litellm's for hosted APIs, and litellm's Router for one model on several endpoints."""
 
 from __future__ import annotations
 
 import logging
+import re
 import shlex
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from dspy.clients.engines import LiteLLMEngine
+from dspy.clients.engines import LiteLLMEngine, LM15Engine
 from dspy.clients.engines.litellm_errors import litellm_errors
-from dspy.lm15 import Request, Response, response_to_events
+from dspy.clients.engines.lm15_engine import timeouts_for
+from dspy.lm15 import (
+    Config,
+    ContextLengthError,
+    InvalidRequestError,
+    Request,
+    Response,
+    RouterConfig,
+    TransportError,
+    response_to_events,
+)
+from dspy.lm15 import TimeoutError as RequestTimedOut
 
 from prefcraft.backends.vllm import compact_structured_outputs_flags
-from prefcraft.engine.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace
+from prefcraft.engine.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace, server_field
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
@@ -50,6 +63,69 @@ class ServerEngine(LiteLLMEngine):
         if asks_vllm_compact(request.config.response_format):
             CompactReplies.check(getattr(self, "client_options", {}).get("api_base"), response.text or "")
         return response
+
+
+# What servers say of a prompt over the context: vLLM's HTTP 400 ("This model's maximum context length is ..."), the
+# OpenAI code ("context_length_exceeded"), llama.cpp's ("exceeds the available context size").
+OVERFLOW_MESSAGE = re.compile(r"maximum context length|context_length_exceeded|context window|exceeds the available "
+                              r"context size", re.IGNORECASE)
+# lm15's preset for an OpenAI-compatible server (vLLM's, llama.cpp's alike): it writes `max_tokens`, wants no key.
+NATIVE_PRESET = "vllm"
+
+
+class NativeServerEngine(LM15Engine):
+    """DSPy's native engine (lm15) for a model on one OpenAI-compatible endpoint of the user's own: the body of
+    `ServerEngine` (`max_tokens`, the constraint in the server's own field, one choice) at less than a quarter of
+    litellm's client CPU per call (benchmarks/lm_transport.py). `model` is prefcraft's model string
+    (`hosted_vllm/<served name>`, `openai/<served name>`); the server gets the served name."""
+
+    def __init__(self, model: str, api_base: str, api_key: str | None, timeout_s: float | None):
+        super().__init__(RouterConfig(api_keys={NATIVE_PRESET: api_key or "EMPTY"}, base_urls={NATIVE_PRESET: api_base},
+                                      timeouts=timeouts_for(timeout_s)))
+        self.wire_model = f"{NATIVE_PRESET}:{model.split('/', 1)[-1]}"
+        self.client_options = {"api_base": api_base, "timeout": timeout_s}
+
+    def complete(self, request: Request) -> Response:
+        sent = replace(request, model=self.wire_model, config=_in_server_field(request.config))
+        try:
+            response = super().complete(sent)
+        except TransportError as error:
+            if _timed_out(error):  # lm15 reports its read timeout as a transport failure; DSPy's LMTimeoutError follows
+                raise RequestTimedOut(str(error), provider=NATIVE_PRESET) from error
+            raise
+        except InvalidRequestError as error:
+            # lm15 knows OpenAI's code for a prompt over the context, not the servers' messages (vLLM's HTTP 400):
+            # DSPy's ContextWindowExceededError follows, as from litellm.
+            if not isinstance(error, ContextLengthError) and OVERFLOW_MESSAGE.search(str(error)):
+                raise ContextLengthError(str(error), provider=NATIVE_PRESET, status=error.status) from error
+            raise
+        if asks_vllm_compact(request.config.response_format):
+            CompactReplies.check(self.client_options["api_base"], response.text or "")
+        return response
+
+    def stream(self, request: Request) -> Iterator[Any]:
+        return response_to_events(self.complete(request))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NativeServerEngine:
+        # A transport, thread-safe and shared by every copy of its LM (as litellm's client is); its pool and locks
+        # cannot be copied.
+        return self
+
+
+def _timed_out(error: BaseException | None) -> bool:
+    while error is not None:
+        if isinstance(error, TimeoutError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _in_server_field(config: Config) -> Config:
+    """`config` with a constraint marked for a server's own field moved there (lm15 sends `extensions` as they are)."""
+    field = server_field((config.response_format or {}).get("schema", {}))
+    if field is None:
+        return config
+    return replace(config, response_format=None, extensions={**(config.extensions or {}), **field})
 
 
 class CompactReplies:

@@ -188,7 +188,8 @@ def body_hash(raw: bytes) -> str:
 
 
 def _error(status: int, kind: str, message: str) -> tuple[int, dict[str, Any]]:
-    return status, {"object": "error", "message": message, "type": kind, "param": None, "code": status}
+    """An error body in OpenAI's shape, as vLLM's server writes it (vLLM 0.32's `ErrorResponse`)."""
+    return status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
 
 
 def _content_text(messages: list[dict[str, Any]]) -> str:
