@@ -611,6 +611,29 @@ def test_a_json_schema_stays_in_response_format():
     assert body == {"model": "m", "response_format": prepared("json_schema")["response_format"]}
 
 
+@pytest.mark.parametrize("signature", [PlanMenu, ListTopics, GradeAnswer, JudgePreference])
+def test_the_system_message_is_dspys_own_built_once_per_signature_shape(signature, monkeypatch):
+    built: list[type[dspy.Signature]] = []
+    dspys = dspy.JSONAdapter.format_system_message
+
+    def counting(self: dspy.JSONAdapter, asked: type[dspy.Signature]) -> str:
+        built.append(asked)
+        return dspys(self, asked)
+
+    monkeypatch.setattr(dspy.JSONAdapter, "format_system_message", counting)
+    adapter = SchemaAdapter()
+    expected = dspys(dspy.JSONAdapter(), signature)
+    assert adapter.format_system_message(signature) == adapter.format_system_message(signature) == expected
+    assert built == [signature]
+    assert adapter.format_system_message(dspy.ChainOfThought(signature).predict.signature) != expected
+    assert adapter.format_system_message(signature.with_instructions(signature.instructions)) == expected
+    rewritten = signature.with_instructions("Answer as the user would.")
+    assert "Answer as the user would." in adapter.format_system_message(rewritten)
+    described = signature.with_updated_fields(next(iter(signature.output_fields)), desc="a new description")
+    assert "a new description" in adapter.format_system_message(described)
+    assert len(built) == 4  # the copy with the same instructions was not built again
+
+
 def test_unknown_dialect():
     with pytest.raises(ConfigError, match="grammar"):
         SchemaAdapter(dialect="grammar")

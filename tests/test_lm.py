@@ -12,7 +12,7 @@ from openai_standin import StandInServer
 
 from prefcraft.backends import free_port
 from prefcraft.engine.adapter import SchemaAdapter
-from prefcraft.engine.lm import build_adapter, build_lm, check_reachable, configure_cache
+from prefcraft.engine.lm import StopCheck, build_adapter, build_lm, check_reachable, configure_cache
 from prefcraft.engine.routing import NativeServerEngine
 from prefcraft.errors import ConfigError, ServerUnreachableError
 from prefcraft.settings import EMBEDDED_MODEL_NAME, ModelSettings, Settings, SmallModelProfile
@@ -100,6 +100,16 @@ def test_requests_carry_temperature_and_max_tokens(recording_server, provider):
     assert body["max_tokens"] == 77  # llama.cpp ignores max_completion_tokens and would run away
     assert "max_completion_tokens" not in body
     assert "top_p" not in body  # unset: the server's own default
+
+
+def test_no_request_leaves_once_a_stop_was_requested(recording_server, monkeypatch):
+    lm = build_lm(ModelSettings(api_base=recording_server.api_base))
+    lm.cache = False
+    monkeypatch.setattr(StopCheck, "requested", KeyboardInterrupt)
+    with pytest.raises(KeyboardInterrupt):
+        lm("Say hello once more.")
+    assert recording_server.bodies == []
+    assert lm.callbacks == []  # no DSPy callback: with one in force, DSPy builds every call's arguments for it
 
 
 def test_a_top_p_that_is_set_reaches_the_server(recording_server):

@@ -85,6 +85,7 @@ class SchemaAdapter(dspy.JSONAdapter):
         self.dialect = dialect
         self.bounds = bounds or LengthBounds()
         self._formats: dict[Hashable, tuple[dict[str, Any], float]] = {}
+        self._system_messages: dict[Hashable, str] = {}
 
     # A reply that does not parse leaves DSPy's cache, so that the next run asks again.
     def __call__(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
@@ -94,6 +95,17 @@ class SchemaAdapter(dspy.JSONAdapter):
     async def acall(self, lm: Any, lm_kwargs: dict[str, Any], signature: Any, demos: Any, inputs: Any) -> Any:
         with evict_unparsed_replies():
             return await super().acall(lm, lm_kwargs, signature, demos, inputs)
+
+    def format_system_message(self, signature: type[dspy.Signature]) -> str:
+        """DSPy's system message, built once per signature shape (`_message_key`): building it took as much of a
+        call's CPU as sending the call (benchmarks/client_overhead.py)."""
+        key = _message_key(signature)
+        message = self._system_messages.get(key)
+        if message is None:
+            if len(self._system_messages) >= MAX_CACHED_FORMATS:
+                self._system_messages.clear()
+            message = self._system_messages[key] = super().format_system_message(signature)
+        return message
 
     def _prepare_response_format(self, lm: Any, lm_kwargs: dict[str, Any], signature: type[dspy.Signature]) -> None:
         if self.dialect == "none":
@@ -125,6 +137,20 @@ class SchemaAdapter(dspy.JSONAdapter):
 
 
 MAX_CACHED_FORMATS = 256
+
+
+def _message_key(signature: type[dspy.Signature]) -> Hashable:
+    """What DSPy's system message is made of: the instructions and each field's name, type, kind, description and
+    prefix (its `json_schema_extra`). Every program instance has a signature class of its own (ChainOfThought copies
+    it), so the class is the key only when a type cannot be hashed."""
+    fields = tuple((name, info.annotation, repr(info.json_schema_extra))
+                   for name, info in signature.model_fields.items())
+    key = (signature.instructions, fields)
+    try:
+        hash(key)
+    except TypeError:
+        return signature, signature.instructions
+    return key
 
 
 def _schema_key(signature: type[dspy.Signature], bounds: LengthBounds) -> Hashable | None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import dspy
 
@@ -61,13 +62,31 @@ def evaluate_program(
             _warm_prefix(program, examples[0])
         # MLflow's autologging would log DSPy's mean score as `eval` on the command's run, beside the same result
         # under the name the report gives it (and as 0 for the steps of a pipeline that the next step scores)
-        result = evaluate(program, callback_metadata={"disable_logging": True})
+        with dspy.context(callbacks=_callbacks_inside_evaluate()):
+            result = evaluate(program, callback_metadata={"disable_logging": True})
     results = [(example, prediction or None, float(score)) for example, prediction, score in result.results]
     if any(prediction is None for _, prediction, _ in results):
         check_reachable(model)
         if (fault := EndpointFaults.error()) is not None:
             raise fault  # a call timed out: the failed items are the server's, not their own; nothing is written
     return results, meter.usage
+
+
+def _callbacks_inside_evaluate() -> list[Any]:
+    """DSPy's callbacks in force, less MLflow autologging's when it traces no evaluation (prefcraft never asks it to:
+    `tracking.runs.start_tracking`): with its eval logging turned off, it would do nothing inside dspy.Evaluate but be
+    handed the arguments of every module, adapter and LM call, which DSPy builds for any callback in force (about a
+    tenth of a call's client CPU: benchmarks/client_overhead.py)."""
+    callbacks = dspy.settings.callbacks
+    mlflow_callback = sys.modules.get("mlflow.dspy.callback")  # imported by autologging, if it is on
+    if mlflow_callback is None:
+        return callbacks
+    from mlflow.utils.autologging_utils import get_autologging_config
+
+    if get_autologging_config("dspy", "log_traces", False) and get_autologging_config(
+            "dspy", "log_traces_from_eval", False):
+        return callbacks
+    return [callback for callback in callbacks if not isinstance(callback, mlflow_callback.MlflowCallback)]
 
 
 def in_chunks(items: Sequence[T], size: int = EVALUATION_CHUNK) -> Iterator[Sequence[T]]:

@@ -20,7 +20,6 @@ from dspy.clients import DISK_CACHE_LIMIT
 from dspy.clients.base_lm import GLOBAL_HISTORY
 from dspy.clients.engines import LiteLLMEngine
 from dspy.lm15 import Request, Response, Usage, response_to_events
-from dspy.utils.callback import BaseCallback
 
 from prefcraft.backends.process import list_models
 from prefcraft.engine.adapter import LengthBounds, SchemaAdapter
@@ -35,24 +34,26 @@ from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-class StopCheck(BaseCallback):
-    """Raises, before any LM call of any thread starts, the stop that a signal requested (`runtime.stoppable` sets
-    `requested`), so that no request leaves after Ctrl-C or SIGTERM.
+class StopCheck:
+    """The stop that a signal requested (`runtime.stoppable` sets `requested`), raised before any request of any
+    thread is sent (`_Sending`), so that no request leaves after Ctrl-C or SIGTERM.
 
     The signal's own exception reaches only the main thread, at whatever line it is on: a finalizer it interrupts or a
-    library's catch-all can swallow it, and a thread pool's workers never see it.
+    library's catch-all can swallow it, and a thread pool's workers never see it. (Not a DSPy callback: any callback
+    in force makes DSPy build the arguments of every module, adapter and LM call for it.)
     """
 
-    requested: type[BaseException] | None = None
+    requested: ClassVar[type[BaseException] | None] = None
 
-    def on_lm_start(self, call_id: str, instance: Any, inputs: dict[str, Any]) -> None:
-        if StopCheck.requested is not None:
-            raise StopCheck.requested()
+    @classmethod
+    def raise_if_requested(cls) -> None:
+        if cls.requested is not None:
+            raise cls.requested()
 
 
 def build_lm(model: ModelSettings) -> dspy.LM:
     """A dspy.LM that sends temperature and a `max_tokens` every OpenAI-compatible server honours, counts every request
-    it sends (`_Sending`), and sends no call once a stop was requested (StopCheck).
+    it sends, and sends none once a stop was requested (`_Sending`, StopCheck).
 
     A model on one OpenAI-compatible endpoint of the user's own sends through DSPy's native engine
     (`NativeServerEngine`); a model on several endpoints (`api_bases`) through litellm's Router, which spreads them;
@@ -61,7 +62,7 @@ def build_lm(model: ModelSettings) -> dspy.LM:
     # DSPy's own retries would send a call that timed out again, to a server already too slow for it: the engine
     # retries connection errors alone.
     sampling = {"temperature": model.temperature, "max_tokens": model.max_tokens, "num_retries": 0,
-                "callbacks": [StopCheck()], **({} if model.top_p is None else {"top_p": model.top_p})}
+                **({} if model.top_p is None else {"top_p": model.top_p})}
     api_key = _api_key(model)
     if model.api_base and model.model.split("/", 1)[0] in OPENAI_COMPATIBLE_PROVIDERS:
         native = CountingNativeEngine(model.num_retries, model.model, model.api_base, api_key, model.timeout_s)
@@ -156,6 +157,7 @@ class _Sending:
 
     def _send_with_retries(self, send: Callable[[], Response], endpoint: str | None) -> Response:
         for attempt in range(self.retries + 1):
+            StopCheck.raise_if_requested()
             count_tally("requests" if attempt == 0 else "retries")
             try:
                 response = send()

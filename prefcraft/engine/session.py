@@ -92,8 +92,7 @@ def stoppable() -> Iterator[None]:
     StopCheck.requested = None
     try:
         yield
-        if StopCheck.requested is not None:
-            raise StopCheck.requested()  # the signal's exception went astray and no LM call came after it
+        StopCheck.raise_if_requested()  # the signal's exception went astray and no LM call came after it
     finally:
         # A stop stays requested until the next session: the threads of a pool that the main thread's exception left
         # (DSPy's workers, a user executor's) go on picking up work while the command unwinds.
