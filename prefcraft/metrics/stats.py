@@ -8,8 +8,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-BOOTSTRAP_BATCH = 100
-"""Resamples computed together: bounds the memory of an interval over many judgments."""
+BOOTSTRAP_VALUES = 250_000
+"""Values drawn per batch of resamples (`bootstrap_batch`): bounds the memory of an interval over many judgments."""
+
+
+def bootstrap_batch(values_per_resample: int) -> int:
+    """Resamples computed together, so that a batch draws about BOOTSTRAP_VALUES values whatever the sample's size: a
+    fixed 100 resamples held 86 MB at 19,200 judgments, and more with every judgment. The draws are the same, in the
+    same order, for any batch."""
+    return max(1, BOOTSTRAP_VALUES // max(1, values_per_resample))
 
 NO_INTERVAL = float("nan")
 
@@ -71,7 +78,8 @@ def cluster_bootstrap_mean(
     # interval either way, for a given seed).
     result = bootstrap(
         (totals, sizes), _mean_of_pooled_clusters, paired=True, vectorized=True, n_resamples=n_resamples,
-        batch=BOOTSTRAP_BATCH, confidence_level=confidence, method=method, rng=np.random.default_rng(seed),
+        batch=bootstrap_batch(len(totals)), confidence_level=confidence, method=method,
+        rng=np.random.default_rng(seed),
     )
     interval = result.confidence_interval
     return Estimate(mean, float(interval.low), float(interval.high), n)

@@ -108,3 +108,28 @@ def test_the_reference_interval_is_scipys_basic_bootstrap_with_9999_resamples():
     percentile = bootstrap_mean(values, n_resamples=9999, seed=4)
     assert estimate.low == pytest.approx(2 * 0.7 - percentile.high, abs=1e-9)
     assert estimate.high == pytest.approx(2 * 0.7 - percentile.low, abs=1e-9)
+
+
+def test_the_interval_is_the_same_in_any_batch_of_resamples(monkeypatch):
+    import prefcraft.metrics.stats as stats
+
+    values = np.random.default_rng(5).integers(0, 2, 3_000).tolist()
+    in_batches_of_83 = reference_bootstrap_mean(values, seed=1)
+    monkeypatch.setattr(stats, "BOOTSTRAP_VALUES", 7 * 3_000)  # batches of 7 resamples
+    assert reference_bootstrap_mean(values, seed=1) == in_batches_of_83
+
+
+def test_an_interval_over_many_judgments_holds_about_the_same_memory_as_over_few():
+    import tracemalloc
+
+    def peak_of(n: int) -> int:
+        values = np.random.default_rng(5).integers(0, 2, n).tolist()
+        tracemalloc.start()
+        try:
+            reference_bootstrap_mean(values)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    assert peak_of(20_000) < 40 * 2**20  # in fixed batches of 100 resamples: 86 MB at 19,200 judgments
+    assert peak_of(100_000) < 1.5 * peak_of(20_000) + 10 * 2**20  # the judgments themselves, not resamples of them

@@ -23,7 +23,7 @@ import dspy
 import numpy as np
 
 from prefcraft.components.prefdisco.data import Scenario
-from prefcraft.metrics.stats import BOOTSTRAP_BATCH, NO_INTERVAL, Estimate, bootstrap_mean
+from prefcraft.metrics.stats import NO_INTERVAL, Estimate, bootstrap_batch, bootstrap_mean
 from prefcraft.programs.prefdisco import RubricGrader
 
 MIN_GRADE, MAX_GRADE = 1, 5
@@ -77,9 +77,10 @@ def norm_align_of_means(
         return Estimate(value / 100, NO_INTERVAL, NO_INTERVAL, n)
     rng = np.random.default_rng(seed)
     # In batches of resamples, drawn in the same order as all at once: at 10,000 scenarios, all 1,000 resamples at
-    # once held 320 MB of indices and values (the peak of a paper-scale rehearsal); a batch holds 32 MB.
-    means = np.concatenate([table[rng.integers(0, n, size=(min(BOOTSTRAP_BATCH, n_resamples - start), n))].mean(axis=1)
-                            for start in range(0, n_resamples, BOOTSTRAP_BATCH)])  # (n_resamples, 3)
+    # once held 320 MB of indices and values (the peak of a paper-scale rehearsal).
+    batch = bootstrap_batch(table.size)
+    means = np.concatenate([table[rng.integers(0, n, size=(min(batch, n_resamples - start), n))].mean(axis=1)
+                            for start in range(0, n_resamples, batch)])  # (n_resamples, 3)
     resampled = [v for v in (norm_align(*row) for row in means) if v is not None]
     if not resampled:
         return Estimate(value / 100, NO_INTERVAL, NO_INTERVAL, n)

@@ -106,14 +106,14 @@ def test_negative_count_is_over_the_defined_values():
 def test_the_interval_of_norm_align_of_means_is_the_same_in_batches_of_resamples_as_all_at_once(monkeypatch):
     import numpy as np
 
-    from prefcraft.components.prefdisco import metrics
+    from prefcraft.metrics import stats
 
     rng = np.random.default_rng(7)
     scores = ConditionScores(*(tuple(rng.uniform(1, 5, 40)) for _ in range(3)))
     table = np.array([scores.discovery, scores.baseline, scores.oracle]).T
     means = table[np.random.default_rng(0).integers(0, 40, size=(250, 40))].mean(axis=1)  # all at once, by hand
     expected = np.quantile([v for v in (norm_align(*row) for row in means) if v is not None], [0.025, 0.975]) / 100
-    monkeypatch.setattr(metrics, "BOOTSTRAP_BATCH", 7)  # 250 resamples: 35 batches of 7, then 5
+    monkeypatch.setattr(stats, "BOOTSTRAP_VALUES", 7 * 40 * 3)  # 250 resamples: 35 batches of 7, then 5
     estimate = norm_align_of_means(scores, n_resamples=250, seed=0)
     assert (estimate.low, estimate.high) == pytest.approx(tuple(expected))
 
