@@ -3,6 +3,15 @@
 from __future__ import annotations
 
 
+def caused_by(error: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> bool:
+    """Whether `error`, or an error that led to it (its cause or context, all the way down), is one of `kinds`."""
+    while error is not None:
+        if isinstance(error, kinds):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 class PrefcraftError(Exception):
     """Base class. `hint` tells the user what to do; `retryable` says whether trying again may help."""
 

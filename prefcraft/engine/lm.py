@@ -27,7 +27,7 @@ from prefcraft.engine.lm_cache import ReplyCache
 from prefcraft.engine.routing import NativeServerEngine, RouterEngine, ServerEngine, endpoint_router
 from prefcraft.engine.small_model import field_bounds
 from prefcraft.engine.usage import count_tally
-from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError
+from prefcraft.errors import ConfigError, PrefcraftError, ServerUnreachableError, caused_by
 from prefcraft.settings import ModelSettings, Settings, SmallModelProfile
 
 # litellm fetches its model cost map at import and retries for seconds when offline; the bundled copy is enough.
@@ -185,7 +185,7 @@ class EndpointFaults:
 
     @classmethod
     def record(cls, endpoint: str | None, error: Exception, timeout: float | None, last_attempt: bool) -> None:
-        if cls.watching and _caused_by(error, TimeoutError):
+        if cls.watching and caused_by(error, TimeoutError):
             cls.timed_out[endpoint] = timeout
         elif cls.watching and last_attempt and _connection_failed(error):
             cls.unreachable[endpoint] = f"it stopped answering mid-run ({type(error).__name__})"
@@ -238,7 +238,7 @@ def server_cut_off(error: BaseException | None) -> bool:
     )
 
     refused = (LMAuthError, LMBillingError, LMConfigurationError, LMUnsupportedModelError)
-    return _caused_by(error, (TimeoutError, LMTimeoutError, LMTransportError, *refused)) or _connection_failed(error)
+    return caused_by(error, (TimeoutError, LMTimeoutError, LMTransportError, *refused)) or _connection_failed(error)
 
 
 def _connection_failed(error: BaseException | None) -> bool:
@@ -247,7 +247,7 @@ def _connection_failed(error: BaseException | None) -> bool:
     import httpx  # litellm's client, imported by then
 
     broke = (ConnectionError, lm15.TransportError, httpx.NetworkError, httpx.RemoteProtocolError)
-    return _caused_by(error, broke) and not _caused_by(error, TimeoutError)  # lm15's read timeout is a TransportError
+    return caused_by(error, broke) and not caused_by(error, TimeoutError)  # lm15's read timeout is a TransportError
 
 
 # The openai client's backoff: 0.5 s, doubling, at most 8 s; a server's Retry-After (at most 60 s) wins.
@@ -260,7 +260,7 @@ def _refused_for_now(error: BaseException) -> bool:
     """Whether the server answered `error` with a rate limit (429) or a server error (5xx): worth another attempt
     later, unlike any other refusal. A timeout never is, whatever status litellm gives it."""
     status = _status_code(error)
-    return status is not None and (status == 429 or status >= 500) and not _caused_by(error, TimeoutError)
+    return status is not None and (status == 429 or status >= 500) and not caused_by(error, TimeoutError)
 
 
 def _status_code(error: BaseException | None) -> int | None:
@@ -284,14 +284,6 @@ def _wait_s(error: BaseException, attempt: int) -> float:
         except (KeyError, TypeError, ValueError):  # none here, or an HTTP date: the backoff will do
             error = error.__cause__ or error.__context__
     return backoff
-
-
-def _caused_by(error: BaseException | None, kinds: type[BaseException] | tuple[type[BaseException], ...]) -> bool:
-    while error is not None:
-        if isinstance(error, kinds):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
 
 
 class CountingEngine(_Sending, ServerEngine):

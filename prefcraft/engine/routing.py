@@ -28,6 +28,7 @@ from dspy.lm15 import TimeoutError as RequestTimedOut
 
 from prefcraft.backends.vllm import compact_structured_outputs_flags
 from prefcraft.engine.adapter import asks_vllm_compact, constraint_in_server_field, has_free_whitespace, server_field
+from prefcraft.errors import caused_by
 from prefcraft.settings import ModelSettings
 
 if TYPE_CHECKING:
@@ -90,7 +91,8 @@ class NativeServerEngine(LM15Engine):
         try:
             response = super().complete(sent)
         except TransportError as error:
-            if _timed_out(error):  # lm15 reports its read timeout as a transport failure; DSPy's LMTimeoutError follows
+            # lm15 reports its read timeout as a transport failure: as a timeout, DSPy's LMTimeoutError follows
+            if caused_by(error, TimeoutError):
                 raise RequestTimedOut(str(error), provider=NATIVE_PRESET) from error
             raise
         except InvalidRequestError as error:
@@ -110,14 +112,6 @@ class NativeServerEngine(LM15Engine):
         # A transport, thread-safe and shared by every copy of its LM (as litellm's client is); its pool and locks
         # cannot be copied.
         return self
-
-
-def _timed_out(error: BaseException | None) -> bool:
-    while error is not None:
-        if isinstance(error, TimeoutError):
-            return True
-        error = error.__cause__ or error.__context__
-    return False
 
 
 def _in_server_field(config: Config) -> Config:
